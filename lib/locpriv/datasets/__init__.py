@@ -1,0 +1,1 @@
+"""Ingest: synthetic generators with analytic truth, and the real point loader."""

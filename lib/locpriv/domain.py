@@ -1,0 +1,81 @@
+"""The public, data-independent geometry the server broadcasts: domain box and grid."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+
+@dataclass(frozen=True)
+class Domain:
+    xmin: float
+    xmax: float
+    ymin: float
+    ymax: float
+
+    def __post_init__(self):
+        if not (self.xmax > self.xmin and self.ymax > self.ymin):
+            raise ValueError(
+                f"domain box must have xmax > xmin and ymax > ymin, got {self.as_list()}")
+
+    @classmethod
+    def from_list(cls, box) -> "Domain":
+        return cls(*map(float, box))
+
+    def as_list(self) -> list[float]:
+        return [self.xmin, self.xmax, self.ymin, self.ymax]
+
+    @property
+    def inscribed_square(self) -> float:
+        """Side of the largest square inside the box (Lemma 3's l)."""
+        return min(self.xmax - self.xmin, self.ymax - self.ymin)
+
+    def contains(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return (x >= self.xmin) & (x <= self.xmax) & (y >= self.ymin) & (y <= self.ymax)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """P x Q evaluation grid of cell centres; arrays on it are indexed [p, q] = [x, y]."""
+
+    x: np.ndarray
+    y: np.ndarray
+    domain: Domain
+
+    @classmethod
+    def regular(cls, domain: Domain, P: int, Q: int) -> "Grid":
+        if P < 2 or Q < 2:
+            raise ValueError(f"grid needs P >= 2 and Q >= 2, got P={P}, Q={Q}")
+        dx = (domain.xmax - domain.xmin) / P
+        dy = (domain.ymax - domain.ymin) / Q
+        return cls(domain.xmin + dx * (np.arange(P) + 0.5),
+                   domain.ymin + dy * (np.arange(Q) + 0.5), domain)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.x.size, self.y.size)
+
+    @property
+    def cell_area(self) -> float:
+        return float((self.x[1] - self.x[0]) * (self.y[1] - self.y[0]))
+
+    def to_dataset(self, units: str) -> xr.Dataset:
+        return xr.Dataset(
+            coords={"x": ("x", self.x, {"units": units}), "y": ("y", self.y, {"units": units})},
+            attrs={"bbox": self.domain.as_list(), "units": units})
+
+    @classmethod
+    def from_dataset(cls, ds: xr.Dataset) -> "Grid":
+        box = ds.attrs["bbox"]
+        if isinstance(box, str):
+            import json
+            box = json.loads(box)
+        return cls(ds["x"].values, ds["y"].values, Domain.from_list(box))
+
+    def surface(self, values: np.ndarray, name: str, attrs: dict, units: str) -> xr.DataArray:
+        return xr.DataArray(values, dims=("x", "y"),
+                            coords={"x": ("x", self.x, {"units": units}),
+                                    "y": ("y", self.y, {"units": units})},
+                            name=name, attrs=attrs)

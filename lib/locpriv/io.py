@@ -1,0 +1,95 @@
+"""Atomic, deterministic writers for the workflow's intermediates.
+
+Every writer goes through a temporary file in the target directory and an
+``os.replace``, so a failing job never leaves a partial output behind.
+NetCDF is written with the scipy backend (NetCDF3 64-bit offset): it needs no
+HDF5 library and, unlike HDF5, embeds no timestamps, so identical data gives
+identical bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import xarray as xr
+
+META_KEY = b"locpriv"
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike):
+    """Yield a temporary path next to ``path``; move it into place only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def write_parquet(df: pd.DataFrame, path, metadata: dict | None = None,
+                  row_group_size: int | None = None) -> None:
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    if metadata is not None:
+        meta = dict(table.schema.metadata or {})
+        meta[META_KEY] = json.dumps(metadata, sort_keys=True, default=_jsonable).encode()
+        table = table.replace_schema_metadata(meta)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, row_group_size=row_group_size)
+
+
+def read_parquet_metadata(path) -> dict:
+    meta = pq.read_schema(path).metadata or {}
+    return json.loads(meta[META_KEY]) if META_KEY in meta else {}
+
+
+def write_netcdf(obj: xr.Dataset | xr.DataArray, path) -> None:
+    ds = obj.to_dataset() if isinstance(obj, xr.DataArray) else obj
+    ds = ds.copy()
+    # NetCDF3 attrs take only numbers and strings: nested metadata goes in as JSON.
+    ds.attrs = {k: _attr(v) for k, v in ds.attrs.items()}
+    for var in ds.variables.values():
+        var.attrs = {k: _attr(v) for k, v in var.attrs.items()}
+    with atomic_path(path) as tmp:
+        ds.to_netcdf(tmp, engine="scipy", format="NETCDF3_64BIT")
+
+
+def read_netcdf(path) -> xr.Dataset:
+    with xr.open_dataset(path, engine="scipy") as ds:
+        return ds.load()
+
+
+def write_json(obj, path) -> None:
+    with atomic_path(path) as tmp, open(tmp, "w") as fh:
+        json.dump(obj, fh, indent=2, sort_keys=True, default=_jsonable)
+        fh.write("\n")
+
+
+def read_json(path):
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def _attr(value):
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return value
+    return json.dumps(value, sort_keys=True, default=_jsonable)
+
+
+def _jsonable(value):
+    if hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -1,0 +1,41 @@
+"""Attack stage: localise sampled users from exactly what the server saw."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import attack as attacks
+from .. import io, mechanisms
+from ..seeding import rng as make_rng
+from .prepare import load_grid
+from .run import n_users_of, resolve_params
+
+
+def attack_sample(dataset: str, n_users: int, size: int, seed: int) -> np.ndarray:
+    """The users every mechanism is attacked on: same ids for the same dataset and n."""
+    size = min(size, n_users)
+    return np.sort(make_rng(seed, "attack-sample", dataset, n_users).choice(n_users, size, replace=False))
+
+
+def attack(run: dict, seed: int, attack_cfg: dict, users_per_shard: int, view_paths: list[str],
+           points_path: str, meta_json: str, grid_path: str, bandwidth_json: str | None,
+           out_attack: str) -> None:
+    mech = mechanisms.get(run["mechanism"])
+    params = resolve_params(run["params"], bandwidth_json)
+    grid = load_grid(grid_path)
+    n = n_users_of(run["params"], meta_json)
+    users = attack_sample(run["dataset"], n, int(attack_cfg["users"]), seed)
+    shards = np.unique(users // users_per_shard)
+    view = pd.concat([pd.read_parquet(view_paths[s], filters=[("user", "in", users.tolist())])
+                      for s in shards], ignore_index=True).sort_values("user", ignore_index=True)
+    truth_pts = pd.read_parquet(points_path, columns=["user", "x", "y"],
+                                filters=[("user", "in", users.tolist())]).sort_values("user")
+    true_xy = truth_pts[["x", "y"]].to_numpy()
+    batch = int(attack_cfg.get("batch", attacks.DEFAULT_BATCH))
+    result = attacks.local_maxima_attack(
+        ((sl, mech.surfaces(view.iloc[sl], params, grid)) for sl in attacks.batches(len(view), batch)),
+        grid, view["user"].to_numpy(), true_xy, float(attack_cfg["ratio"]))
+    io.write_parquet(result, out_attack, metadata={"attack": "local_maxima", "ratio": attack_cfg["ratio"]})
+
+

@@ -1,0 +1,45 @@
+"""ingest, encode, bandwidth and truth stages."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .. import io, kde
+from ..datasets import ingest as ds_ingest
+from ..domain import Grid
+from ..seeding import rng as make_rng
+
+
+def ingest(name: str, spec: dict, seed: int, out_points: str, out_meta: str) -> None:
+    pts, meta = ds_ingest.ingest(name, spec, make_rng(seed, "ingest", name))
+    io.write_parquet(pts, out_points, metadata=meta)
+    io.write_json(meta, out_meta)
+
+
+def encode_grid(spec: dict, grid_spec: dict, out_grid: str) -> None:
+    domain, units = ds_ingest.domain_of(spec)
+    grid = Grid.regular(domain, int(grid_spec["P"]), int(grid_spec["Q"]))
+    io.write_netcdf(grid.to_dataset(units), out_grid)
+
+
+def bandwidth(points_path: str, name: str, k: int, seed: int, out_json: str) -> None:
+    pts = pd.read_parquet(points_path, columns=["x", "y"]).to_numpy()
+    h = kde.knn_bandwidth(pts, int(k), make_rng(seed, "bandwidth", name, int(k)))
+    io.write_json({"h": h, "k": int(k), "sample_fraction": 0.1, "n_points": len(pts),
+                   "rule": "mean distance from a 10% sample to the k-th nearest neighbour (seed 000 §4.2.4)"},
+                  out_json)
+
+
+def load_grid(path: str) -> Grid:
+    return Grid.from_dataset(io.read_netcdf(path))
+
+
+def truth(spec: dict, points_path: str, grid_path: str, bandwidth_json: str | None, out_truth: str) -> None:
+    grid = load_grid(grid_path)
+    units = io.read_netcdf(grid_path).attrs["units"]
+    pts = pd.read_parquet(points_path, columns=["x", "y"]) if spec["source"] != "synthetic" else None
+    h = io.read_json(bandwidth_json)["h"] if bandwidth_json else None
+    dens, how = ds_ingest.truth_density(spec, grid, pts, h)
+    io.write_netcdf(grid.surface(dens, "density", {"truth": how, "units": f"1/{units}^2"}, units), out_truth)
+
+

@@ -1,0 +1,87 @@
+"""Client and server stages of one run: randomize, aggregate, estimate."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from .. import io, mechanisms
+from ..seeding import rng as make_rng
+from .prepare import load_grid
+
+
+def resolve_params(params: dict, bandwidth_json: str | None) -> dict:
+    """Mechanism params with 'knn' bandwidth replaced by the dataset's computed value."""
+    out = {k: v for k, v in params.items() if k != "n"}
+    if out.get("h") == "knn":
+        out["h"] = float(io.read_json(bandwidth_json)["h"])
+    return out
+
+
+def n_users_of(params: dict, meta_json: str) -> int:
+    available = int(io.read_json(meta_json)["n_users"])
+    n = params.get("n", "all")
+    if n == "all":
+        return available
+    if n > available:
+        raise ValueError(f"run asks for n={n} users but the dataset has {available}; "
+                         "lower 'n' in the experiment or generate more users")
+    return int(n)
+
+
+def shard_count(n_users: int, users_per_shard: int) -> int:
+    return max(1, math.ceil(n_users / users_per_shard))
+
+
+def _shard_users(points_path: str, shard: int, users_per_shard: int, n_users: int) -> pd.DataFrame:
+    lo, hi = shard * users_per_shard, min(n_users, (shard + 1) * users_per_shard)
+    return pd.read_parquet(points_path, filters=[("user", ">=", lo), ("user", "<", hi)])
+
+
+def run_seed_keys(run: dict) -> tuple:
+    params = {k: v for k, v in run["params"].items() if k != "n"}
+    return (run["dataset"], run["mechanism"], params, run["rep"])
+
+
+def randomize(run: dict, seed: int, shard: int, users_per_shard: int, points_path: str,
+              meta_json: str, grid_path: str, bandwidth_json: str | None, out_view: str) -> None:
+    mech = mechanisms.get(run["mechanism"])
+    params = resolve_params(run["params"], bandwidth_json)
+    n = n_users_of(run["params"], meta_json)
+    pts = _shard_users(points_path, shard, users_per_shard, n)
+    view = mech.randomize(pts, params, load_grid(grid_path),
+                          make_rng(seed, "randomize", *run_seed_keys(run), shard))
+    io.write_parquet(view, out_view, metadata={"mechanism": mech.name, "params": params, "shard": shard,
+                                               "users": len(view)})
+
+
+def aggregate(run: dict, view_paths: list[str], grid_path: str, bandwidth_json: str | None,
+              out_agg: str) -> None:
+    mech = mechanisms.get(run["mechanism"])
+    params = resolve_params(run["params"], bandwidth_json)
+    grid = load_grid(grid_path)
+    total, n = None, 0
+    for path in view_paths:  # one shard in memory at a time
+        view = pd.read_parquet(path)
+        part = mech.partial(view, params, grid)
+        total = part if total is None else mech.combine(total, part)
+        n += len(view)
+    units = io.read_netcdf(grid_path).attrs["units"]
+    da = grid.surface(total, "sum", {"n_users": n, "mechanism": mech.name, "params": params}, units)
+    io.write_netcdf(da, out_agg)
+
+
+def estimate(run: dict, agg_path: str, grid_path: str, bandwidth_json: str | None, out_est: str) -> None:
+    mech = mechanisms.get(run["mechanism"])
+    params = resolve_params(run["params"], bandwidth_json)
+    grid = load_grid(grid_path)
+    agg = io.read_netcdf(agg_path)
+    n = int(agg["sum"].attrs["n_users"])
+    dens = mech.estimate(agg["sum"].values, n, params, grid)
+    units = io.read_netcdf(grid_path).attrs["units"]
+    attrs = {"mechanism": mech.name, "params": params, "n_users": n, "guarantee": mech.guarantee(params),
+             "units": f"1/{units}^2"}
+    io.write_netcdf(grid.surface(dens, "density", attrs, units), out_est)
+
+

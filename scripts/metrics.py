@@ -1,0 +1,7 @@
+from locpriv.smk import logged, optional_input
+from locpriv.stages.metrics import run_metrics
+
+with logged(snakemake):
+    run_metrics(snakemake.params.run, snakemake.input.estimate, snakemake.input.truth,
+                snakemake.input.attack, snakemake.input.grid, optional_input(snakemake, "bandwidth"),
+                snakemake.output[0])

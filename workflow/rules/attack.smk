@@ -1,0 +1,22 @@
+# attack: localise a fixed sample of users from exactly what the server saw
+
+
+rule attack:
+    input:
+        views=view_files,
+        points="results/ingest/{dataset}/points.parquet",
+        meta="results/ingest/{dataset}/meta.json",
+        grid="results/encode/{dataset}/grid.nc",
+        bandwidth=bandwidth_input,
+    output:
+        RUN_DIR + "/attack-local_maxima.parquet",
+    params:
+        run=run_of,
+        seed=config["seed"],
+        attack=config["attack"],
+        users_per_shard=config["users_per_shard"],
+        code=lambda wc: mechanism_code(wc, "attack"),
+    log:
+        "logs/" + RUN_DIR + "/attack.log",
+    script:
+        "../../scripts/attack.py"

@@ -1,0 +1,17 @@
+# estimate: the density on the evaluation grid, with its guarantee in the attrs
+
+
+rule estimate:
+    input:
+        aggregate=RUN_DIR + "/aggregate.nc",
+        grid="results/encode/{dataset}/grid.nc",
+        bandwidth=bandwidth_input,
+    output:
+        RUN_DIR + "/estimate.nc",
+    params:
+        run=run_of,
+        code=lambda wc: mechanism_code(wc, "run"),
+    log:
+        "logs/" + RUN_DIR + "/estimate.log",
+    script:
+        "../../scripts/estimate.py"

@@ -1,0 +1,55 @@
+# ingest: data in, one row per location out (+ metadata, + reference density)
+
+
+def ingest_source(wc):
+    spec = dataset_spec(wc)
+    return spec["path"] if spec["source"] == "points" else []
+
+
+checkpoint ingest:
+    # a checkpoint: the number of user shards downstream depends on how many
+    # users survive loading and clipping
+    input:
+        source=ingest_source,
+    output:
+        points="results/ingest/{dataset}/points.parquet",
+        meta="results/ingest/{dataset}/meta.json",
+    params:
+        spec=dataset_spec,
+        seed=config["seed"],
+        code=code_fingerprint("locpriv.stages.prepare"),
+    log:
+        "logs/ingest/{dataset}.log",
+    script:
+        "../../scripts/ingest.py"
+
+
+rule bandwidth:
+    input:
+        points="results/ingest/{dataset}/points.parquet",
+    output:
+        "results/ingest/{dataset}/bandwidth.json",
+    params:
+        k=lambda wc: dataset_spec(wc)["knn_k"],
+        seed=config["seed"],
+        code=code_fingerprint("locpriv.stages.prepare"),
+    log:
+        "logs/bandwidth/{dataset}.log",
+    script:
+        "../../scripts/bandwidth.py"
+
+
+rule truth:
+    input:
+        points="results/ingest/{dataset}/points.parquet",
+        grid="results/encode/{dataset}/grid.nc",
+        bandwidth=bandwidth_input,
+    output:
+        "results/ingest/{dataset}/truth.nc",
+    params:
+        spec=dataset_spec,
+        code=code_fingerprint("locpriv.stages.prepare"),
+    log:
+        "logs/truth/{dataset}.log",
+    script:
+        "../../scripts/truth.py"

@@ -1,0 +1,37 @@
+# metrics: one tidy table per run, gathered into results/summary/
+
+
+rule metrics:
+    input:
+        estimate=RUN_DIR + "/estimate.nc",
+        truth="results/ingest/{dataset}/truth.nc",
+        attack=RUN_DIR + "/attack-local_maxima.parquet",
+        grid="results/encode/{dataset}/grid.nc",
+        bandwidth=bandwidth_input,
+    output:
+        RUN_DIR + "/metrics.parquet",
+    params:
+        run=run_of,
+        code=lambda wc: mechanism_code(wc, "metrics"),
+    log:
+        "logs/" + RUN_DIR + "/metrics.log",
+    script:
+        "../../scripts/metrics.py"
+
+
+rule summary:
+    input:
+        run_targets("metrics.parquet"),
+    output:
+        parquet=report(
+            "results/summary/metrics.parquet",
+            caption="../report/summary.rst",
+            category="Summary",
+        ),
+        csv="results/summary/metrics.csv",
+    params:
+        code=code_fingerprint("locpriv.stages.metrics"),
+    log:
+        "logs/summary.log",
+    script:
+        "../../scripts/summary.py"

@@ -1,0 +1,20 @@
+# randomize: the client side, one fixed-size user shard per job
+
+
+rule randomize:
+    input:
+        points="results/ingest/{dataset}/points.parquet",
+        meta="results/ingest/{dataset}/meta.json",
+        grid="results/encode/{dataset}/grid.nc",
+        bandwidth=bandwidth_input,
+    output:
+        RUN_DIR + "/view/shard~{shard}.parquet",
+    params:
+        run=run_of,
+        seed=config["seed"],
+        users_per_shard=config["users_per_shard"],
+        code=lambda wc: mechanism_code(wc, "run"),
+    log:
+        "logs/" + RUN_DIR + "/randomize-{shard}.log",
+    script:
+        "../../scripts/randomize.py"
