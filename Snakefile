@@ -2,9 +2,20 @@
 #   ingest -> encode -> randomize -> aggregate -> estimate -> attack -> metrics -> summary/report
 # See README.md for how to run it and workflow/rules/*.smk for the stages.
 
+import os
+import sys
+
 from snakemake.utils import min_version
 
 min_version("8.20")
+
+# The library is pip-installable (pyproject.toml); putting lib/ on the path as
+# well lets the Snakefile and every job (also inside a --software-deployment-method
+# conda environment, which holds only the dependencies) import this checkout's
+# locpriv, so results always come from the code in this working tree.
+LIB = os.path.join(workflow.basedir, "lib")
+sys.path.insert(0, LIB)
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [LIB, os.environ.get("PYTHONPATH")]))
 
 
 configfile: "config.yaml"

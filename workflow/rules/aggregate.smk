@@ -13,5 +13,7 @@ rule aggregate:
         code=lambda wc: mechanism_code(wc, "run"),
     log:
         "logs/" + RUN_DIR + "/aggregate.log",
+    conda:
+        "../../envs/locpriv.yaml"
     script:
         "../../scripts/aggregate.py"

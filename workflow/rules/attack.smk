@@ -18,5 +18,7 @@ rule attack:
         code=lambda wc: mechanism_code(wc, "attack"),
     log:
         "logs/" + RUN_DIR + "/attack.log",
+    conda:
+        "../../envs/locpriv.yaml"
     script:
         "../../scripts/attack.py"

@@ -10,5 +10,7 @@ rule encode_grid:
         code=code_fingerprint("locpriv.stages.prepare"),
     log:
         "logs/encode/{dataset}.log",
+    conda:
+        "../../envs/locpriv.yaml"
     script:
         "../../scripts/encode_grid.py"

@@ -13,5 +13,7 @@ rule estimate:
         code=lambda wc: mechanism_code(wc, "run"),
     log:
         "logs/" + RUN_DIR + "/estimate.log",
+    conda:
+        "../../envs/locpriv.yaml"
     script:
         "../../scripts/estimate.py"

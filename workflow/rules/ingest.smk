@@ -20,6 +20,8 @@ checkpoint ingest:
         code=code_fingerprint("locpriv.stages.prepare"),
     log:
         "logs/ingest/{dataset}.log",
+    conda:
+        "../../envs/locpriv.yaml"
     script:
         "../../scripts/ingest.py"
 
@@ -35,6 +37,8 @@ rule bandwidth:
         code=code_fingerprint("locpriv.stages.prepare"),
     log:
         "logs/bandwidth/{dataset}.log",
+    conda:
+        "../../envs/locpriv.yaml"
     script:
         "../../scripts/bandwidth.py"
 
@@ -51,5 +55,7 @@ rule truth:
         code=code_fingerprint("locpriv.stages.prepare"),
     log:
         "logs/truth/{dataset}.log",
+    conda:
+        "../../envs/locpriv.yaml"
     script:
         "../../scripts/truth.py"

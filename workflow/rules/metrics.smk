@@ -15,6 +15,8 @@ rule metrics:
         code=lambda wc: mechanism_code(wc, "metrics"),
     log:
         "logs/" + RUN_DIR + "/metrics.log",
+    conda:
+        "../../envs/locpriv.yaml"
     script:
         "../../scripts/metrics.py"
 
@@ -33,5 +35,7 @@ rule summary:
         code=code_fingerprint("locpriv.stages.metrics"),
     log:
         "logs/summary.log",
+    conda:
+        "../../envs/locpriv.yaml"
     script:
         "../../scripts/summary.py"

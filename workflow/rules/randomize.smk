@@ -16,5 +16,7 @@ rule randomize:
         code=lambda wc: mechanism_code(wc, "run"),
     log:
         "logs/" + RUN_DIR + "/randomize-{shard}.log",
+    conda:
+        "../../envs/locpriv.yaml"
     script:
         "../../scripts/randomize.py"

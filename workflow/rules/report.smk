@@ -34,6 +34,8 @@ rule plot_metrics_vs_n:
         code=code_fingerprint("locpriv.plots"),
     log:
         "logs/plots/metrics_vs_n.log",
+    conda:
+        "../../envs/locpriv.yaml"
     script:
         "../../scripts/plot_metrics_vs_n.py"
 
@@ -55,5 +57,7 @@ rule plot_surfaces:
         code=code_fingerprint("locpriv.plots"),
     log:
         "logs/plots/surfaces-{dataset}.log",
+    conda:
+        "../../envs/locpriv.yaml"
     script:
         "../../scripts/plot_surfaces.py"

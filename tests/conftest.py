@@ -1,0 +1,56 @@
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TINY = {
+    "seed": 1,
+    "users_per_shard": 200,
+    "grid": {"P": 24, "Q": 20},
+    "attack": {"users": 30, "ratio": 1.1},
+    "plots": {"dpi": 40},
+    "datasets": {
+        "gauss9": {"source": "synthetic", "pattern": "gauss9", "n_users": 600,
+                   "bbox": [-3, 3, -3, 3], "knn_k": 50},
+    },
+    "experiments": {
+        "density": {"datasets": ["gauss9"], "reps": 1,
+                    "mechanisms": {"fedkde": {"n": [300, 600], "h": [0.55, "knn"]},
+                                   "zero": {"n": [300, 600]}}},
+    },
+}
+
+
+def run_snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
+           "--directory", str(workdir), *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir,
+                          env={**os.environ, "PYTHONHASHSEED": "0"})
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    return proc
+
+
+@pytest.fixture
+def make_workdir(tmp_path):
+    """A fresh working directory holding config.yaml (TINY, optionally modified)."""
+    def make(config: dict | None = None, name: str = "wd") -> Path:
+        wd = tmp_path / name
+        wd.mkdir()
+        (wd / "config.yaml").write_text(yaml.safe_dump(config or TINY, sort_keys=False))
+        return wd
+    return make
+
+
+def write_config(workdir: Path, config: dict) -> None:
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def copy_results(src: Path, dst: Path) -> None:
+    shutil.copytree(src, dst)

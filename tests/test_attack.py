@@ -1,0 +1,49 @@
+import numpy as np
+import pytest
+
+from locpriv import attack, kde
+from locpriv.domain import Domain, Grid
+from locpriv.seeding import rng
+
+GRID = Grid.regular(Domain(-3, 3, -3, 3), 60, 60)
+CELL = GRID.x[1] - GRID.x[0]
+
+
+def test_exact_kernel_surface_is_localised_to_the_nearest_grid_point():
+    true = rng(1, "attack-test").uniform(-2.5, 2.5, size=(50, 2))
+    res = attack.local_maxima_batch(kde.kernel_surfaces(true, GRID.x, GRID.y, 0.55), GRID, true)
+    # one maximum, at the grid point nearest the user: error <= half a cell diagonal
+    assert np.all(res["n_maxima"] == 1)
+    assert np.all(res["Z"] <= CELL / np.sqrt(2) + 1e-12)
+    np.testing.assert_allclose(res["Z"], res["argmax_error"])
+
+
+def test_constant_surface_scores_mean_distance_to_all_grid_points():
+    true = np.array([[0.1, -2.0], [2.9, 2.9]])
+    res = attack.local_maxima_batch(np.ones((2, *GRID.shape)), GRID, true)
+    X, Y = np.meshgrid(GRID.x, GRID.y, indexing="ij")
+    expect = [np.hypot(X - x, Y - y).mean() for x, y in true]
+    np.testing.assert_allclose(res["Z"], expect, rtol=1e-12)
+    # the best single guess for a flat surface is the centroid of the grid
+    np.testing.assert_allclose(res["guess_x"], 0.0, atol=1e-12)
+    np.testing.assert_allclose(res["guess_y"], 0.0, atol=1e-12)
+
+
+def test_weak_maxima_are_filtered_and_strong_ones_weighted():
+    # peaks on grid points, symmetric about the user at (0, y30)
+    true = np.array([[0.0, GRID.y[30]]])
+    a, b = np.array([[GRID.x[15], GRID.y[30]]]), np.array([[GRID.x[44], GRID.y[30]]])
+    ka = kde.kernel_surfaces(a, GRID.x, GRID.y, 0.2)
+    kb = kde.kernel_surfaces(b, GRID.x, GRID.y, 0.2)
+    strong = attack.local_maxima_batch(ka + 0.95 * kb, GRID, true)      # 0.95 >= 1/1.1: both kept
+    weak = attack.local_maxima_batch(ka + 0.5 * kb, GRID, true)         # 0.5 < 1/1.1: one kept
+    assert strong["n_maxima"][0] == 2 and weak["n_maxima"][0] == 1
+    # both peaks are |x| = 1.45 from the user, so Z = 1.45 up to the peaks' overlap
+    assert strong["Z"][0] == pytest.approx(abs(GRID.x[15]), rel=1e-9)
+    assert weak["Z"][0] == pytest.approx(abs(GRID.x[15]), rel=1e-9)
+
+
+def test_ratio_below_one_is_rejected():
+    with pytest.raises(ValueError, match="ratio"):
+        attack.local_maxima_batch(np.ones((1, 4, 4)), Grid.regular(Domain(0, 1, 0, 1), 4, 4),
+                                  np.zeros((1, 2)), ratio=0.9)

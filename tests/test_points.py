@@ -1,0 +1,71 @@
+import gzip
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from locpriv.datasets import points
+from locpriv.errors import InputError
+
+BOX = [116.15, 116.60, 39.75, 40.10]
+
+
+def write_csv(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_projection_is_metric_near_the_centre(tmp_path):
+    box, proj = points.projected_box(BOX)
+    # one degree of latitude is ~111.2 km on the mean-radius sphere
+    _, y = proj.forward(np.array(proj.lon0), np.array(proj.lat0 + 1))
+    assert y == pytest.approx(111_195, rel=1e-4)
+    assert box[1] - box[0] == pytest.approx(0.45 * 111_195 * np.cos(np.radians(39.925)), rel=1e-4)
+
+
+def test_load_counts_every_dropped_row(tmp_path):
+    f = write_csv(tmp_path / "p.csv", "user,lat,lon\n"
+                  "1,39.9,116.3\n"       # kept
+                  "1,39.9,117.0\n"       # outside box
+                  "2,,116.3\n"           # missing coordinate
+                  "2,abc,116.3\n"        # not a number
+                  "3,40.0,116.5\n")      # kept
+    pts, report, meta = points.load_points(f, lonlat_bbox=BOX)
+    assert len(pts) == 2 and report.rows_read == 5
+    assert meta["rows_dropped"] == {"non_numeric_or_missing_coordinate": 2, "outside_bbox": 1}
+    assert list(pts["source_user"]) == ["1", "3"]
+    assert meta["rows_kept"] == 2
+
+
+def test_xy_data_with_native_box(tmp_path):
+    f = tmp_path / "p.parquet"
+    pd.DataFrame({"x": [0.5, 2.0], "y": [0.5, 0.5]}).to_parquet(f)
+    pts, report, meta = points.load_points(f, bbox=[0, 1, 0, 1])
+    assert len(pts) == 1 and meta["rows_dropped"]["outside_bbox"] == 1
+
+
+def test_missing_column_names_file_field_and_fix(tmp_path):
+    f = write_csv(tmp_path / "p.csv", "user,latitude,longitude\n1,39.9,116.3\n")
+    with pytest.raises(InputError) as err:
+        points.load_points(f, lonlat_bbox=BOX)
+    msg = str(err.value)
+    assert str(f) in msg and "'lon'" in msg and "Fix:" in msg
+
+
+def test_all_rows_outside_box_is_an_error(tmp_path):
+    f = write_csv(tmp_path / "p.csv", "lat,lon\n10,10\n")
+    with pytest.raises(InputError, match="outside the box"):
+        points.load_points(f, lonlat_bbox=BOX)
+
+
+def test_missing_file_is_an_error(tmp_path):
+    with pytest.raises(InputError, match="does not exist"):
+        points.load_points(tmp_path / "nope.csv", lonlat_bbox=BOX)
+
+
+def test_gzip_csv_is_read(tmp_path):
+    f = tmp_path / "p.csv.gz"
+    with gzip.open(f, "wt") as fh:
+        fh.write("user,timestamp_utc,lat,lon\n000,2008-10-23T02:53:04Z,39.98,116.31\n")
+    pts, _, _ = points.load_points(f, lonlat_bbox=BOX)
+    assert list(pts["source_user"]) == ["000"]

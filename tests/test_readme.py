@@ -1,0 +1,27 @@
+"""The README's quick start is exactly two commands, and CI runs the same ones."""
+
+import re
+
+from conftest import ROOT
+
+
+def quick_start_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Quick start", 1)[1]
+    block = re.search(r"```(?:bash)?\n(.*?)```", section, flags=re.S).group(1)
+    return [line for line in block.strip().splitlines() if line.strip()]
+
+
+def test_quick_start_has_main_job_then_tests():
+    main, tests = quick_start_commands()
+    assert "snakemake --cores all" in main and "pip install -e ." in main
+    assert "pytest" in tests
+
+
+def test_ci_runs_the_readme_install_and_test_commands():
+    main, tests = quick_start_commands()
+    ci = (ROOT / ".ci/run").read_text().splitlines()
+    install = main.split("&&")[0].strip()
+    assert any(line.strip().startswith(install.replace(" -e .", "")) and line.strip().endswith("-e .")
+               for line in ci)
+    assert tests in [line.strip() for line in ci]
