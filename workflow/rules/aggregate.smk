@@ -11,6 +11,10 @@ rule aggregate:
     params:
         run=run_of,
         code=lambda wc: mechanism_code(wc, "run"),
+    threads: rule_resource("aggregate", "threads", 1)
+    resources:
+        mem_mb=rule_resource("aggregate", "mem_mb", 2000),
+        runtime=rule_resource("aggregate", "runtime", 30),
     log:
         "logs/" + RUN_DIR + "/aggregate.log",
     conda:

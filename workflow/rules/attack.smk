@@ -16,6 +16,10 @@ rule attack:
         attack=config["attack"],
         users_per_shard=config["users_per_shard"],
         code=lambda wc: mechanism_code(wc, "attack"),
+    threads: rule_resource("attack", "threads", 1)
+    resources:
+        mem_mb=rule_resource("attack", "mem_mb", 2000),
+        runtime=rule_resource("attack", "runtime", 30),
     log:
         "logs/" + RUN_DIR + "/attack.log",
     conda:

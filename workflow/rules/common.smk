@@ -71,3 +71,12 @@ def view_files(wc):
 
 def run_targets(filename):
     return [f"{run.path}/{filename}" for run in RUNS.values()]
+
+
+def rule_resource(rule_name, key, fallback):
+    """Cluster resource of a rule from config['resources'] (rule entry, then 'default').
+
+    Resources are not rerun triggers: changing them re-runs nothing.
+    """
+    table = config.get("resources", {})
+    return table.get(rule_name, {}).get(key, table.get("default", {}).get(key, fallback))

@@ -11,6 +11,10 @@ rule estimate:
     params:
         run=run_of,
         code=lambda wc: mechanism_code(wc, "run"),
+    threads: rule_resource("estimate", "threads", 1)
+    resources:
+        mem_mb=rule_resource("estimate", "mem_mb", 2000),
+        runtime=rule_resource("estimate", "runtime", 30),
     log:
         "logs/" + RUN_DIR + "/estimate.log",
     conda:

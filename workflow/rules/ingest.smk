@@ -18,6 +18,10 @@ checkpoint ingest:
         spec=dataset_spec,
         seed=config["seed"],
         code=code_fingerprint("locpriv.stages.prepare"),
+    threads: rule_resource("ingest", "threads", 1)
+    resources:
+        mem_mb=rule_resource("ingest", "mem_mb", 2000),
+        runtime=rule_resource("ingest", "runtime", 30),
     log:
         "logs/ingest/{dataset}.log",
     conda:
@@ -35,6 +39,10 @@ rule bandwidth:
         k=lambda wc: dataset_spec(wc)["knn_k"],
         seed=config["seed"],
         code=code_fingerprint("locpriv.stages.prepare"),
+    threads: rule_resource("bandwidth", "threads", 1)
+    resources:
+        mem_mb=rule_resource("bandwidth", "mem_mb", 2000),
+        runtime=rule_resource("bandwidth", "runtime", 30),
     log:
         "logs/bandwidth/{dataset}.log",
     conda:
@@ -53,6 +61,10 @@ rule truth:
     params:
         spec=dataset_spec,
         code=code_fingerprint("locpriv.stages.prepare"),
+    threads: rule_resource("truth", "threads", 1)
+    resources:
+        mem_mb=rule_resource("truth", "mem_mb", 2000),
+        runtime=rule_resource("truth", "runtime", 30),
     log:
         "logs/truth/{dataset}.log",
     conda:

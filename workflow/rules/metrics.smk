@@ -13,6 +13,10 @@ rule metrics:
     params:
         run=run_of,
         code=lambda wc: mechanism_code(wc, "metrics"),
+    threads: rule_resource("metrics", "threads", 1)
+    resources:
+        mem_mb=rule_resource("metrics", "mem_mb", 2000),
+        runtime=rule_resource("metrics", "runtime", 30),
     log:
         "logs/" + RUN_DIR + "/metrics.log",
     conda:
@@ -33,6 +37,10 @@ rule summary:
         csv="results/summary/metrics.csv",
     params:
         code=code_fingerprint("locpriv.stages.metrics"),
+    threads: rule_resource("summary", "threads", 1)
+    resources:
+        mem_mb=rule_resource("summary", "mem_mb", 2000),
+        runtime=rule_resource("summary", "runtime", 30),
     log:
         "logs/summary.log",
     conda:

@@ -14,6 +14,10 @@ rule randomize:
         seed=config["seed"],
         users_per_shard=config["users_per_shard"],
         code=lambda wc: mechanism_code(wc, "run"),
+    threads: rule_resource("randomize", "threads", 1)
+    resources:
+        mem_mb=rule_resource("randomize", "mem_mb", 2000),
+        runtime=rule_resource("randomize", "runtime", 30),
     log:
         "logs/" + RUN_DIR + "/randomize-{shard}.log",
     conda:

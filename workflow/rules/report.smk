@@ -32,6 +32,10 @@ rule plot_metrics_vs_n:
     params:
         settings=config["plots"],
         code=code_fingerprint("locpriv.plots"),
+    threads: rule_resource("plot_metrics_vs_n", "threads", 1)
+    resources:
+        mem_mb=rule_resource("plot_metrics_vs_n", "mem_mb", 2000),
+        runtime=rule_resource("plot_metrics_vs_n", "runtime", 30),
     log:
         "logs/plots/metrics_vs_n.log",
     conda:
@@ -55,6 +59,10 @@ rule plot_surfaces:
         labels=lambda wc: [f"{r.mechanism} {r.pstr}" for r in surface_runs(wc.dataset)],
         settings=config["plots"],
         code=code_fingerprint("locpriv.plots"),
+    threads: rule_resource("plot_surfaces", "threads", 1)
+    resources:
+        mem_mb=rule_resource("plot_surfaces", "mem_mb", 2000),
+        runtime=rule_resource("plot_surfaces", "runtime", 30),
     log:
         "logs/plots/surfaces-{dataset}.log",
     conda:
