@@ -35,9 +35,19 @@ include: "workflow/rules/metrics.smk"
 include: "workflow/rules/report.smk"
 
 
+# Studies: the protocols of seeds 001-004 that are not a per-user density
+# surface (interactive quadtrees, secure-aggregation heatmaps, federated radio
+# maps, 1-D deconvolution).  A study's rules are parsed only when the config
+# has a section for it; each fills STUDY_TARGETS[name].
+STUDY_TARGETS = {}
+for _study in config.get("studies", {}):
+    include: f"workflow/rules/studies/{_study}.smk"
+
+
 rule all:
     default_target: True
     input:
         "results/summary/metrics.parquet",
         "results/summary/metrics.csv",
         plot_targets(),
+        [t for targets in STUDY_TARGETS.values() for t in targets],
