@@ -3,5 +3,6 @@ from locpriv.stages.metrics import run_metrics
 
 with logged(snakemake):
     run_metrics(snakemake.params.run, snakemake.input.estimate, snakemake.input.truth,
+                optional_input(snakemake, "pooled"),
                 snakemake.input.attack, snakemake.input.grid, optional_input(snakemake, "bandwidth"),
                 snakemake.output[0])

@@ -4,8 +4,10 @@ import copy
 import json
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 
 import yaml
 
@@ -157,3 +159,26 @@ def test_geolife_real_data_end_to_end(make_workdir):
     # 5000 of ~1e6 points against the complete-data KDE at the same bandwidth
     assert wide.loc["fedkde", "spearman"] > 0.8
     assert wide.loc["fedkde", "privacy_Z"] < wide.loc["zero", "privacy_Z"] / 10
+
+
+def test_rff_and_geoind_branches_with_a_refused_query(make_workdir):
+    cfg = copy.deepcopy(TINY)
+    cfg["experiments"]["density"]["mechanisms"] = {
+        "rff": {"n": 600, "h": 0.55, "B": [1, 60]},  # B = 60 exceeds the policy's 50 features
+        "geoind": {"n": 600, "h": 0.55, "epsilon": 5},
+        "zero": {"n": 600},
+    }
+    wd = make_workdir(cfg)
+    run_snakemake(wd, "--cores", "2")
+    table = pd.read_parquet(wd / "results/summary/metrics.parquet")
+    wide = table.pivot_table(index=["mechanism", "B"], columns="metric", values="value", dropna=False)
+    answered = wide.loc[("rff", "1")]
+    assert answered["answered"] == 1 and answered["spearman_pooled"] > 0.5
+    refused = wide.loc[("rff", "60")]
+    assert refused["answered"] == 0 and np.isnan(refused["spearman"]) and np.isnan(refused["privacy_Z"])
+    est = list((wd / "results/runs/gauss9/rff").glob("*B~60*/rep~0/estimate.nc"))[0]
+    with xr.open_dataset(est) as ds:
+        assert "policy maximum" in ds["density"].attrs["refusal"]
+    assert wide.loc[("geoind", ""), "guarantee_epsilon"] == 5
+    for plot in ("tradeoff", "gain_per_cost", "rff-fig3-convergence", "rff-fig4-user-surfaces"):
+        assert (wd / f"results/plots/{plot}.png").stat().st_size > 0

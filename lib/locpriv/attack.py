@@ -21,10 +21,13 @@ from .domain import Grid
 DEFAULT_BATCH = 256
 
 
-def _distances(grid: Grid, true_xy: np.ndarray) -> np.ndarray:
-    dx = grid.x[None, :, None] - true_xy[:, 0, None, None]
-    dy = grid.y[None, None, :] - true_xy[:, 1, None, None]
-    return np.hypot(dx, dy)
+RESULT_COLUMNS = {"user": "int64", "Z": "float64", "guess_x": "float64", "guess_y": "float64",
+                  "argmax_error": "float64", "n_maxima": "int64"}
+
+
+def _per_user_mean(user: np.ndarray, values: np.ndarray, weights: np.ndarray | None, n: int) -> np.ndarray:
+    return np.bincount(user, weights=values if weights is None else weights * values, minlength=n) / \
+        np.bincount(user, weights=weights, minlength=n)
 
 
 def local_maxima_batch(surfaces: np.ndarray, grid: Grid, true_xy: np.ndarray,
@@ -36,30 +39,28 @@ def local_maxima_batch(surfaces: np.ndarray, grid: Grid, true_xy: np.ndarray,
     are undefined; there the maxima within a factor ``ratio`` below e_max are
     kept with equal weights.  The single best guess is the centroid of the grid
     points tied at the global maximum (a unique point for a peaked surface, the
-    domain centre for a constant one).
+    domain centre for a constant one).  Distances are computed only at the kept
+    maxima (a handful per peaked surface), not on the whole (n, P, Q) batch.
     """
     if ratio < 1:
         raise ValueError(f"attack ratio must be >= 1, got {ratio}")
     n = surfaces.shape[0]
-    flat = surfaces.reshape(n, -1)
-    emax = flat.max(axis=1)
-    scale = np.maximum(np.abs(flat).max(axis=1), np.finfo(float).tiny)
-    is_max = surfaces >= maximum_filter(surfaces, size=(1, 3, 3), mode="nearest")
+    emax = surfaces.reshape(n, -1).max(axis=1)
     positive = emax > 0
     thr = np.where(positive, emax / ratio, emax * ratio)
-    keep = is_max & (surfaces >= thr[:, None, None])
-    weights = np.where(keep, np.where(positive[:, None, None], surfaces, 1.0), 0.0)
-    dist = _distances(grid, true_xy)
-    Z = (weights * dist).reshape(n, -1).sum(1) / weights.reshape(n, -1).sum(1)
+    keep = surfaces >= maximum_filter(surfaces, size=(1, 3, 3), mode="nearest")
+    keep &= surfaces >= thr[:, None, None]
+    u, i, j = np.nonzero(keep)
+    weights = np.where(positive[u], surfaces[u, i, j], 1.0)
+    dist = np.hypot(grid.x[i] - true_xy[u, 0], grid.y[j] - true_xy[u, 1])
+    Z = _per_user_mean(u, dist, weights, n)
 
-    top = (emax[:, None] - flat) <= 1e-12 * scale[:, None]
-    gx = np.broadcast_to(grid.x[:, None], grid.shape).ravel()
-    gy = np.broadcast_to(grid.y[None, :], grid.shape).ravel()
-    cnt = top.sum(1)
-    guess = np.stack([(top * gx).sum(1) / cnt, (top * gy).sum(1) / cnt], axis=1)
+    scale = np.maximum(np.abs(surfaces).reshape(n, -1).max(axis=1), np.finfo(float).tiny)
+    tu, ti, tj = np.nonzero(surfaces >= (emax - 1e-12 * scale)[:, None, None])
+    guess = np.stack([_per_user_mean(tu, grid.x[ti], None, n), _per_user_mean(tu, grid.y[tj], None, n)], axis=1)
     return {"Z": Z, "guess_x": guess[:, 0], "guess_y": guess[:, 1],
             "argmax_error": np.hypot(*(guess - true_xy).T),
-            "n_maxima": keep.reshape(n, -1).sum(1)}
+            "n_maxima": np.bincount(u, minlength=n)}
 
 
 def local_maxima_attack(surface_batches, grid: Grid, users: np.ndarray, true_xy: np.ndarray,

@@ -71,3 +71,26 @@ rule truth:
         "../../envs/locpriv.yaml"
     script:
         "../../scripts/truth.py"
+
+
+rule pooled_kde:
+    # seed 000's utility reference: the non-private KDE of the same users and bandwidth
+    input:
+        points="results/ingest/{dataset}/points.parquet",
+        meta="results/ingest/{dataset}/meta.json",
+        grid="results/encode/{dataset}/grid.nc",
+        bandwidth=lambda wc: f"results/ingest/{wc.dataset}/bandwidth.json" if wc.h == "knn" else [],
+    output:
+        "results/ingest/{dataset}/pooled-kde/n~{n}_h~{h}.nc",
+    params:
+        code=code_fingerprint("locpriv.stages.prepare"),
+    threads: rule_resource("pooled_kde", "threads", 1)
+    resources:
+        mem_mb=rule_resource("pooled_kde", "mem_mb", 2000),
+        runtime=rule_resource("pooled_kde", "runtime", 30),
+    log:
+        "logs/pooled_kde/{dataset}/n~{n}_h~{h}.log",
+    conda:
+        "../../envs/locpriv.yaml"
+    script:
+        "../../scripts/pooled_kde.py"

@@ -1,10 +1,19 @@
 # metrics: one tidy table per run, gathered into results/summary/
 
 
+def pooled_input(wc):
+    """The run's non-private reference (same users, same bandwidth); none without a bandwidth."""
+    params = run_of(wc)["params"]
+    if "h" not in params:
+        return []
+    return f"results/ingest/{wc.dataset}/pooled-kde/n~{params['n']}_h~{params['h']}.nc"
+
+
 rule metrics:
     input:
         estimate=RUN_DIR + "/estimate.nc",
         truth="results/ingest/{dataset}/truth.nc",
+        pooled=pooled_input,
         attack=RUN_DIR + "/attack-local_maxima.parquet",
         grid="results/encode/{dataset}/grid.nc",
         bandwidth=bandwidth_input,

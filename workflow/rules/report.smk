@@ -13,35 +13,77 @@ def surface_runs(dataset):
     return [best[m][1] for m in sorted(best)]
 
 
+SUMMARY_PLOTS = ["metrics_vs_n", "tradeoff"]
+
+
+def rff_runs():
+    return [run for run in RUNS.values() if run.mechanism == "rff"]
+
+
 def plot_targets():
     datasets = sorted({run.dataset for run in RUNS.values()})
-    return ["results/plots/metrics_vs_n.png"] + [
-        f"results/plots/surfaces-{ds}.png" for ds in datasets
-    ]
+    plots = list(SUMMARY_PLOTS)
+    if len({run.params["B"] for run in rff_runs()}) > 1:
+        plots.append("gain_per_cost")
+    targets = [f"results/plots/{p}.png" for p in plots]
+    targets += [f"results/plots/surfaces-{ds}.png" for ds in datasets]
+    if rff_runs():
+        targets += ["results/plots/rff-fig3-convergence.png", "results/plots/rff-fig4-user-surfaces.png"]
+    return targets
 
 
-rule plot_metrics_vs_n:
+rule plot_summary:
     input:
         "results/summary/metrics.parquet",
     output:
         report(
-            "results/plots/metrics_vs_n.png",
-            caption="../report/metrics_vs_n.rst",
+            "results/plots/{plot}.png",
+            caption="../report/summary_plots.rst",
             category="Privacy-utility",
         ),
+    wildcard_constraints:
+        plot="metrics_vs_n|tradeoff|gain_per_cost",
     params:
         settings=config["plots"],
         code=code_fingerprint("locpriv.plots"),
-    threads: rule_resource("plot_metrics_vs_n", "threads", 1)
+    threads: rule_resource("plot_summary", "threads", 1)
     resources:
-        mem_mb=rule_resource("plot_metrics_vs_n", "mem_mb", 2000),
-        runtime=rule_resource("plot_metrics_vs_n", "runtime", 30),
+        mem_mb=rule_resource("plot_summary", "mem_mb", 2000),
+        runtime=rule_resource("plot_summary", "runtime", 30),
     log:
-        "logs/plots/metrics_vs_n.log",
+        "logs/plots/{plot}.log",
     conda:
         "../../envs/locpriv.yaml"
     script:
-        "../../scripts/plot_metrics_vs_n.py"
+        "../../scripts/plot_summary.py"
+
+
+rule plot_rff_illustrations:
+    output:
+        fig3=report(
+            "results/plots/rff-fig3-convergence.png",
+            caption="../report/rff_fig3.rst",
+            category="RFF illustrations",
+        ),
+        fig4=report(
+            "results/plots/rff-fig4-user-surfaces.png",
+            caption="../report/rff_fig4.rst",
+            category="RFF illustrations",
+        ),
+    params:
+        seed=config["seed"],
+        dpi=config["plots"].get("dpi", 110),
+        code=code_fingerprint("locpriv.plots_rff"),
+    threads: rule_resource("plot_rff_illustrations", "threads", 1)
+    resources:
+        mem_mb=rule_resource("plot_rff_illustrations", "mem_mb", 2000),
+        runtime=rule_resource("plot_rff_illustrations", "runtime", 30),
+    log:
+        "logs/plots/rff-illustrations.log",
+    conda:
+        "../../envs/locpriv.yaml"
+    script:
+        "../../scripts/plot_rff_illustrations.py"
 
 
 rule plot_surfaces:

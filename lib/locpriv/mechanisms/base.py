@@ -38,6 +38,16 @@ class Mechanism:
         """{'model', 'epsilon', 'delta', 'note'}; epsilon None where no formal DP holds."""
         raise NotImplementedError
 
+    def state_params(self, params: dict) -> dict | None:
+        """Parameters that identify a user's persistent randomness, if it has any.
+
+        None: every run draws fresh randomness (keyed by all its parameters).
+        A dict: users keep one random state across every run that shares these
+        values (seed 000 Alg. 3: frequencies drawn once, reused for all queries),
+        so the client randomness is keyed by them alone.
+        """
+        return None
+
     def communication(self, params: dict, grid: Grid) -> float:
         """Numbers sent by one user for one query."""
         return float(np.prod(grid.shape))

@@ -32,6 +32,11 @@ def attack(run: dict, seed: int, attack_cfg: dict, users_per_shard: int, view_pa
     truth_pts = pd.read_parquet(points_path, columns=["user", "x", "y"],
                                 filters=[("user", "in", users.tolist())]).sort_values("user")
     true_xy = truth_pts[["x", "y"]].to_numpy()
+    if view.empty:  # the query was refused: nothing to attack
+        io.write_parquet(pd.DataFrame({c: pd.Series(dtype=t) for c, t in attacks.RESULT_COLUMNS.items()}),
+                         out_attack, metadata={"attack": "local_maxima", "ratio": attack_cfg["ratio"],
+                                               "note": "no user answered"})
+        return
     batch = int(attack_cfg.get("batch", attacks.DEFAULT_BATCH))
     result = attacks.local_maxima_attack(
         ((sl, mech.surfaces(view.iloc[sl], params, grid)) for sl in attacks.batches(len(view), batch)),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from .. import io, mechanisms, metrics
@@ -9,8 +10,8 @@ from .prepare import load_grid
 from .run import resolve_params
 
 
-def run_metrics(run: dict, est_path: str, truth_path: str, attack_path: str, grid_path: str,
-                bandwidth_json: str | None, out_metrics: str) -> None:
+def run_metrics(run: dict, est_path: str, truth_path: str, pooled_path: str | None, attack_path: str,
+                grid_path: str, bandwidth_json: str | None, out_metrics: str) -> None:
     mech = mechanisms.get(run["mechanism"])
     params = resolve_params(run["params"], bandwidth_json)
     grid = load_grid(grid_path)
@@ -19,14 +20,21 @@ def run_metrics(run: dict, est_path: str, truth_path: str, attack_path: str, gri
     truth_d = io.read_netcdf(truth_path)["density"].values
     att = pd.read_parquet(attack_path)
     g = mech.guarantee(params)
+    answered = bool(np.isfinite(dens).all())
+    # the pooled reference is the same users' exact KDE (seed 000's score); a mechanism
+    # without a bandwidth answers a constant, whose rank correlation with anything is 0
+    pooled_d = io.read_netcdf(pooled_path)["density"].values if pooled_path else truth_d
+    nan = float("nan")
     values = {
-        "spearman": metrics.spearman(dens, truth_d),
-        "ise": metrics.ise(dens, truth_d, grid.cell_area),
+        "answered": float(answered),
+        "spearman": metrics.spearman(dens, truth_d) if answered else nan,
+        "spearman_pooled": metrics.spearman(dens, pooled_d) if answered else nan,
+        "ise": metrics.ise(dens, truth_d, grid.cell_area) if answered else nan,
         "privacy_Z": float(att["Z"].mean()),
         "argmax_error": float(att["argmax_error"].mean()),
         "comm_per_user": mech.communication(params, grid),
         "n_users": float(est["density"].attrs["n_users"]),
-        "epsilon": float("nan") if g["epsilon"] is None else float(g["epsilon"]),
+        "guarantee_epsilon": float("nan") if g["epsilon"] is None else float(g["epsilon"]),
     }
     if "h" in params:
         values["bandwidth"] = float(params["h"])

@@ -48,3 +48,20 @@ def truth(spec: dict, points_path: str, grid_path: str, bandwidth_json: str | No
     io.write_netcdf(grid.surface(dens, "density", {"truth": how, "units": f"1/{units}^2"}, units), out_truth)
 
 
+
+
+def pooled_kde(points_path: str, n_users: int, h: float, grid_path: str, out_nc: str) -> None:
+    """Exact KDE of the first ``n_users`` users at bandwidth h: seed 000's reference.
+
+    Seed 000 §4.2.1 scores every private estimate against 'Federated KDE on the full
+    (pooled) dataset', i.e. the non-private estimate from the same users and
+    bandwidth; its Spearman then isolates what privacy costs, apart from the KDE's
+    own smoothing bias against the analytic density.
+    """
+    grid = load_grid(grid_path)
+    units = io.read_netcdf(grid_path).attrs["units"]
+    pts = pd.read_parquet(points_path, columns=["x", "y"], filters=[("user", "<", n_users)]).to_numpy()
+    dens = kde.kde_sum(pts, grid.x, grid.y, h) / (len(pts) * kde.normaliser(h))
+    attrs = {"reference": f"exact Gaussian KDE of users 0..{n_users - 1}, h={h}", "n_users": n_users,
+             "units": f"1/{units}^2"}
+    io.write_netcdf(grid.surface(dens, "density", attrs, units), out_nc)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import math
 
+import numpy as np
 import pandas as pd
 
 from .. import io, mechanisms
@@ -39,9 +41,14 @@ def _shard_users(points_path: str, shard: int, users_per_shard: int, n_users: in
     return pd.read_parquet(points_path, filters=[("user", ">=", lo), ("user", "<", hi)])
 
 
-def run_seed_keys(run: dict) -> tuple:
-    params = {k: v for k, v in run["params"].items() if k != "n"}
-    return (run["dataset"], run["mechanism"], params, run["rep"])
+def run_seed_keys(run: dict, params: dict) -> tuple:
+    """What a run's client randomness is keyed by (``params`` resolved, without 'n').
+
+    'n' is left out so the first n users answer alike whatever the run's size;
+    a mechanism with persistent user state is keyed by that state only.
+    """
+    state = mechanisms.get(run["mechanism"]).state_params(params)
+    return (run["dataset"], run["mechanism"], params if state is None else state, run["rep"])
 
 
 def randomize(run: dict, seed: int, shard: int, users_per_shard: int, points_path: str,
@@ -51,9 +58,12 @@ def randomize(run: dict, seed: int, shard: int, users_per_shard: int, points_pat
     n = n_users_of(run["params"], meta_json)
     pts = _shard_users(points_path, shard, users_per_shard, n)
     view = mech.randomize(pts, params, load_grid(grid_path),
-                          make_rng(seed, "randomize", *run_seed_keys(run), shard))
+                          make_rng(seed, "randomize", *run_seed_keys(run, params), shard))
+    if "refusal" in view.attrs:
+        logging.warning("users refused the query: %s", view.attrs["refusal"]["reason"])
+    # view.attrs carries what the server learns besides the rows, e.g. a refusal
     io.write_parquet(view, out_view, metadata={"mechanism": mech.name, "params": params, "shard": shard,
-                                               "users": len(view)})
+                                               "users": len(view), **view.attrs})
 
 
 def aggregate(run: dict, view_paths: list[str], grid_path: str, bandwidth_json: str | None,
@@ -61,14 +71,19 @@ def aggregate(run: dict, view_paths: list[str], grid_path: str, bandwidth_json: 
     mech = mechanisms.get(run["mechanism"])
     params = resolve_params(run["params"], bandwidth_json)
     grid = load_grid(grid_path)
-    total, n = None, 0
+    total, n, refusals = None, 0, set()
     for path in view_paths:  # one shard in memory at a time
         view = pd.read_parquet(path)
         part = mech.partial(view, params, grid)
         total = part if total is None else mech.combine(total, part)
         n += len(view)
+        if "refusal" in (meta := io.read_parquet_metadata(path)):
+            refusals.add(meta["refusal"]["reason"])
     units = io.read_netcdf(grid_path).attrs["units"]
-    da = grid.surface(total, "sum", {"n_users": n, "mechanism": mech.name, "params": params}, units)
+    attrs = {"n_users": n, "mechanism": mech.name, "params": params}
+    if refusals:
+        attrs["refusal"] = "; ".join(sorted(refusals))
+    da = grid.surface(total, "sum", attrs, units)
     io.write_netcdf(da, out_agg)
 
 
@@ -78,10 +93,12 @@ def estimate(run: dict, agg_path: str, grid_path: str, bandwidth_json: str | Non
     grid = load_grid(grid_path)
     agg = io.read_netcdf(agg_path)
     n = int(agg["sum"].attrs["n_users"])
-    dens = mech.estimate(agg["sum"].values, n, params, grid)
+    refusal = agg["sum"].attrs.get("refusal")
+    # users who refused the query sent nothing: there is no estimate, not a zero one
+    dens = np.full(grid.shape, np.nan) if n == 0 else mech.estimate(agg["sum"].values, n, params, grid)
     units = io.read_netcdf(grid_path).attrs["units"]
     attrs = {"mechanism": mech.name, "params": params, "n_users": n, "guarantee": mech.guarantee(params),
-             "units": f"1/{units}^2"}
+             "units": f"1/{units}^2", **({"refusal": refusal} if refusal else {})}
     io.write_netcdf(grid.surface(dens, "density", attrs, units), out_est)
 
 

@@ -1,0 +1,96 @@
+"""Federated KDE with random Fourier features (seed 000, Alg. 2 and 3).
+
+Each user draws ``max_features`` frequencies at the base bandwidth h0 once and
+keeps them (``state_params``: every run sharing h0 and the policy reuses them);
+a query (h, B) is answered with the first B of them rescaled by h0 / h, or
+refused by the user-side policy of §3.3/§3.5.  The server view is one row per
+user with the exact compact report (omega_b, phase_b), from which the server
+can rebuild the user's surface (eq. 7); a refused query leaves an empty view
+whose metadata carries the refusal, which is all the server learns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import rff
+from ..kde import normaliser
+from ..params import Param
+from . import register
+from .base import BANDWIDTH, Mechanism
+
+PARAMS = {
+    "h": BANDWIDTH,
+    "B": Param("B", "int", "random Fourier features per user answer", low=0),
+    "h0": Param("h0", "float", "base bandwidth the frequencies are drawn at (Lemma 4 allows "
+                "h = (4n+1) h0); 'h' = the query's own bandwidth", default="h", low=0.0, special=("h",)),
+    "max_features": Param("max_features", "int", "policy: most features a user answers with "
+                          "(also how many it draws once)", default=50, low=0),
+    "risk": Param("risk", "float", "policy: accepted probability C(gamma) of fewer than min_bands "
+                  "bands across the domain (Lemma 3)", default=0.5, low=0.0, high=0.999999),
+    "min_bands": Param("min_bands", "int", "policy: Lemma 3's j, bands required across the "
+                       "largest inscribed square (>= 2, §3.5)", default=2, low=1),
+}
+
+
+def _columns(B: int) -> list[str]:
+    return [f"{c}_{b}" for b in range(B) for c in ("omega_x", "omega_y", "phase")]
+
+
+@register
+class RFF(Mechanism):
+    name = "rff"
+    params = PARAMS
+
+    @staticmethod
+    def _h0(params: dict) -> float:
+        return params["h"] if params["h0"] == "h" else params["h0"]
+
+    def state_params(self, params):
+        return {"h0": self._h0(params), "max_features": params["max_features"]}
+
+    def guarantee(self, params):
+        return {"model": "none", "epsilon": None, "delta": None,
+                "note": "no formal DP: privacy from the periodicity of the answer (Lemmas 2-4); "
+                        "measured by the local-maxima attack's Z"}
+
+    def communication(self, params, grid):
+        """3B numbers (omega_b, phase_b) determine the surface the user sends."""
+        return 3.0 * params["B"]
+
+    def randomize(self, points, params, grid, rng):
+        policy = rff.RFFPolicy(params["max_features"], grid.domain.inscribed_square,
+                               params["risk"], params["min_bands"])
+        users = rff.draw_users(len(points), params["max_features"], self._h0(params), rng)
+        B = params["B"]
+        answer = rff.answer_query(users, points[["x", "y"]].to_numpy(), params["h"], B, policy)
+        cols = _columns(B)
+        if isinstance(answer, rff.Refusal):
+            view = pd.DataFrame({"user": pd.Series(dtype="int64"),
+                                 **{c: pd.Series(dtype="float64") for c in cols}})
+            view.attrs["refusal"] = answer.record()
+            return view
+        omega, phase = answer
+        table = np.concatenate([omega, phase[..., None]], axis=2).reshape(len(points), 3 * B)
+        view = pd.DataFrame(table, columns=cols)
+        view.insert(0, "user", points["user"].to_numpy())
+        return view
+
+    @staticmethod
+    def _report(view: pd.DataFrame, B: int) -> tuple[np.ndarray, np.ndarray]:
+        table = view[_columns(B)].to_numpy().reshape(len(view), B, 3)
+        return table[..., :2], table[..., 2]
+
+    def partial(self, view, params, grid):
+        if view.empty:
+            return np.zeros(grid.shape)
+        return rff.rff_sum(*self._report(view, params["B"]), grid.x, grid.y)
+
+    def estimate(self, total, n_users, params, grid):
+        # eq. (6): the sum over users and features estimates N B k_h; dividing by the
+        # Gaussian normaliser 2 pi h^2 makes it a pdf like the exact KDE
+        return total / (n_users * params["B"] * normaliser(params["h"]))
+
+    def surfaces(self, view, params, grid):
+        return rff.rff_surfaces(*self._report(view, params["B"]), grid.x, grid.y)

@@ -1,0 +1,99 @@
+"""The rff and geoind plugins as the workflow calls them (randomize -> partial -> estimate)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from locpriv import kde, mechanisms, rff
+from locpriv.domain import Domain, Grid
+from locpriv.stages.run import run_seed_keys
+
+GRID = Grid.regular(Domain(-3, 3, -3, 3), 30, 24)
+
+
+def _points(n, seed=0):
+    xy = np.random.default_rng(seed).normal(0, 0.7, size=(n, 2))
+    return pd.DataFrame({"user": np.arange(n), "x": xy[:, 0], "y": xy[:, 1]})
+
+
+def _params(mech, **given):
+    return mechanisms.get(mech).validate(given, "test")
+
+
+def test_rff_view_is_the_compact_report_and_rebuilds_the_surface():
+    mech = mechanisms.get("rff")
+    params = _params("rff", h=0.55, B=3)
+    pts = _points(40)
+    view = mech.randomize(pts, params, GRID, np.random.default_rng(1))
+    assert list(view.columns[:4]) == ["user", "omega_x_0", "omega_y_0", "phase_0"]
+    assert len(view) == 40 and view.shape[1] == 1 + 3 * 3
+    assert {"x", "y"}.isdisjoint(view.columns)
+    phases = view[[f"phase_{b}" for b in range(3)]].to_numpy()
+    assert (phases >= 0).all() and (phases < 2 * np.pi).all()
+    # the server's reconstruction equals what the user computed from its location
+    surf = mech.surfaces(view, params, GRID)
+    omega = view[[c for c in view.columns if c.startswith("omega")]].to_numpy().reshape(40, 3, 2)
+    direct = np.cos(np.einsum("nbk,pqk->npqb", omega, np.stack(np.meshgrid(GRID.x, GRID.y, indexing="ij"), -1))
+                    - np.einsum("nbk,nk->nb", omega, pts[["x", "y"]].to_numpy())[:, None, None, :]).sum(-1)
+    np.testing.assert_allclose(surf, direct, atol=1e-9)
+    assert mech.communication(params, GRID) == 9
+
+
+def test_rff_estimate_is_unbiased_for_the_exact_kde():
+    """Mean of the RFF estimate over independent draws vs the exact KDE, CLT bound.
+
+    Each user's surface is a sum of B cosines in [-1, 1], so a single estimate's
+    variance per cell is at most 1 / (N B normaliser^2); averaging R draws, a cell's
+    deviation beyond 5 standard errors has probability < 6e-7 per cell.
+    """
+    mech = mechanisms.get("rff")
+    params = _params("rff", h=0.55, B=2)
+    pts = _points(300)
+    R = 40
+    ests = np.stack([mech.estimate(mech.partial(mech.randomize(pts, params, GRID, np.random.default_rng(r)),
+                                                 params, GRID), 300, params, GRID) for r in range(R)])
+    exact = kde.kde_sum(pts[["x", "y"]].to_numpy(), GRID.x, GRID.y, 0.55) / (300 * kde.normaliser(0.55))
+    se = 1 / (np.sqrt(300 * 2 * R) * kde.normaliser(0.55))
+    assert np.abs(ests.mean(0) - exact).max() < 5 * se
+
+
+def test_rff_policy_refusal_leaves_an_empty_view_that_says_why():
+    mech = mechanisms.get("rff")
+    params = _params("rff", h=0.55, B=60)  # max_features defaults to 50
+    view = mech.randomize(_points(10), params, GRID, np.random.default_rng(0))
+    assert view.empty and "exceeds the policy maximum" in view.attrs["refusal"]["reason"]
+    too_wide = _params("rff", h=5.0, B=1)  # far above Lemma 3's bound on a 6 x 6 box
+    view = mech.randomize(_points(10), too_wide, GRID, np.random.default_rng(0))
+    assert view.empty and "Lemma 3" in view.attrs["refusal"]["reason"]
+    assert (mech.partial(view, too_wide, GRID) == 0).all()
+
+
+def test_rff_users_keep_their_frequencies_across_queries():
+    """Runs differing in B or in h = (4n+1) h0 share the users' one draw (Alg. 3)."""
+    run = {"dataset": "d", "mechanism": "rff", "rep": 0}
+    a = _params("rff", h=0.5, B=1, h0=0.5)
+    b = _params("rff", h=0.5, B=4, h0=0.5)
+    c = _params("rff", h=2.5, B=4, h0=0.5)
+    assert run_seed_keys(run, a) == run_seed_keys(run, b) == run_seed_keys(run, c)
+    mech = mechanisms.get("rff")
+    pts = _points(20)
+    big = Grid.regular(Domain(-30, 30, -30, 30), 10, 10)  # Lemma 3 admits h = 2.5 here
+    va, vc = (mech.randomize(pts, p, big, np.random.default_rng(7)) for p in (a, c))
+    # same directions, rescaled by h0 / h = 1/5 (never redrawn)
+    np.testing.assert_allclose(vc["omega_x_0"], va["omega_x_0"] / 5)
+    assert run_seed_keys(run, a) != run_seed_keys(run, _params("rff", h=0.5, B=1, h0=0.1))
+
+
+def test_geoind_moves_each_user_by_planar_laplace():
+    """Displacement radii ~ Gamma(2, 1/eps): KS at alpha = 1e-6."""
+    mech = mechanisms.get("geoind")
+    params = _params("geoind", h=0.55, epsilon=2.0)
+    pts = _points(4000)
+    view = mech.randomize(pts, params, GRID, np.random.default_rng(3))
+    r = np.hypot(view["x"] - pts["x"], view["y"] - pts["y"])
+    assert stats.kstest(r, stats.gamma(2, scale=0.5).cdf).pvalue > 1e-6
+    assert (view["user"] == pts["user"]).all()
+    assert mech.guarantee(params)["epsilon"] == 2.0
+    with pytest.raises(ValueError, match="epsilon"):
+        _params("geoind", h=0.55, epsilon=-1)
