@@ -27,11 +27,12 @@ TINY = {
 }
 
 
-def run_snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
+def run_snakemake(workdir: Path, *args: str, check: bool = True,
+                  snakefile: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile or ROOT / "Snakefile"),
            "--directory", str(workdir), *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir,
-                          env={**os.environ, "PYTHONHASHSEED": "0"})
+                          env={**os.environ, "PYTHONHASHSEED": "0", **(env or {})})
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
     return proc

@@ -16,9 +16,9 @@ from conftest import ROOT, TINY, run_snakemake, write_config
 pytestmark = pytest.mark.workflow
 
 
-def planned_jobs(workdir) -> dict[str, int]:
+def planned_jobs(workdir, snakefile=None) -> dict[str, int]:
     """Rule -> job count that a dry run would execute ({} when nothing is to be done)."""
-    out = run_snakemake(workdir, "--dry-run").stdout
+    out = run_snakemake(workdir, "--dry-run", snakefile=snakefile).stdout
     if "Nothing to be done" in out:
         return {}
     table = out.split("Job stats:")[1]

@@ -49,6 +49,31 @@ def write_parquet(df: pd.DataFrame, path, metadata: dict | None = None,
         pq.write_table(table, tmp, row_group_size=row_group_size)
 
 
+def write_parquet_batches(frames, path, metadata_of, row_group_size: int) -> dict:
+    """Stream DataFrames into one Parquet file, never holding more than one batch.
+
+    ``metadata_of()`` is called after the last batch (so it can report counts
+    accumulated while the batches were produced); its result is stored like
+    ``write_parquet``'s metadata and returned.
+    """
+    writer = None
+    with atomic_path(path) as tmp:
+        try:
+            for df in frames:
+                table = pa.Table.from_pandas(df, preserve_index=False)
+                if writer is None:
+                    writer = pq.ParquetWriter(tmp, table.schema)
+                writer.write_table(table, row_group_size=row_group_size)
+            if writer is None:
+                raise ValueError(f"no rows to write to {path}")
+            metadata = metadata_of()
+            writer.add_key_value_metadata({META_KEY: json.dumps(metadata, sort_keys=True, default=_jsonable)})
+        finally:
+            if writer is not None:
+                writer.close()
+    return metadata
+
+
 def read_parquet_metadata(path) -> dict:
     meta = pq.read_schema(path).metadata or {}
     return json.loads(meta[META_KEY]) if META_KEY in meta else {}

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import resource
 import sys
+import time
 import traceback
 
 
@@ -18,8 +20,12 @@ def logged(snakemake):
     with open(path, "w") as fh, contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
         logging.basicConfig(stream=fh, level=logging.INFO, force=True,
                             format="%(asctime)s %(levelname)s %(message)s")
+        start = time.perf_counter()
         try:
             yield
+            # read by benchmarks/bench_scale.py; peak RSS is the job process's high-water mark
+            logging.info("job finished: wall %.3f s, peak RSS %.1f MB", time.perf_counter() - start,
+                         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
         except Exception as exc:
             traceback.print_exc(file=fh)
             fh.flush()

@@ -2,6 +2,7 @@
 
 
 rule encode_grid:
+    cache: True
     output:
         "results/encode/{dataset}/grid.nc",
     params:

@@ -9,6 +9,7 @@ def ingest_source(wc):
 checkpoint ingest:
     # a checkpoint: the number of user shards downstream depends on how many
     # users survive loading and clipping
+    cache: True
     input:
         source=ingest_source,
     output:
@@ -31,6 +32,7 @@ checkpoint ingest:
 
 
 rule bandwidth:
+    cache: True
     input:
         points="results/ingest/{dataset}/points.parquet",
     output:
@@ -52,6 +54,7 @@ rule bandwidth:
 
 
 rule truth:
+    cache: True
     input:
         points="results/ingest/{dataset}/points.parquet",
         grid="results/encode/{dataset}/grid.nc",
@@ -75,6 +78,7 @@ rule truth:
 
 rule pooled_kde:
     # seed 000's utility reference: the non-private KDE of the same users and bandwidth
+    cache: True
     input:
         points="results/ingest/{dataset}/points.parquet",
         meta="results/ingest/{dataset}/meta.json",

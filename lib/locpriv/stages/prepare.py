@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from .. import io, kde
 from ..datasets import ingest as ds_ingest
@@ -16,8 +18,13 @@ POINTS_ROW_GROUP = 65_536
 
 
 def ingest(name: str, spec: dict, seed: int, out_points: str, out_meta: str) -> None:
-    pts, meta = ds_ingest.ingest(name, spec, make_rng(seed, "ingest", name))
-    io.write_parquet(pts, out_points, metadata=meta, row_group_size=POINTS_ROW_GROUP)
+    rng = make_rng(seed, "ingest", name)
+    if spec["source"] == "synthetic":
+        frames, metadata_of = ds_ingest.synthetic_batches(name, spec, rng, POINTS_ROW_GROUP)
+        meta = io.write_parquet_batches(frames, out_points, metadata_of, POINTS_ROW_GROUP)
+    else:
+        pts, meta = ds_ingest.real_points(name, spec, rng)
+        io.write_parquet(pts, out_points, metadata=meta, row_group_size=POINTS_ROW_GROUP)
     io.write_json(meta, out_meta)
 
 
@@ -60,8 +67,15 @@ def pooled_kde(points_path: str, n_users: int, h: float, grid_path: str, out_nc:
     """
     grid = load_grid(grid_path)
     units = io.read_netcdf(grid_path).attrs["units"]
-    pts = pd.read_parquet(points_path, columns=["x", "y"], filters=[("user", "<", n_users)]).to_numpy()
-    dens = kde.kde_sum(pts, grid.x, grid.y, h) / (len(pts) * kde.normaliser(h))
+    total, seen = np.zeros(grid.shape), 0
+    # one row per user, sorted by id: the first n users are the first n rows
+    for batch in pq.ParquetFile(points_path).iter_batches(POINTS_ROW_GROUP, columns=["x", "y"]):
+        pts = np.column_stack([batch.column("x").to_numpy(), batch.column("y").to_numpy()])[: n_users - seen]
+        total += kde.kde_sum(pts, grid.x, grid.y, h)
+        seen += len(pts)
+        if seen == n_users:
+            break
+    dens = total / (seen * kde.normaliser(h))
     attrs = {"reference": f"exact Gaussian KDE of users 0..{n_users - 1}, h={h}", "n_users": n_users,
              "units": f"1/{units}^2"}
     io.write_netcdf(grid.surface(dens, "density", attrs, units), out_nc)
