@@ -25,22 +25,26 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from locpriv import kde
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARD = 500_000
 GRID = 100
 LOG_LINE = re.compile(r"job finished: wall ([\d.]+) s, peak RSS ([\d.]+) MB")
 
 
-def gemm_flops_per_s(k: int = 1 << 20, reps: int = 3) -> float:
-    """Best-of-reps float64 GEMM rate for the aggregate's shape (P x k) @ (k x Q)."""
+def gemm_flops_per_s(reps: int = 5) -> float:
+    """Best-of-reps float64 GEMM rate in the aggregate's shapes: (P x c) @ (c x Q) per user chunk."""
+    c = kde.DEFAULT_CHUNK
     rng = np.random.default_rng(0)
-    a, b = rng.random((GRID, k)), rng.random((k, GRID))
+    a, b = rng.random((GRID, c)), rng.random((c, GRID))
     best = float("inf")
     for _ in range(reps):
         t = time.perf_counter()
-        a @ b
+        for _ in range(64):
+            a @ b
         best = min(best, time.perf_counter() - t)
-    return 2 * GRID * GRID * k / best
+    return 64 * 2 * GRID * GRID * c / best
 
 
 def config(n: int, mechanism: str) -> dict:
@@ -57,7 +61,7 @@ def stage_of(log: Path, logs: Path) -> str:
     rel = log.relative_to(logs).parts
     if rel[0] == "results":  # logs/results/runs/.../<stage>.log or <stage>-<shard>.log
         return re.sub(r"-\d+$", "", log.stem)
-    return rel[0]
+    return Path(rel[0]).stem
 
 
 def run(n: int, workdir: Path, mechanism: str) -> tuple[float, dict]:
@@ -67,7 +71,8 @@ def run(n: int, workdir: Path, mechanism: str) -> tuple[float, dict]:
     (wd / "config.yaml").write_text(yaml.safe_dump(config(n, mechanism)))
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--cores", "2",
-                    "-q", "results/summary/metrics.parquet"], cwd=wd, check=True)
+                    "results/summary/metrics.parquet"], cwd=wd, check=True,
+                   stdout=subprocess.DEVNULL, stderr=(wd / "snakemake.log").open("w"))
     total = time.perf_counter() - t
     stages = defaultdict(lambda: [0, 0.0, 0.0])
     logs = wd / "logs"
@@ -87,23 +92,25 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/locpriv-bench-scale"))
     ap.add_argument("--mechanism", choices=["fedkde", "rff"], default="fedkde")
     args = ap.parse_args()
+    # the machine may be shared: measure the GEMM rate around every run and keep the best
     rate = gemm_flops_per_s()
-    print(f"dense float64 GEMM ({GRID} x 2^20) @ (2^20 x {GRID}): {rate / 1e9:.1f} GFLOP/s")
     results = {}
     for n in args.sizes:
-        total, stages = run(n, args.workdir, args.mechanism)
-        results[n] = stages
+        results[n] = run(n, args.workdir, args.mechanism)
+        rate = max(rate, gemm_flops_per_s())
+    print(f"dense float64 GEMM ({GRID} x {kde.DEFAULT_CHUNK}) @ ({kde.DEFAULT_CHUNK} x {GRID}), best around "
+          f"the runs: {rate / 1e9:.1f} GFLOP/s")
+    for n, (total, stages) in results.items():
         print(f"\nN = {n:,} users, {args.mechanism}, shards of {SHARD:,}: workflow wall {total:.1f} s")
         print(f"{'stage':<14}{'jobs':>6}{'wall s (sum)':>14}{'peak RSS MB (max job)':>24}")
         for name, (jobs, wall, rss) in sorted(stages.items()):
             print(f"{name:<14}{jobs:>6}{wall:>14.2f}{rss:>24.1f}")
         if "aggregate" in stages:
             factor = 1 if args.mechanism == "fedkde" else 2  # RFF: inner dimension 2NB
-            flops = 2 * GRID * GRID * n * factor
-            print(f"aggregate: {flops / stages['aggregate'][1] / 1e9:.1f} GFLOP/s = "
-                  f"{flops / stages['aggregate'][1] / rate:.2f} of the measured GEMM rate")
+            achieved = 2 * GRID * GRID * n * factor / stages["aggregate"][1]
+            print(f"aggregate GEMM work: {achieved / 1e9:.1f} GFLOP/s = {achieved / rate:.2f} of the GEMM rate")
     if len(args.sizes) == 2:
-        small, large = (results[n] for n in sorted(args.sizes))
+        (_, small), (_, large) = (results[n] for n in sorted(args.sizes))
         print("\npeak RSS ratio (largest N / smallest N) per stage:")
         for name in sorted(small):
             if name in large:
