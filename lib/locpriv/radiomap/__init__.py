@@ -1,0 +1,15 @@
+"""Federated radio-map construction with geometry-aligned DP and the WCL attack (seed 002).
+
+Modules: ``geometry`` (grid, exact vectorised link traversal, sparse storage),
+``environment`` (synthetic city), ``scenario`` (config -> environment, links,
+measurements), ``model`` (eqs. 1-3 and gradients 8-9), ``noise`` (clipping,
+the schemes ``radio_fedavg`` / ``radio_uniform`` / ``radio_geo`` and their
+guarantees), ``training`` (the protocol, eqs. 10-11), ``attack`` (WCL, eq. 18),
+``tables`` (transcript and result tables), ``config`` (validate_config).
+"""
+
+from .attack import localisation_error, wcl
+from .config import validate_config
+from .noise import SCHEMES, guarantee
+
+__all__ = ["SCHEMES", "guarantee", "localisation_error", "validate_config", "wcl"]

@@ -1,0 +1,61 @@
+"""Figures of the radiomap study: MAE vs epoch (Table II), Fig. 4, Fig. 5, Fig. 6."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from .. import io  # noqa: E402
+
+LABEL = {"radio_fedavg": "FedAvg", "radio_uniform": "uniform (DPFL)", "radio_geo": "geometry-aligned"}
+
+
+def _save(fig, path, dpi):
+    with io.atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=dpi, format="png")
+    plt.close(fig)
+
+
+def mae_curves(mae: pd.DataFrame, path, dpi: int) -> None:
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for (scheme, mu, rho), part in mae.groupby(["scheme", "mu", "rho"], sort=True):
+        label = LABEL[scheme] + ("" if scheme == "radio_fedavg" else f" mu={mu:g}") + \
+            (f" rho={rho:g}" if scheme == "radio_geo" else "")
+        ax.plot(part["epoch"], part["mae_db"], label=label)
+    ax.set(xlabel="epoch", ylabel="radio-map MAE (dB)", title="MAE vs epoch (Table II)")
+    ax.legend(fontsize=7)
+    _save(fig, path, dpi)
+
+
+def error_vs(attack: pd.DataFrame, by: str, schemes, epoch: int, nus, path, dpi: int, title: str) -> None:
+    """Attack RMSE against ``by`` (mu or rho) at one epoch, a line per (scheme, nu)."""
+    sub = attack[(attack["epoch"] == epoch) & attack["scheme"].isin(schemes) & attack["nu"].isin(nus)]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for (scheme, nu), part in sub.groupby(["scheme", "nu"], sort=True):
+        if by == "rho":
+            for mu, p in part.groupby("mu"):
+                ax.plot(p[by], p["rmse_m"], "o-", label=f"{LABEL[scheme]} mu={mu:g} nu={nu}")
+        else:
+            part = part.groupby(by, as_index=False)["rmse_m"].max() if scheme == "radio_geo" else part
+            ax.plot(part[by], part["rmse_m"], "o-" if scheme == "radio_geo" else "s--",
+                    label=f"{LABEL[scheme]} nu={nu}")
+    ax.set(xlabel=by, ylabel="WCL localisation RMSE (m)", title=title)
+    ax.set_xscale("log")
+    ax.legend(fontsize=6)
+    _save(fig, path, dpi)
+
+
+def gradient_maps(maps: list[tuple[str, np.ndarray]], n: int, path, dpi: int) -> None:
+    """One panel per (title, gradient vector of one user), |g| on the n x n grid."""
+    cols = max(1, int(np.ceil(len(maps) / 2)))
+    fig, axes = plt.subplots(2, cols, figsize=(2.6 * cols, 5.2), squeeze=False)
+    for ax in axes.ravel():
+        ax.axis("off")
+    for ax, (title, g) in zip(axes.ravel(), maps):
+        ax.imshow(np.abs(g).reshape(n, n), origin="lower", cmap="viridis")
+        ax.set_title(title, fontsize=7)
+    _save(fig, path, dpi)

@@ -1,0 +1,158 @@
+"""File-level stages of the radiomap workflow (the rule scripts call these)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .. import io
+from ..errors import InputError
+from . import scenario
+from .config import run_dir
+from .geometry import Links
+from .noise import GeoSettings, guarantee
+from .tables import attack_frame, history_frame, model_frame, rmse_table, transcript_frame, uploads_from_frame
+from .training import Settings, train
+
+
+def ingest(cfg: dict, rng, out: dict) -> None:
+    env = scenario.make_environment(cfg, rng)
+    grid = scenario.grid_of(cfg)
+    c = (np.arange(grid.n) + 0.5) * grid.cell
+    io.write_parquet(env["buildings"], out["buildings"], metadata={"n": len(env["buildings"])})
+    io.write_netcdf(xr.Dataset({"h_true": (("y", "x"), env["heights"].reshape(grid.n, grid.n))},
+                               coords={"x": c, "y": c}, attrs={"cell": grid.cell}), out["heights"])
+    io.write_parquet(env["users"], out["users"])
+    io.write_parquet(env["stations"], out["stations"])
+    io.write_parquet(env["measurements"], out["pairs"])
+    io.write_parquet(env["eval_points"], out["eval_points"],
+                     metadata={"indoor_points_dropped": env["n_eval_indoor_dropped"]})
+
+
+def _read(path, columns):
+    frame = pd.read_parquet(path)
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(f"{path}: missing field(s) {missing}; re-run the radiomap ingest rule to regenerate it")
+    return frame
+
+
+def load_env(cfg: dict, paths) -> dict:
+    heights = io.read_netcdf(paths["heights"])["h_true"].to_numpy().ravel()
+    return {"heights": heights, "users": _read(paths["users"], ["x", "y"]),
+            "stations": _read(paths["stations"], ["x", "y", "z"]),
+            "measurements": _read(paths["pairs"], ["user", "station"]),
+            "eval_points": _read(paths["eval_points"], ["x", "y"])}
+
+
+def _write_links(links: Links, entries_path, dist_path) -> None:
+    io.write_parquet(links.to_frame(), entries_path, metadata={"n_links": links.matrix.shape[0],
+                                                               "M": links.matrix.shape[1]})
+    io.write_parquet(pd.DataFrame({"log10_distance": links.log10_distance}), dist_path)
+
+
+def read_links(entries_path, dist_path, M: int) -> Links:
+    entries = _read(entries_path, ["link", "cell", "z"])
+    dist = _read(dist_path, ["log10_distance"])["log10_distance"].to_numpy()
+    return Links.from_frame(entries, dist, M)
+
+
+def geometry(cfg: dict, paths, out: dict) -> None:
+    meas, ev = scenario.link_geometry(cfg, load_env(cfg, paths))
+    _write_links(meas, out["links"], out["link_distance"])
+    _write_links(ev, out["eval_links"], out["eval_distance"])
+
+
+def measure(cfg: dict, paths, rng, out: dict) -> None:
+    env = load_env(cfg, paths)
+    M = scenario.grid_of(cfg).M
+    links = read_links(paths["links"], paths["link_distance"], M)
+    y, los = scenario.measure(cfg, links, env["heights"], rng)
+    frame = env["measurements"].assign(y=y, los=los)
+    io.write_parquet(frame, out["measurements"], metadata={"los_fraction": float(np.mean(los))})
+
+
+def load_problem(cfg: dict, paths):
+    env = load_env(cfg, paths)
+    M = scenario.grid_of(cfg).M
+    links = read_links(paths["links"], paths["link_distance"], M)
+    ev = read_links(paths["eval_links"], paths["eval_distance"], M)
+    y = _read(paths["measurements"], ["y"])["y"].to_numpy()
+    return scenario.problem(cfg, env, links, ev, y)
+
+
+def settings(cfg: dict, run: dict) -> Settings:
+    tr, mo = cfg["training"], cfg["model"]
+    return Settings(epochs=tr["epochs"], eta_h=tr["eta_h"], eta_theta=tr["eta_theta"], clip=tr["clip"],
+                    psi_scale=mo["psi_scale"], h_init=mo["h_init"],
+                    theta_init=tuple(mo["theta_init"]), scheme=run["scheme"], mu=run["mu"], rho=run["rho"],
+                    geo=GeoSettings(**cfg["geo"]))
+
+
+def train_run(cfg: dict, run: dict, paths, rng, out: dict) -> None:
+    pb = load_problem(cfg, paths)
+    hist = train(pb, settings(cfg, run), rng, keep_epochs=cfg["attack"]["epochs"])
+    M = pb.centres.shape[0]
+    g = guarantee(run["scheme"], run["mu"], M, cfg["training"]["epochs"], cfg["delta"])
+    meta = {"run": run, "guarantee": g}
+    io.write_parquet(transcript_frame(hist.uploads), out["transcript"], metadata=meta)
+    io.write_parquet(model_frame(hist.heights), out["model"], metadata=meta)
+    io.write_parquet(history_frame(hist), out["history"], metadata=meta)
+
+
+def attack(cfg: dict, paths, transcript_path, out_path) -> None:
+    users = load_env(cfg, paths)["users"][["x", "y"]].to_numpy()
+    grid = scenario.grid_of(cfg)
+    frame = _read(transcript_path, ["epoch", "user", "cell", "gradient"])
+    uploads = uploads_from_frame(frame, len(users), grid.M)
+    io.write_parquet(attack_frame(uploads, grid.centres(), users, cfg["attack"]["nu"]), out_path,
+                     metadata=io.read_parquet_metadata(transcript_path))
+
+
+def summarise(runs: list[dict], attack_paths, history_paths, out: dict) -> None:
+    """Attack RMSE per (run, epoch, nu), MAE per (run, epoch) and each run's guarantee."""
+    att, mae, guar = [], [], []
+    for run, a_path, h_path in zip(runs, attack_paths, history_paths):
+        key = {"scheme": run["scheme"], "mu": run["mu"], "rho": run["rho"]}
+        att.append(rmse_table(pd.read_parquet(a_path)).assign(**key))
+        mae.append(pd.read_parquet(h_path)[["epoch", "mae_db", "loss", "clipped_fraction"]].assign(**key))
+        g = io.read_parquet_metadata(h_path)["guarantee"]
+        guar.append({**key, **{k: g[k] for k in ("model", "epsilon", "delta", "note")}})
+    io.write_parquet(pd.concat(att, ignore_index=True), out["attack"])
+    io.write_parquet(pd.concat(mae, ignore_index=True), out["mae"])
+    io.write_parquet(pd.DataFrame(guar), out["guarantees"])
+
+
+def run_paths(base: str, runs: list[dict], name: str) -> list[str]:
+    return [str(Path(base) / run_dir(r) / name) for r in runs]
+
+
+def plot_all(cfg: dict, runs: list[dict], paths, transcripts, out: dict) -> None:
+    """Figures from the summary tables and, for Fig. 5, the first kept epoch's uploads."""
+    from . import plots
+
+    dpi = cfg["plots"]["dpi"]
+    attack_tab = pd.read_parquet(paths["attack"])
+    plots.mae_curves(pd.read_parquet(paths["mae"]), out["mae"], dpi)
+    first = min(cfg["attack"]["epochs"])
+    nus = [str(n) for n in cfg["attack"]["nu"]]
+    plots.error_vs(attack_tab, "mu", ["radio_uniform", "radio_geo"], first, nus, out["fig4"], dpi,
+                   f"Fig. 4: WCL error vs mu (epoch {first}; geo: best rho)")
+    plots.error_vs(attack_tab, "rho", ["radio_geo"], first, [n for n in nus if n == "2.0"] or nus[:1],
+                   out["fig6"], dpi, f"Fig. 6: WCL error vs rho (epoch {first})")
+    grid = scenario.grid_of(cfg)
+    user = cfg["plots"]["example_user"]
+    maps = []
+    for run, path in zip(runs, transcripts):
+        if run["scheme"] == "radio_fedavg" or (run["scheme"] == "radio_geo"
+                                               and run["rho"] != min(r["rho"] for r in runs
+                                                                     if r["scheme"] == "radio_geo")):
+            continue
+        frame = pd.read_parquet(path, filters=[("epoch", "==", first), ("user", "==", user)])
+        g = np.zeros(grid.M)
+        g[frame["cell"].to_numpy()] = frame["gradient"].to_numpy()
+        maps.append((f"{plots.LABEL[run['scheme']]} mu={run['mu']:g}", g))
+    plots.gradient_maps(maps, grid.n, out["fig5"], dpi)

@@ -1,0 +1,8 @@
+"""RSS measurements y = gamma(p; h*) + xi (seed 002 eq. 4)."""
+from locpriv.radiomap.stages import measure
+from locpriv.seeding import rng
+from locpriv.smk import logged
+
+with logged(snakemake):
+    measure(snakemake.params.cfg, dict(snakemake.input),
+            rng(snakemake.params.seed, "radiomap", "measurements"), dict(snakemake.output))

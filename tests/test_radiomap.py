@@ -1,0 +1,220 @@
+"""Unit tests of the radiomap study (seed 002): geometry, model, noise, attack, training."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from locpriv.config import ConfigError
+from locpriv.radiomap import scenario, validate_config
+from locpriv.radiomap.attack import localisation_error, wcl
+from locpriv.radiomap.geometry import CellGrid, traverse
+from locpriv.radiomap.model import hard_gain, local_gradients, smooth_gain
+from locpriv.radiomap.noise import (GeoSettings, clip, geo_variance, guarantee, objective_terms,
+                                    solve_offset, uniform_variance)
+from locpriv.radiomap.training import Settings, train
+from locpriv.seeding import rng
+
+GRID = CellGrid(10, 3.0)
+
+
+def small_problem(seed=1, n_users=6):
+    cfg = validate_config({"environment": {"size": 60.0, "cell": 3.0, "n_buildings": 6},
+                           "n_users": n_users, "n_stations": 30, "n_measurements": 25,
+                           "evaluation": {"stride": 2, "n_stations": 3}})
+    env = scenario.make_environment(cfg, rng(seed, "rm-test", "env"))
+    links, ev = scenario.link_geometry(cfg, env)
+    y, _ = scenario.measure(cfg, links, env["heights"], rng(seed, "rm-test", "y"))
+    return cfg, env, scenario.problem(cfg, env, links, ev, y)
+
+
+def test_traversal_of_an_axis_parallel_link_visits_its_row_with_linear_heights():
+    links = traverse(GRID, np.array([[0.5, 4.5, 0.0]]), np.array([[29.5, 4.5, 29.0]]))
+    row = links.matrix.getrow(0)
+    np.testing.assert_array_equal(row.indices, 1 * GRID.n + np.arange(GRID.n))
+    # piece midpoints: x = 1.75 (first, partial cell), then cell centres, then 28.25 (last, partial)
+    mids = np.r_[1.75, (np.arange(1, 9) + 0.5) * 3, 28.25]
+    np.testing.assert_allclose(row.data, (mids - 0.5) / 29 * 29.0)
+
+
+def test_traversal_matches_dense_sampling_of_random_links():
+    r = rng(3, "rm-test", "links")
+    a = np.column_stack([r.uniform(0, 30, (200, 2)), np.full(200, 1.5)])
+    b = np.column_stack([r.uniform(0, 30, (200, 2)), np.full(200, 50.0)])
+    links = traverse(GRID, a, b)
+    t = np.linspace(0, 1, 20001)
+    for k in range(0, 200, 17):   # spot checks against a brute-force reference
+        pts = a[k, :2] + t[:, None] * (b[k, :2] - a[k, :2])
+        ref = set(np.unique(GRID.cell_of(pts)))
+        got = set(links.matrix.getrow(k).indices)
+        assert got <= ref and len(ref - got) <= 2   # only corner touches may differ
+    np.testing.assert_allclose(links.log10_distance, np.log10(np.linalg.norm(b - a, axis=1)))
+
+
+def test_hard_rule_is_los_iff_every_obstacle_is_below_the_link():
+    links = traverse(GRID, np.array([[0.5, 4.5, 0.0], [0.5, 4.5, 0.0]]), np.array([[29.5, 4.5, 29.0]] * 2))
+    h = np.zeros(GRID.M)
+    theta = np.array([-20.0, -30.0, -30.0, -40.0])
+    g, los = hard_gain(links, h, theta)
+    assert los.all()
+    h[1 * GRID.n + 5] = 100.0
+    g2, los2 = hard_gain(links, h, theta)
+    assert not los2.any() and np.all(g2 < g)
+
+
+def test_analytic_gradients_match_finite_differences():
+    cfg, env, pb = small_problem()
+    r = rng(5, "rm-test", "point")
+    h = r.uniform(0, 40, pb.centres.shape[0])
+    theta = np.array([-21.0, -29.0, -31.0, -45.0])
+    scale = 3.0
+    _, gh, gt = local_gradients(pb.links, pb.user, pb.y, h, theta, scale, pb.n_users)
+
+    def loss(hh, th):
+        return local_gradients(pb.links, pb.user, pb.y, hh, th, scale, pb.n_users)[0]
+
+    eps = 1e-5
+    cells = np.argsort(-np.abs(gh).sum(axis=0))[:15]   # cells that carry gradient
+    for m in cells:
+        e = np.zeros_like(h); e[m] = eps
+        np.testing.assert_allclose((loss(h + e, theta) - loss(h - e, theta)) / (2 * eps), gh[:, m],
+                                   rtol=1e-5, atol=1e-8)
+    for k in range(4):
+        e = np.zeros(4); e[k] = eps
+        np.testing.assert_allclose((loss(h, theta + e) - loss(h, theta - e)) / (2 * eps), gt[:, k],
+                                   rtol=1e-5, atol=1e-7)
+
+
+def test_smooth_model_tends_to_the_hard_rule_as_the_logistic_sharpens():
+    cfg, env, pb = small_problem()
+    theta = np.asarray(cfg["channel"]["theta_true"])
+    hard, _ = hard_gain(pb.eval_links, env["heights"], theta)
+    soft, _, x = smooth_gain(pb.eval_links, env["heights"], theta, 1e-3)
+    clear = np.abs(x).min() if x.size else 1.0
+    assert clear > 0   # no link grazes an obstacle top exactly
+    np.testing.assert_allclose(soft, hard, atol=1e-6)
+
+
+def test_clipping_bounds_the_norm_and_leaves_small_gradients_alone():
+    g = np.array([[3.0, 4.0], [0.3, 0.4]])
+    gbar, was = clip(g, 1.0)
+    np.testing.assert_allclose(np.linalg.norm(gbar, axis=1), [1.0, 0.5])
+    np.testing.assert_array_equal(was, [True, False])
+
+
+def test_bisection_meets_the_budget_to_1e_9():
+    r = rng(7, "rm-test", "budget")
+    g2 = r.exponential(1e-4, (20, 500)) * (r.random((20, 500)) < 0.4)
+    level = r.normal(0, 1e-4, (20, 500))
+    for mu in (0.5, 1.0, 50.0):
+        budget = mu * g2.sum(axis=1)
+        b = solve_offset(level, g2, budget)
+        spent = np.maximum(0, level + b[:, None] - g2).sum(axis=1)
+        np.testing.assert_allclose(spent, budget, rtol=1e-9, atol=0)
+
+
+@pytest.mark.parametrize("mu, rho", [(1.0, 1.0), (10.0, 50.0), (50.0, 0.0)])
+def test_geo_allocation_is_nonnegative_and_spends_exactly_the_budget(mu, rho):
+    r = rng(8, "rm-test", "geo")
+    grid = CellGrid(20, 3.0)
+    users = r.uniform(10, 50, (8, 2))
+    d = np.linalg.norm(grid.centres()[None] - users[:, None], axis=2)
+    g = np.exp(-d / 8) * r.normal(1, 0.3, d.shape)
+    gbar, _ = clip(g, 1.0)
+    s2, info = geo_variance(gbar, grid.centres(), users, grid.size, mu, rho, GeoSettings())
+    assert np.all(s2 >= 0)
+    np.testing.assert_allclose(s2.sum(axis=1), mu * (gbar ** 2).sum(axis=1), rtol=1e-9)
+    assert np.all(np.isfinite(info["J"]))
+
+
+def test_geo_allocation_pulls_the_centroid_further_than_uniform_noise():
+    # Theorem 2: with rho = 0 (P alone) the aligned plane enlarges the attacker's expected error
+    r = rng(9, "rm-test", "align")
+    grid = CellGrid(30, 3.0)
+    users = r.uniform(20, 70, (10, 2))
+    d = np.linalg.norm(grid.centres()[None] - users[:, None], axis=2)
+    gbar, _ = clip(np.exp(-d / 6), 1.0)
+    coords, p = grid.centres() / grid.size - 0.5, users / grid.size - 0.5
+    P_geo = objective_terms(gbar ** 2, geo_variance(gbar, grid.centres(), users, grid.size, 10.0, 0.0,
+                                                    GeoSettings())[0], coords, p)[0]
+    P_uni = objective_terms(gbar ** 2, uniform_variance(gbar, 10.0), coords, p)[0]
+    assert np.all(P_geo > P_uni)
+
+
+def test_uniform_noise_energy_follows_the_budget_chi_square():
+    # sum_m n_m^2 / sigma^2 ~ chi^2_M; check every user's draw at alpha = 1e-3 (two-sided, Bonferroni)
+    r = rng(10, "rm-test", "chi2")
+    gbar = r.normal(0, 1, (5, 400))
+    mu = 3.0
+    s2 = uniform_variance(gbar, mu)
+    np.testing.assert_allclose(s2.sum(axis=1), mu * (gbar ** 2).sum(axis=1))
+    n = np.sqrt(s2) * r.standard_normal(s2.shape)
+    q = (n ** 2 / s2).sum(axis=1)
+    lo, hi = stats.chi2.ppf([1e-3 / 10, 1 - 1e-3 / 10], df=400)
+    assert np.all((q > lo) & (q < hi))
+
+
+def test_spatial_variance_closed_form_matches_monte_carlo():
+    # V (eq. 36) in closed form vs the mean of R sample variances; bound 4 standard errors
+    r = rng(11, "rm-test", "V")
+    g = r.normal(0, 1, (1, 50))
+    s2 = r.uniform(0, 2, (1, 50))
+    _, V = objective_terms(g ** 2, s2, np.zeros((50, 2)), np.zeros((1, 2)))
+    R = 20000
+    X = (g + np.sqrt(s2) * r.standard_normal((R, 50))) ** 2
+    sv = X.var(axis=1)
+    assert abs(sv.mean() - V[0]) < 4 * sv.std(ddof=1) / np.sqrt(R)
+
+
+@pytest.mark.parametrize("nu", [1, 2, 5, 10, "inf"])
+def test_wcl_on_a_gradient_peaked_at_a_known_cell_returns_that_cell(nu):
+    grid = CellGrid(20, 3.0)
+    c = grid.centres()
+    targets = np.array([7 * 20 + 9, 12 * 20 + 5])
+    d = np.linalg.norm(c[None] - c[targets][:, None], axis=2)
+    G = np.maximum(0, 1 - d / 7.0) * np.array([[1.0], [-2.0]])   # symmetric, compact, either sign
+    np.testing.assert_allclose(wcl(G, c, nu), c[targets], atol=1e-9)
+    np.testing.assert_allclose(localisation_error(G, c, c[targets], nu), 0, atol=1e-9)
+
+
+def test_training_without_noise_decreases_the_loss():
+    cfg, env, pb = small_problem()
+    s = Settings(epochs=15, eta_h=3000.0, eta_theta=0.08, clip=1.0, psi_scale=3.0, h_init=20.0,
+                 theta_init=(-20.0, -30.0, -20.0, -40.0), scheme="radio_fedavg")
+    hist = train(pb, s, rng(1, "rm-test", "train"), keep_epochs=[1, 15])
+    assert hist.loss[-1] < hist.loss[0]
+    assert hist.mae[-1] < hist.mae[0]
+    assert set(hist.uploads) == {1, 15}
+    again = train(pb, s, rng(1, "rm-test", "train"), keep_epochs=[1, 15])
+    np.testing.assert_array_equal(again.heights[-1], hist.heights[-1])
+
+
+def test_guarantees_are_stated_and_only_uniform_noise_has_one():
+    assert guarantee("radio_fedavg", 0, 100, 10, 1e-5)["epsilon"] is None
+    assert guarantee("radio_geo", 10, 100, 10, 1e-5)["epsilon"] is None
+    e1 = guarantee("radio_uniform", 1.0, 100, 10, 1e-5)["epsilon"]
+    e50 = guarantee("radio_uniform", 50.0, 100, 10, 1e-5)["epsilon"]
+    assert 0 < e50 < e1 < np.inf
+
+
+@pytest.mark.parametrize("section, key", [
+    ({"n_users": 0}, "studies.radiomap.n_users"),
+    ({"environment": {"cell": 7.0}}, "studies.radiomap.environment.cell"),
+    ({"runs": {"radio_magic": {}}}, "studies.radiomap.runs.radio_magic"),
+    ({"runs": {"radio_uniform": {}}}, "studies.radiomap.runs.radio_uniform"),
+    ({"attack": {"epochs": [500]}}, "studies.radiomap.attack.epochs"),
+    ({"attack": {"nu": [0]}}, "studies.radiomap.attack.nu"),
+    ({"bogus": 1}, "studies.radiomap.bogus"),
+])
+def test_config_errors_name_the_key(section, key):
+    with pytest.raises(ConfigError, match=f"'{key}'.*allowed"):
+        validate_config(section)
+
+
+def test_user_with_zero_gradient_gets_no_noise_and_no_nan():
+    grid = CellGrid(10, 3.0)
+    gbar = np.zeros((2, grid.M))
+    gbar[1, 37] = 0.5
+    s2, info = geo_variance(gbar, grid.centres(), np.array([[5.0, 5.0], [20.0, 11.0]]), grid.size, 10.0, 1.0,
+                            GeoSettings())
+    assert np.all(np.isfinite(s2)) and np.all(s2[0] == 0)
+    np.testing.assert_allclose(s2[1].sum(), 10.0 * 0.25, rtol=1e-9)

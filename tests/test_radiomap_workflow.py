@@ -1,0 +1,64 @@
+"""The radiomap study's rules on a tiny config, run by Snakemake in a temporary directory."""
+
+import copy
+import re
+
+import pandas as pd
+import pytest
+
+from conftest import TINY, run_snakemake, write_config
+from locpriv.io import read_parquet_metadata
+
+pytestmark = pytest.mark.workflow
+
+SECTION = {
+    "environment": {"size": 60.0, "cell": 6.0, "n_buildings": 5},
+    "n_users": 6, "n_stations": 20, "n_measurements": 15,
+    "training": {"epochs": 4},
+    "evaluation": {"stride": 2, "n_stations": 2},
+    "attack": {"nu": [1, 2, "inf"], "epochs": [1, 4]},
+    "runs": {"radio_fedavg": {}, "radio_uniform": {"mu": [1.0]}, "radio_geo": {"mu": [1.0], "rho": [1.0]}},
+    "plots": {"dpi": 30},
+}
+OUT = "results/studies/radiomap"
+TARGETS = [f"{OUT}/summary/attack_rmse.parquet", f"{OUT}/summary/mae.parquet",
+           f"{OUT}/summary/guarantees.parquet", f"{OUT}/plots/fig4_error_vs_mu.png",
+           f"{OUT}/plots/fig5_gradient_maps.png", f"{OUT}/plots/fig6_error_vs_rho.png", f"{OUT}/plots/mae.png"]
+
+
+def config_with(section):
+    cfg = copy.deepcopy(TINY)
+    cfg["studies"] = {"radiomap": section}
+    return cfg
+
+
+def test_radiomap_rules_run_and_extend_incrementally(make_workdir):
+    wd = make_workdir(config_with(SECTION))
+    run_snakemake(wd, "--cores", "2", *TARGETS)
+    for t in TARGETS:
+        assert (wd / t).stat().st_size > 0, t
+    run = wd / OUT / "runs/scheme~radio_geo/mu~1/rho~1"
+    transcript = pd.read_parquet(run / "transcript.parquet")
+    assert set(transcript["epoch"]) == {1, 4} and set(transcript["user"]) == set(range(6))
+    assert len(pd.read_parquet(run / "model.parquet")) == 4 * 100   # h after every epoch, M = 100
+    assert read_parquet_metadata(run / "history.parquet")["guarantee"]["epsilon"] is None
+    att = pd.read_parquet(wd / OUT / "summary/attack_rmse.parquet")
+    assert len(att) == 3 * 2 * 3 and att["rmse_m"].notna().all()
+
+    # one more mu value schedules only that run's jobs and the summaries
+    more = copy.deepcopy(SECTION)
+    more["runs"]["radio_uniform"]["mu"] = [1.0, 10.0]
+    write_config(wd, config_with(more))
+    out = run_snakemake(wd, "--dry-run", *TARGETS).stdout
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)\s*$", out.split("Job stats:")[1], flags=re.M))
+    jobs.pop("total", None)
+    assert {k: int(v) for k, v in jobs.items()} == {"radiomap_train": 1, "radiomap_attack": 1,
+                                                    "radiomap_summary": 1, "radiomap_plots": 1}
+    assert "mu~10/" in out
+
+
+def test_invalid_radiomap_section_fails_at_parse_time(make_workdir):
+    wd = make_workdir(config_with({"n_users": -3}))
+    proc = run_snakemake(wd, "--dry-run", *TARGETS, check=False)
+    assert proc.returncode != 0
+    assert "studies.radiomap.n_users" in proc.stderr + proc.stdout
