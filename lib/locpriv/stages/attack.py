@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from .. import attack as attacks
 from .. import io, mechanisms
 from ..seeding import rng as make_rng
-from .prepare import load_grid
+from .prepare import POINTS_ROW_GROUP, load_grid
 from .run import n_users_of, resolve_params
 
 
@@ -16,6 +17,19 @@ def attack_sample(dataset: str, n_users: int, size: int, seed: int) -> np.ndarra
     """The users every mechanism is attacked on: same ids for the same dataset and n."""
     size = min(size, n_users)
     return np.sort(make_rng(seed, "attack-sample", dataset, n_users).choice(n_users, size, replace=False))
+
+
+def _rows_of_users(path: str, users: np.ndarray, columns: list[str]) -> pd.DataFrame:
+    """The rows of a few users, one row group in memory at a time (sorted by user).
+
+    The sample spans every row group, so a filtered read would materialise the
+    whole columns first: memory would grow with the dataset, not the sample.
+    """
+    parts = []
+    for batch in pq.ParquetFile(path).iter_batches(POINTS_ROW_GROUP, columns=columns):
+        frame = batch.to_pandas()
+        parts.append(frame[np.isin(frame["user"].to_numpy(), users)])
+    return pd.concat(parts, ignore_index=True).sort_values("user", ignore_index=True)
 
 
 def attack(run: dict, seed: int, attack_cfg: dict, users_per_shard: int, view_paths: list[str],
@@ -29,8 +43,7 @@ def attack(run: dict, seed: int, attack_cfg: dict, users_per_shard: int, view_pa
     shards = np.unique(users // users_per_shard)
     view = pd.concat([pd.read_parquet(view_paths[s], filters=[("user", "in", users.tolist())])
                       for s in shards], ignore_index=True).sort_values("user", ignore_index=True)
-    truth_pts = pd.read_parquet(points_path, columns=["user", "x", "y"],
-                                filters=[("user", "in", users.tolist())]).sort_values("user")
+    truth_pts = _rows_of_users(points_path, users, ["user", "x", "y"])
     true_xy = truth_pts[["x", "y"]].to_numpy()
     if view.empty:  # the query was refused: nothing to attack
         io.write_parquet(pd.DataFrame({c: pd.Series(dtype=t) for c, t in attacks.RESULT_COLUMNS.items()}),
