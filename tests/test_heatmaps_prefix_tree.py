@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from locpriv.heatmaps.prefix_tree import PrefixTree, deinterleave, interleave
+from locpriv.heatmaps.prefix_tree import PrefixTree
+from locpriv.quadtree import cell_box, deinterleave, interleave
 
 DEPTH = 4
 
@@ -81,3 +82,13 @@ def test_tree_must_be_closed_under_parents():
         PrefixTree.from_nodes(2, [0, 2], [0, 5])
     with pytest.raises(ValueError, match=r"\[0, 4\)"):
         interleave(np.array([4]), np.array([0]), 2)
+
+
+def test_cell_box_matches_deinterleave_and_nests():
+    box = (0.0, 8.0, -4.0, 4.0)
+    boxes = cell_box(np.array([0, 1, 2, 2]), np.array([0, 3, 13, 2]), box)
+    np.testing.assert_allclose(boxes[0], box)
+    np.testing.assert_allclose(boxes[1], [4, 8, 0, 4])          # digit 3: upper x, upper y half
+    np.testing.assert_allclose(boxes[2], [4, 6, 2, 4])          # child 1 of cell 3: its lower-x, upper-y quarter
+    bx, by = deinterleave(np.array([2]), 2)
+    np.testing.assert_allclose(boxes[3], [bx[0] * 2, bx[0] * 2 + 2, -4 + by[0] * 2, -4 + by[0] * 2 + 2])

@@ -20,34 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..quadtree import interleave
+
 # (code << 6 | level) must fit an int64: codes have 2 * depth bits
 MAX_DEPTH = 28
-
-
-def interleave(x: np.ndarray, y: np.ndarray, depth: int) -> np.ndarray:
-    """Full-depth path codes of pixels (x, y) in [0, 2^depth)^2."""
-    x = np.asarray(x, dtype=np.int64)
-    y = np.asarray(y, dtype=np.int64)
-    side = 1 << depth
-    if x.shape != y.shape or (x < 0).any() or (y < 0).any() or (x >= side).any() or (y >= side).any():
-        raise ValueError(f"pixel coordinates must be equal-shape integers in [0, {side}), got shapes "
-                         f"{x.shape}, {y.shape}")
-    code = np.zeros_like(x)
-    for bit in range(depth - 1, -1, -1):  # a loop over levels, not pixels
-        code = (code << 2) | (((x >> bit) & 1) << 1) | ((y >> bit) & 1)
-    return code
-
-
-def deinterleave(code: np.ndarray, level: int) -> tuple[np.ndarray, np.ndarray]:
-    """The (x, y) corner, in units of the level's cell size, of nodes given by their codes."""
-    code = np.asarray(code, dtype=np.int64)
-    x = np.zeros_like(code)
-    y = np.zeros_like(code)
-    for i in range(level):
-        digit = (code >> (2 * (level - 1 - i))) & 3
-        x = (x << 1) | (digit >> 1)
-        y = (y << 1) | (digit & 1)
-    return x, y
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,129 @@
+"""The SLDP interactive quadtree (seed 001, Alg. 1 client / Alg. 2 server), vectorised over users.
+
+Each round the server broadcasts the frontier: the four children of every
+active cell.  Every user still active answers for the children of its current
+cell with noisy membership indicators Y = 1{X in child} + Lap(1/eps) (Alg. 1),
+and moves into the child it is in.  The server learns n(parent) (how many users
+answered for a parent's children) and n_hat(child) = sum of Y, and keeps a
+parent's children active only if every child has n_hat >= Q + Delta, with
+
+    Delta = (1/eps) (sqrt(2 n(parent) x) + 6 x)           (Alg. 2 line 14)
+
+x = x(delta) (``x_of_delta``; Lemma 4.1 holds with probability 1 - e^-x).  The
+Lemma as extracted prints sqrt(2 n) / eps + 6 x / eps, without x under the
+root; Alg. 2's line 14 puts it there, and a Bernstein-type bound for a sum of n
+sub-exponential terms (Kroshnin & Suvorikova 2024, Cor. 3.1, which the proof
+cites) scales as sqrt(n x): we implement Alg. 2's form.  ``delta_constant``
+(6 in the paper) is exposed because the authors' code uses a different
+constant.  Otherwise the parent becomes a cell of the private partition and its
+users stop answering: a user's reports end once its region is fixed, so its
+privacy cost does not grow with later rounds (Remark 4.1).  Cells reaching
+``max_depth`` join the partition too.
+
+The transcript holds what the server received and broadcast: per round and
+parent cell, n(parent), the children's n_hat and the split decision, and every
+user's noisy reports (user id, round, child cell, Y) -- never a location or a
+raw indicator.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..quadtree import cell_codes
+
+DELTA_CONSTANT = 6.0
+
+
+def x_of_delta(delta: float) -> float:
+    """x with e^-x = delta: Lemma 4.1's bound then fails with probability <= delta."""
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta}")
+    return math.log(1.0 / delta)
+
+
+def split_margin(n_parent: np.ndarray, epsilon: float, x: float,
+                 delta_constant: float = DELTA_CONSTANT) -> np.ndarray:
+    """Delta of Alg. 2 line 14 for parents holding n_parent active users."""
+    return (np.sqrt(2.0 * np.asarray(n_parent, dtype=float) * x) + delta_constant * x) / epsilon
+
+
+@dataclass(frozen=True)
+class PartitionResult:
+    cells: pd.DataFrame        # the private partition: level, code, n_users_answered
+    user_cell: pd.DataFrame    # user -> (level, code) of its privacy region
+    rounds: pd.DataFrame       # per round and parent: n_parent, n_hat of the 4 children, margin, split
+    reports: pd.DataFrame      # every noisy report: round, user, level, code (child), y
+
+
+def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_depth: int,
+                 delta: float, rng: np.random.Generator,
+                 delta_constant: float = DELTA_CONSTANT, keep_reports: bool = True) -> PartitionResult:
+    """The private partition F_hat(X) of ``points`` (N, 2) in ``box`` and its transcript.
+
+    epsilon: budget of the partition (each user's indicators are eps-LDP per round
+    it answers; SLDP accounting as seed 001 Thm 4.1); threshold: Q; max_depth: T.
+    """
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon}")
+    if not 1 <= max_depth <= 28:
+        raise ValueError(f"max_depth must be in [1, 28], got {max_depth}")
+    x = x_of_delta(delta)
+    path = cell_codes(points, box, max_depth)   # clients' private data; used only client-side below
+    n = len(path)
+    users = np.arange(n)
+    current = np.zeros(n, dtype=np.int64)        # code of each user's current cell (Alg. 1's U_t);
+    #                                              frozen where the user stopped
+    active = np.ones(n, dtype=bool)
+    final_level = np.full(n, -1, dtype=np.int64)
+    cells, rounds, reports = [], [], []
+    for level in range(max_depth):               # round t refines level -> level + 1
+        idx = np.flatnonzero(active)
+        if idx.size == 0:
+            break
+        # client side: 4 noisy indicators for the children of the current cell
+        child_digit = (path[idx] >> (2 * (max_depth - level - 1))) & 3
+        indicators = np.zeros((idx.size, 4))
+        indicators[np.arange(idx.size), child_digit] = 1.0
+        y = indicators + rng.laplace(0.0, 1.0 / epsilon, size=(idx.size, 4))
+        # server side: group the reports by parent cell
+        parents, inverse = np.unique(current[idx], return_inverse=True)
+        n_parent = np.bincount(inverse, minlength=parents.size)
+        n_hat = np.zeros((parents.size, 4))
+        np.add.at(n_hat, inverse, y)
+        margin = split_margin(n_parent, epsilon, x, delta_constant)
+        split = (n_hat >= threshold + margin[:, None]).all(axis=1)
+        rounds.append(pd.DataFrame({"round": level + 1, "level": level, "code": parents, "n_parent": n_parent,
+                                    **{f"n_hat_{c}": n_hat[:, c] for c in range(4)},
+                                    "margin": margin, "split": split}))
+        if keep_reports:
+            reports.append(pd.DataFrame({
+                "round": level + 1, "user": np.repeat(users[idx], 4), "level": level + 1,
+                "code": (np.repeat(current[idx], 4) << 2) | np.tile(np.arange(4), idx.size),
+                "y": y.ravel()}))
+        stopped = ~split
+        cells.append(pd.DataFrame({"level": level, "code": parents[stopped], "n_users": n_parent[stopped]}))
+        # users of stopped parents fix their region there and stop answering
+        stop_user = stopped[inverse]
+        final_level[idx[stop_user]] = level
+        active[idx[stop_user]] = False
+        go = idx[~stop_user]
+        current[go] = (current[go] << 2) | child_digit[~stop_user]
+    remaining = np.flatnonzero(active)           # reached max_depth: leaves of the partition
+    final_level[remaining] = max_depth
+    if remaining.size:
+        leaf, counts = np.unique(current[remaining], return_counts=True)
+        cells.append(pd.DataFrame({"level": max_depth, "code": leaf, "n_users": counts}))
+    part = pd.concat(cells, ignore_index=True).sort_values(["level", "code"], ignore_index=True)
+    empty_reports = pd.DataFrame({"round": pd.Series(dtype="int64"), "user": pd.Series(dtype="int64"),
+                                  "level": pd.Series(dtype="int64"), "code": pd.Series(dtype="int64"),
+                                  "y": pd.Series(dtype="float64")})
+    return PartitionResult(
+        cells=part,
+        user_cell=pd.DataFrame({"user": users, "level": final_level, "code": current}),
+        rounds=pd.concat(rounds, ignore_index=True),
+        reports=pd.concat(reports, ignore_index=True) if reports else empty_reports)

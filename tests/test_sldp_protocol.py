@@ -1,0 +1,87 @@
+"""The SLDP interactive quadtree (seed 001 Alg. 1/2)."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from locpriv.sldp.protocol import run_protocol, split_margin, x_of_delta
+
+BOX = (-10.0, 10.0, -10.0, 10.0)
+
+
+def sample(n, seed=0):
+    """Uniform on the box with a denser square: cells split to different depths.
+
+    (Alg. 2 stops a parent as soon as ONE child is sparse, so peaked data such as
+    N(0, 1.5^2) on [-10, 10]^2 stops after the first rounds.)"""
+    rng = np.random.default_rng(seed)
+    pts = rng.uniform(-10, 10, size=(n, 2))
+    pts[: n // 2] = rng.uniform(-10, 0, size=(n // 2, 2))
+    return pts
+
+
+@pytest.fixture(scope="module")
+def result():
+    return run_protocol(sample(20000), BOX, epsilon=1.0, threshold=50, max_depth=8, delta=0.05,
+                        rng=np.random.default_rng(1))
+
+
+def test_transcript_has_no_location_or_raw_indicator(result):
+    assert set(result.reports.columns) == {"round", "user", "level", "code", "y"}
+    assert not {"x", "y_location", "indicator"} & set(result.rounds.columns)
+    # continuous Laplace noise: no report equals a bare indicator value
+    assert not np.isin(result.reports["y"].to_numpy(), [0.0, 1.0]).any()
+
+
+def test_users_stop_answering_once_their_region_is_fixed(result):
+    """Reports per user = 4 x (depth of its privacy region), however many rounds the server ran.
+
+    A user whose parent stopped at level L answered rounds 1..L+1 and nothing after;
+    so its cost depends on its own region, not on the total number of rounds (Remark 4.1).
+    """
+    per_user = result.reports.groupby("user")["round"].agg(["count", "max"])
+    level = result.user_cell.set_index("user")["level"]
+    answered = np.minimum(level + 1, 8)
+    assert (per_user["max"] == answered.loc[per_user.index]).all()
+    assert (per_user["count"] == 4 * answered.loc[per_user.index]).all()
+    assert result.rounds["round"].max() > answered.min()   # some users stopped before the end
+
+
+def test_partition_holds_every_user_exactly_once(result):
+    cells = result.cells
+    assert cells["n_users"].sum() == 20000
+    keyed = set(zip(cells["level"], cells["code"]))
+    assert all(k in keyed for k in zip(result.user_cell["level"], result.user_cell["code"]))
+    # disjoint: no partition cell is an ancestor of another
+    for lvl, code in keyed:
+        for up in range(lvl):
+            assert (up, code >> (2 * (lvl - up))) not in keyed
+
+
+def test_lemma_4_1_bound_holds_at_its_probability():
+    """|sum of n Laplace(1/eps)| <= Delta with probability >= 1 - e^-x.
+
+    2000 Monte Carlo sums; the violation count is Binomial(2000, p <= e^-x = 0.05),
+    so more than 100 + 5 sd = 100 + 5 sqrt(95) ~ 149 violations would refute the bound.
+    """
+    eps, n, R = 0.7, 400, 2000
+    x = x_of_delta(0.05)
+    sums = np.random.default_rng(2).laplace(0, 1 / eps, size=(R, n)).sum(axis=1)
+    violations = int((np.abs(sums) > split_margin(n, eps, x)).sum())
+    assert violations <= 100 + 5 * math.sqrt(R * 0.05 * 0.95)
+
+
+def test_split_needs_every_child_above_threshold_plus_margin():
+    # all users in one quadrant: the root's other children are empty, so the root is the partition
+    pts = np.full((5000, 2), 5.0)
+    res = run_protocol(pts, BOX, epsilon=2.0, threshold=10, max_depth=4, delta=0.05,
+                       rng=np.random.default_rng(3))
+    assert res.cells[["level", "code"]].values.tolist() == [[0, 0]]
+    assert not res.rounds["split"].any() and res.reports["round"].max() == 1
+
+
+def test_out_of_box_points_are_an_error():
+    with pytest.raises(ValueError, match="outside the quadtree box"):
+        run_protocol(np.array([[11.0, 0.0]]), BOX, 1.0, 10, 3, 0.05, np.random.default_rng(0))
