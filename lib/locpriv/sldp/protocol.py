@@ -20,6 +20,13 @@ users stop answering: a user's reports end once its region is fixed, so its
 privacy cost does not grow with later rounds (Remark 4.1).  Cells reaching
 ``max_depth`` join the partition too.
 
+``split_rule``: "all_children" is Alg. 2 as printed (a parent stops as soon as
+one child is below Q + Delta); "per_child" is the authors' code (asuvor/privacy,
+sldp_opt_utils.py): each child decides alone, a sparse child becomes a partition
+cell while its siblings go on.  On peaked data the printed rule stops after the
+first rounds (a sparse corner child halts its dense siblings), which is why the
+authors' mean-estimation results need the per-child rule.
+
 The transcript holds what the server received and broadcast: per round and
 parent cell, n(parent), the children's n_hat and the split decision, and every
 user's noisy reports (user id, round, child cell, Y) -- never a location or a
@@ -54,15 +61,18 @@ def split_margin(n_parent: np.ndarray, epsilon: float, x: float,
 
 @dataclass(frozen=True)
 class PartitionResult:
-    cells: pd.DataFrame        # the private partition: level, code, n_users_answered
-    user_cell: pd.DataFrame    # user -> (level, code) of its privacy region
+    cells: pd.DataFrame        # the private partition: level, code, count (the server's estimate)
+    user_cell: pd.DataFrame    # user -> (level, code) of its privacy region, round it was fixed in
     rounds: pd.DataFrame       # per round and parent: n_parent, n_hat of the 4 children, margin, split
     reports: pd.DataFrame      # every noisy report: round, user, level, code (child), y
 
 
+SPLIT_RULES = ("all_children", "per_child")
+
+
 def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_depth: int,
-                 delta: float, rng: np.random.Generator,
-                 delta_constant: float = DELTA_CONSTANT, keep_reports: bool = True) -> PartitionResult:
+                 delta: float, rng: np.random.Generator, delta_constant: float = DELTA_CONSTANT,
+                 split_rule: str = "all_children", keep_reports: bool = True) -> PartitionResult:
     """The private partition F_hat(X) of ``points`` (N, 2) in ``box`` and its transcript.
 
     epsilon: budget of the partition (each user's indicators are eps-LDP per round
@@ -72,6 +82,8 @@ def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon}")
     if not 1 <= max_depth <= 28:
         raise ValueError(f"max_depth must be in [1, 28], got {max_depth}")
+    if split_rule not in SPLIT_RULES:
+        raise ValueError(f"split_rule must be one of {SPLIT_RULES}, got {split_rule!r}")
     x = x_of_delta(delta)
     path = cell_codes(points, box, max_depth)   # clients' private data; used only client-side below
     n = len(path)
@@ -80,6 +92,7 @@ def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_
     #                                              frozen where the user stopped
     active = np.ones(n, dtype=bool)
     final_level = np.full(n, -1, dtype=np.int64)
+    fixed_round = np.full(n, max_depth, dtype=np.int64)  # the last round a user answers
     cells, rounds, reports = [], [], []
     for level in range(max_depth):               # round t refines level -> level + 1
         idx = np.flatnonzero(active)
@@ -96,34 +109,50 @@ def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_
         n_hat = np.zeros((parents.size, 4))
         np.add.at(n_hat, inverse, y)
         margin = split_margin(n_parent, epsilon, x, delta_constant)
-        split = (n_hat >= threshold + margin[:, None]).all(axis=1)
+        above = n_hat >= threshold + margin[:, None]
+        if split_rule == "all_children":
+            above = np.repeat(above.all(axis=1, keepdims=True), 4, axis=1)
+        split = above.all(axis=1)
         rounds.append(pd.DataFrame({"round": level + 1, "level": level, "code": parents, "n_parent": n_parent,
                                     **{f"n_hat_{c}": n_hat[:, c] for c in range(4)},
-                                    "margin": margin, "split": split}))
+                                    "margin": margin, "split": split,
+                                    "children_split": above.sum(axis=1)}))
         if keep_reports:
             reports.append(pd.DataFrame({
                 "round": level + 1, "user": np.repeat(users[idx], 4), "level": level + 1,
                 "code": (np.repeat(current[idx], 4) << 2) | np.tile(np.arange(4), idx.size),
                 "y": y.ravel()}))
-        stopped = ~split
-        cells.append(pd.DataFrame({"level": level, "code": parents[stopped], "n_users": n_parent[stopped]}))
-        # users of stopped parents fix their region there and stop answering
-        stop_user = stopped[inverse]
-        final_level[idx[stop_user]] = level
-        active[idx[stop_user]] = False
-        go = idx[~stop_user]
-        current[go] = (current[go] << 2) | child_digit[~stop_user]
+        # partition cells carry the server's count: n(parent) is known exactly (who
+        # answered), a child's only as n_hat.  Parents whose children all stopped
+        # (printed rule: any child) are cells; per-child rule: so are stopped children.
+        whole = ~above.any(axis=1)
+        cells.append(pd.DataFrame({"level": level, "code": parents[whole], "count": n_parent[whole].astype(float)}))
+        part_parent, part_child = np.nonzero(~above & ~whole[:, None])
+        cells.append(pd.DataFrame({"level": level + 1, "code": (parents[part_parent] << 2) | part_child,
+                                   "count": n_hat[part_parent, part_child]}))
+        go_parent, go_child = np.nonzero(above)
+        last_children = pd.DataFrame({"level": level + 1, "code": (parents[go_parent] << 2) | go_child,
+                                      "count": n_hat[go_parent, go_child]})
+        # users fix their region (parent or child) and stop answering; the others move down
+        goes_on = above[inverse, child_digit]
+        stop_at_parent = whole[inverse]
+        final_level[idx[stop_at_parent]] = level
+        moved = ~stop_at_parent
+        current[idx[moved]] = (current[idx[moved]] << 2) | child_digit[moved]
+        final_level[idx[moved & ~goes_on]] = level + 1
+        active[idx[~goes_on]] = False
+        fixed_round[idx[~goes_on]] = level + 1
     remaining = np.flatnonzero(active)           # reached max_depth: leaves of the partition
     final_level[remaining] = max_depth
     if remaining.size:
-        leaf, counts = np.unique(current[remaining], return_counts=True)
-        cells.append(pd.DataFrame({"level": max_depth, "code": leaf, "n_users": counts}))
+        cells.append(last_children)
     part = pd.concat(cells, ignore_index=True).sort_values(["level", "code"], ignore_index=True)
     empty_reports = pd.DataFrame({"round": pd.Series(dtype="int64"), "user": pd.Series(dtype="int64"),
                                   "level": pd.Series(dtype="int64"), "code": pd.Series(dtype="int64"),
                                   "y": pd.Series(dtype="float64")})
     return PartitionResult(
         cells=part,
-        user_cell=pd.DataFrame({"user": users, "level": final_level, "code": current}),
+        user_cell=pd.DataFrame({"user": users, "level": final_level, "code": current,
+                                "fixed_round": fixed_round}),
         rounds=pd.concat(rounds, ignore_index=True),
         reports=pd.concat(reports, ignore_index=True) if reports else empty_reports)
