@@ -1,6 +1,8 @@
-"""Semi-local DP (seed 001): the interactive private quadtree (``protocol``) and
-mean estimation of ||x||^2 against LDP and central DP (``mean``).
+"""Semi-local DP (seed 001): the interactive private quadtree (``protocol``), mean
+estimation of ||x||^2 against LDP and central DP (``mean``), range queries
+(``range_queries``) with the PrivTree (``privtree``) and LDP OUE-grid
+(``ldp_grid``) baselines.
 
-Range queries, classification, PrivTree, the LDP grid baseline and the workflow
-study of issue 5 are not written yet.
+Classification on California housing and the workflow study of issue 5 are not
+written yet.
 """

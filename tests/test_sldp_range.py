@@ -1,0 +1,60 @@
+"""PrivTree, the LDP grid and range-query answering (seed 001 §5.2)."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from locpriv.quadtree import cell_codes
+from locpriv.sldp import ldp_grid, privtree, range_queries
+
+BOX = (0.0, 1.0, 0.0, 1.0)
+
+
+def test_privtree_constants_and_hand_worked_biased_counts():
+    lam, delta = privtree.constants(1.0)
+    assert lam == pytest.approx(7 / 3) and delta == pytest.approx(7 / 3 * math.log(4))
+    # eps_tree = 1, theta = 0: delta = 3.2347; a depth-2 node with 10 points has
+    # b = max(10 - 2 * 3.2347, 0 - 3.2347) = 3.5306; an empty depth-1 node has b = -3.2347
+    np.testing.assert_allclose(privtree.biased_count([10, 0], [2, 1], 0.0, delta),
+                               [10 - 2 * delta, -delta])
+
+
+def test_privtree_splits_dense_regions_deeper():
+    rng = np.random.default_rng(0)
+    pts = np.vstack([rng.uniform(0, 0.25, size=(20000, 2)), rng.uniform(0, 1, size=(2000, 2))])
+    leaves = privtree.privtree(pts, BOX, 0.5, 0.5, np.random.default_rng(1))
+    # the leaves tile the box exactly once
+    area = (0.25 ** leaves["level"]).sum()
+    assert area == pytest.approx(1.0)
+    level, code = leaves["level"].to_numpy(), leaves["code"].to_numpy()
+    in_dense = (level >= 2) & ((code >> np.maximum(2 * (level - 2), 0)) == 0)  # inside [0, 1/4]^2
+    assert level.max() >= 4 and in_dense.sum() > len(leaves) / 2
+
+
+def test_area_weighted_answers_are_exact_for_aligned_queries_and_uniform_inside():
+    part = pd.DataFrame({"level": [1, 1, 1, 1], "code": [0, 1, 2, 3], "count": [40.0, 8.0, 4.0, 0.0]})
+    q = np.array([[0, 0.5, 0, 0.5], [0, 0.25, 0, 0.5], [0, 1, 0, 1], [0.25, 0.75, 0.25, 0.75]])
+    # code 0 = lower x, lower y; 1 = lower x, upper y; 2 = upper x, lower y
+    np.testing.assert_allclose(range_queries.answer(q, part, BOX), [40, 20, 52, (40 + 8 + 4 + 0) / 4])
+
+
+def test_oue_grid_counts_are_unbiased():
+    """Mean over 300 runs within 5 standard errors per cell (Var = N q(1-q)/(p-q)^2 + n_v terms)."""
+    rng = np.random.default_rng(2)
+    pts = rng.uniform(0, 1, size=(3000, 2)) ** 2
+    true = np.bincount(cell_codes(pts, BOX, 2), minlength=16)
+    est = np.array([ldp_grid.oue_grid(pts, BOX, 1.0, 2, rng)["count"] for _ in range(300)])
+    p, q = 0.5, 1 / (math.e + 1)
+    var = (true * p * (1 - p) + (3000 - true) * q * (1 - q)) / (p - q) ** 2
+    assert (np.abs(est.mean(0) - true) < 5 * np.sqrt(var / 300)).all()
+
+
+def test_anchored_workload_respects_the_count_filter():
+    rng = np.random.default_rng(3)
+    pts = rng.normal(0.5, 0.1, size=(20000, 2)).clip(0, 1)
+    q = range_queries.anchored_workload(pts, BOX, 200, rng)
+    c = range_queries.true_counts(q, pts)
+    assert len(q) == 200 and c.min() >= 20 and c.max() <= 1000
+    assert range_queries.mean_relative_error(c.astype(float), c, 20000) == 0
