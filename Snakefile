@@ -47,7 +47,6 @@ for _study in config.get("studies", {}):
 rule all:
     default_target: True
     input:
-        "results/summary/metrics.parquet",
-        "results/summary/metrics.csv",
+        ["results/summary/metrics.parquet", "results/summary/metrics.csv"] if RUNS else [],
         plot_targets(),
         [t for targets in STUDY_TARGETS.values() for t in targets],

@@ -69,11 +69,11 @@ def _grid(spec: dict) -> list[dict]:
 
 def expand_runs(config: dict) -> list[Run]:
     runs = []
-    for exp_name, exp in config["experiments"].items():
+    for exp_name, exp in config.get("experiments", {}).items():
         for ds in exp["datasets"]:
-            if ds not in config["datasets"]:
+            if ds not in config.get("datasets", {}):
                 raise ConfigError(f"config key 'experiments.{exp_name}.datasets': unknown dataset {ds!r}; "
-                                  f"allowed: {sorted(config['datasets'])}")
+                                  f"allowed: {sorted(config.get('datasets', {}))}")
             for mech_name, grid in exp["mechanisms"].items():
                 where = f"experiments.{exp_name}.mechanisms.{mech_name}"
                 try:
@@ -108,7 +108,7 @@ def expand_runs(config: dict) -> list[Run]:
 
 
 def check_dataset_paths(config: dict, base: Path) -> None:
-    for name, spec in config["datasets"].items():
+    for name, spec in config.get("datasets", {}).items():
         if spec["source"] == "points":
             path = base / spec["path"]
             if not path.exists():

@@ -21,6 +21,8 @@ def rff_runs():
 
 
 def plot_targets():
+    if not RUNS:
+        return []
     datasets = sorted({run.dataset for run in RUNS.values()})
     plots = list(SUMMARY_PLOTS)
     if len({run.params["B"] for run in rff_runs()}) > 1:

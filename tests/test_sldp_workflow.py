@@ -1,0 +1,30 @@
+"""The sldp study's rules on a tiny section."""
+
+import copy
+
+import pandas as pd
+import pytest
+
+from conftest import TINY, run_snakemake
+
+pytestmark = pytest.mark.workflow
+
+
+def test_sldp_study_runs_and_reports_every_method(make_workdir):
+    cfg = copy.deepcopy(TINY)
+    cfg["studies"] = {"sldp": {"mean": {"n": [1500], "epsilon": [2.0]}, "range": {"n": [3000], "epsilon": [1.0]},
+                               "reps": 1, "max_depth": 8}}
+    wd = make_workdir(cfg)
+    run_snakemake(wd, "--cores", "2", "results/studies/sldp/summary.csv", "results/studies/sldp/plots/mse-mre.png")
+    table = pd.read_parquet(wd / "results/studies/sldp/summary.parquet")
+    assert set(table["method"]) == {"sldp", "ldp", "central", "privtree", "ldp_oue_grid"}
+    run = wd / "results/studies/sldp/runs/task~mean/n~1500/epsilon~2.0/rep~0"
+    reports = pd.read_parquet(run / "transcript-reports.parquet")
+    assert set(reports.columns) == {"round", "user", "level", "code", "y"}
+
+
+def test_bad_sldp_section_names_the_key(make_workdir):
+    cfg = copy.deepcopy(TINY)
+    cfg["studies"] = {"sldp": {"split_rule": "sometimes"}}
+    proc = run_snakemake(make_workdir(cfg), "--dry-run", check=False)
+    assert proc.returncode != 0 and "studies.sldp.split_rule" in proc.stderr + proc.stdout

@@ -1,0 +1,117 @@
+# Semi-local DP (seed 001): interactive private quadtree, mean estimation, range queries.
+#   protocol (client data, Alg. 1/2 transcript, partition) -> evaluate (task answers vs baselines)
+#   -> summary -> plot
+
+from locpriv.sldp.study import run_dir as sldp_run_dir, runs as sldp_runs, validate_config as sldp_validate
+
+try:
+    SLDP = sldp_validate(config["studies"]["sldp"])
+except lpconfig.ConfigError as exc:
+    raise WorkflowError(f"invalid configuration: {exc}") from None
+
+SLDP_DIR = "results/studies/sldp"
+SLDP_RUN = SLDP_DIR + "/runs/task~{task}/n~{n}/epsilon~{epsilon}/rep~{rep}"
+
+
+wildcard_constraints:
+    task="mean|range",
+    epsilon=r"[0-9.e+-]+",
+
+
+def sldp_run(wc):
+    return {"task": wc.task, "n": int(wc.n), "epsilon": float(wc.epsilon), "rep": int(wc.rep)}
+
+
+def sldp_slice(wc):
+    """The config a run uses: shared protocol settings plus its own task's section only."""
+    keys = ("delta", "threshold", "max_depth", "delta_constant", "split_rule")
+    return {**{k: SLDP[k] for k in keys}, wc.task: SLDP[wc.task]}
+
+
+rule sldp_protocol:
+    output:
+        partition=SLDP_RUN + "/partition.parquet",
+        rounds=SLDP_RUN + "/transcript-rounds.parquet",
+        reports=SLDP_RUN + "/transcript-reports.parquet",
+        regions=SLDP_RUN + "/user-regions.parquet",
+    params:
+        run=sldp_run,
+        cfg=sldp_slice,
+        seed=config["seed"],
+        code=code_fingerprint("locpriv.sldp.study"),
+    threads: rule_resource("sldp_protocol", "threads", 1)
+    resources:
+        mem_mb=rule_resource("sldp_protocol", "mem_mb", 2000),
+        runtime=rule_resource("sldp_protocol", "runtime", 30),
+    log:
+        "logs/" + SLDP_RUN + "/protocol.log",
+    conda:
+        "../../../envs/locpriv.yaml"
+    script:
+        "../../../scripts/sldp_protocol.py"
+
+
+rule sldp_evaluate:
+    input:
+        partition=SLDP_RUN + "/partition.parquet",
+        regions=SLDP_RUN + "/user-regions.parquet",
+    output:
+        SLDP_RUN + "/evaluation.parquet",
+    params:
+        run=sldp_run,
+        cfg=sldp_slice,
+        seed=config["seed"],
+        code=code_fingerprint("locpriv.sldp.study"),
+    threads: rule_resource("sldp_evaluate", "threads", 1)
+    resources:
+        mem_mb=rule_resource("sldp_evaluate", "mem_mb", 2000),
+        runtime=rule_resource("sldp_evaluate", "runtime", 30),
+    log:
+        "logs/" + SLDP_RUN + "/evaluate.log",
+    conda:
+        "../../../envs/locpriv.yaml"
+    script:
+        "../../../scripts/sldp_evaluate.py"
+
+
+rule sldp_summary:
+    input:
+        [f"{SLDP_DIR}/runs/{sldp_run_dir(r)}/evaluation.parquet" for r in sldp_runs(SLDP)],
+    output:
+        parquet=f"{SLDP_DIR}/summary.parquet",
+        csv=f"{SLDP_DIR}/summary.csv",
+    params:
+        code=code_fingerprint("locpriv.sldp.study"),
+    threads: rule_resource("sldp_summary", "threads", 1)
+    resources:
+        mem_mb=rule_resource("sldp_summary", "mem_mb", 2000),
+        runtime=rule_resource("sldp_summary", "runtime", 30),
+    log:
+        f"logs/{SLDP_DIR}/summary.log",
+    conda:
+        "../../../envs/locpriv.yaml"
+    script:
+        "../../../scripts/sldp_summary.py"
+
+
+rule sldp_plot:
+    input:
+        f"{SLDP_DIR}/summary.parquet",
+    output:
+        report(f"{SLDP_DIR}/plots/mse-mre.png", caption="../../report/sldp-plot.rst", category="Semi-local DP"),
+    params:
+        dpi=SLDP["plots"]["dpi"],
+        code=code_fingerprint("locpriv.sldp.study"),
+    threads: rule_resource("sldp_plot", "threads", 1)
+    resources:
+        mem_mb=rule_resource("sldp_plot", "mem_mb", 2000),
+        runtime=rule_resource("sldp_plot", "runtime", 30),
+    log:
+        f"logs/{SLDP_DIR}/plot.log",
+    conda:
+        "../../../envs/locpriv.yaml"
+    script:
+        "../../../scripts/sldp_plot.py"
+
+
+STUDY_TARGETS["sldp"] = [f"{SLDP_DIR}/summary.csv", f"{SLDP_DIR}/plots/mse-mre.png"]
