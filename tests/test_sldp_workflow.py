@@ -5,7 +5,9 @@ import copy
 import pandas as pd
 import pytest
 
-from conftest import TINY, run_snakemake
+from conftest import ROOT, TINY, run_snakemake
+
+HOUSING = ROOT.parent / "shared/data/california_housing/housing.csv"
 
 pytestmark = pytest.mark.workflow
 
@@ -14,10 +16,17 @@ def test_sldp_study_runs_and_reports_every_method(make_workdir):
     cfg = copy.deepcopy(TINY)
     cfg["studies"] = {"sldp": {"mean": {"n": [1500], "epsilon": [2.0]}, "range": {"n": [3000], "epsilon": [1.0]},
                                "reps": 1, "max_depth": 8}}
+    if HOUSING.exists():
+        cfg["studies"]["sldp"]["classify"] = {"path": str(HOUSING), "epsilon": [2.0],
+                                              "mechanisms": ["none", "sldp_quantization", "ldp"]}
     wd = make_workdir(cfg)
     run_snakemake(wd, "--cores", "2", "results/studies/sldp/summary.csv", "results/studies/sldp/plots/mse-mre.png")
     table = pd.read_parquet(wd / "results/studies/sldp/summary.parquet")
-    assert set(table["method"]) == {"sldp", "ldp", "central", "privtree", "ldp_oue_grid"}
+    methods = set(table["method"])
+    assert {"sldp", "ldp", "central", "privtree", "ldp_oue_grid"} <= methods
+    if HOUSING.exists():
+        f1 = table[table["task"] == "classify"].set_index("method")["value"]
+        assert len(f1) == 9 and f1["none/knn"] > f1["ldp/knn"]   # noise costs accuracy
     run = wd / "results/studies/sldp/runs/task~mean/n~1500/epsilon~2.0/rep~0"
     reports = pd.read_parquet(run / "transcript-reports.parquet")
     assert set(reports.columns) == {"round", "user", "level", "code", "y"}

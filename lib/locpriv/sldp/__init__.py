@@ -1,8 +1,6 @@
 """Semi-local DP (seed 001): the interactive private quadtree (``protocol``), mean
 estimation of ||x||^2 against LDP and central DP (``mean``), range queries
 (``range_queries``) with the PrivTree (``privtree``) and LDP OUE-grid
-(``ldp_grid``) baselines.
-
-Classification on California housing and the workflow study of issue 5 are not
-written yet.
+(``ldp_grid``) baselines, and classification on California housing
+(``classify``); ``study`` holds the workflow stages.
 """

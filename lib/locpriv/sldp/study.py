@@ -16,13 +16,14 @@ import pandas as pd
 from .. import io
 from ..config import ConfigError
 from ..seeding import rng as make_rng
-from . import ldp_grid, mean, privtree, range_queries
+from . import classify, ldp_grid, mean, privtree, range_queries
 from .protocol import SPLIT_RULES, run_protocol
 
 DEFAULTS = {
     "mean": {"n": [2000, 16000], "epsilon": [1.0, 4.0], "box": [-10.0, 10.0, -10.0, 10.0], "sd": 1.5,
              "partition_share": 0.5},                       # seed 001 §5.1
     "range": {"n": [5000], "epsilon": [1.0], "queries": 200, "grid_level": 4},   # App. A.2; grid ours
+    "classify": {"path": None, "epsilon": [0.5, 5.0], "mechanisms": list(classify.MECHANISMS)},  # §5.2
     "reps": 2,
     "delta": 0.05,                                          # seed 001 §5.1
     "threshold": 0.0,                                       # Q (ours: the authors' notebook value unknown)
@@ -31,7 +32,7 @@ DEFAULTS = {
     "split_rule": "per_child",                              # authors' code; "all_children" = Alg. 2 as printed
     "plots": {"dpi": 110},
 }
-TASKS = ("mean", "range")
+TASKS = ("mean", "range")   # tasks with a sample size N; "classify" uses its whole dataset
 UNIT = (0.0, 1.0, 0.0, 1.0)
 
 
@@ -61,6 +62,20 @@ def validate_config(section: dict) -> dict:
         cfg[task] = {**DEFAULTS[task], **given}
         cfg[task]["n"] = _positive_list(cfg[task]["n"], f"{task}.n", True)
         cfg[task]["epsilon"] = _positive_list(cfg[task]["epsilon"], f"{task}.epsilon", False)
+    given = section.get("classify")
+    if given is None:
+        cfg["classify"] = None
+    else:
+        bad = sorted(set(given) - set(DEFAULTS["classify"]))
+        if bad:
+            raise _error(f"classify.{bad[0]}", "unknown key", str(sorted(DEFAULTS["classify"])))
+        cfg["classify"] = {**DEFAULTS["classify"], **given}
+        if not isinstance(cfg["classify"]["path"], str):
+            raise _error("classify.path", "missing", "the path of california_housing/housing.csv")
+        cfg["classify"]["epsilon"] = _positive_list(cfg["classify"]["epsilon"], "classify.epsilon", False)
+        unknown = sorted(set(cfg["classify"]["mechanisms"]) - set(classify.MECHANISMS))
+        if unknown:
+            raise _error("classify.mechanisms", f"unknown {unknown}", str(list(classify.MECHANISMS)))
     if not 0 < cfg["mean"]["partition_share"] < 1:
         raise _error("mean.partition_share", f"{cfg['mean']['partition_share']!r}", "a number in (0, 1)")
     if not 0 < cfg["delta"] < 1:
@@ -77,6 +92,13 @@ def runs(cfg: dict) -> list[dict]:
     return [{"task": task, "n": n, "epsilon": eps, "rep": rep}
             for task in TASKS for n in cfg[task]["n"] for eps in cfg[task]["epsilon"]
             for rep in range(cfg["reps"])]
+
+
+def classify_runs(cfg: dict) -> list[dict]:
+    if cfg["classify"] is None:
+        return []
+    return [{"task": "classify", "n": "all", "epsilon": eps, "rep": rep}
+            for eps in cfg["classify"]["epsilon"] for rep in range(cfg["reps"])]
 
 
 def run_dir(run: dict) -> str:
@@ -141,8 +163,21 @@ def evaluate_stage(run: dict, cfg: dict, seed: int, partition_path: str, regions
                 for k, p in parts.items()]
     table = pd.DataFrame(rows)
     for key in ("task", "n", "epsilon", "rep"):
-        table.insert(0, key, run[key])
+        table.insert(0, key, str(run[key]) if key == "n" else run[key])
     io.write_parquet(table, out)
+
+
+def classify_stage(run: dict, cfg: dict, seed: int, data_path: str, out: str) -> None:
+    X, y, counts = classify.load_housing(data_path)
+    rows = []
+    for mechanism in cfg["classify"]["mechanisms"]:
+        rng = make_rng(seed, "sldp-classify", mechanism, run["epsilon"], run["rep"])
+        for name, f1 in classify.f1_scores(X, y, mechanism, run["epsilon"], cfg, rng).items():
+            rows.append({"method": f"{mechanism}/{name}", "metric": "f1", "value": f1})
+    table = pd.DataFrame(rows)
+    for key in ("task", "n", "epsilon", "rep"):
+        table.insert(0, key, str(run[key]) if key == "n" else run[key])
+    io.write_parquet(table, out, metadata=counts)
 
 
 def summary_stage(paths: list[str], out_parquet: str, out_csv: str) -> None:
@@ -157,7 +192,13 @@ def plot_stage(summary_path: str, out_png: str, dpi: int) -> None:
     from ..plots import _save, plt
     table = pd.read_parquet(summary_path)
     avg = table.groupby(["task", "n", "epsilon", "method"])["value"].mean().reset_index()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4))
+    classified = avg[avg["task"] == "classify"]
+    for method, grp in classified.groupby("method"):
+        axes[2].plot(grp["epsilon"], grp["value"], "o-", ms=3, label=method)
+    axes[2].set(xscale="log", xlabel="epsilon", ylabel="F1 (test)", title="California housing (§5.2)")
+    axes[2].legend(fontsize=5)
+    avg = avg[avg["task"] != "classify"].assign(n=lambda t: t["n"].astype(int))
     for ax, task, ylabel in ((axes[0], "mean", "MSE of the mean of ||x||^2"), (axes[1], "range", "MRE")):
         sub = avg[avg["task"] == task]
         for (method, eps), grp in sub.groupby(["method", "epsilon"]):

@@ -2,10 +2,14 @@
 #   protocol (client data, Alg. 1/2 transcript, partition) -> evaluate (task answers vs baselines)
 #   -> summary -> plot
 
-from locpriv.sldp.study import run_dir as sldp_run_dir, runs as sldp_runs, validate_config as sldp_validate
+from locpriv.sldp.study import classify_runs as sldp_classify_runs, run_dir as sldp_run_dir, runs as sldp_runs
+from locpriv.sldp.study import validate_config as sldp_validate
 
 try:
     SLDP = sldp_validate(config["studies"]["sldp"])
+    if SLDP["classify"] and not Path(SLDP["classify"]["path"]).exists():
+        raise lpconfig.ConfigError(f"config key 'studies.sldp.classify.path': file {SLDP['classify']['path']!r} "
+                                   "does not exist; allowed: the path of california_housing/housing.csv")
 except lpconfig.ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
 
@@ -74,9 +78,32 @@ rule sldp_evaluate:
         "../../../scripts/sldp_evaluate.py"
 
 
+rule sldp_classify:
+    input:
+        data=SLDP["classify"]["path"] if SLDP["classify"] else [],
+    output:
+        SLDP_DIR + "/runs/task~classify/n~all/epsilon~{epsilon}/rep~{rep}/evaluation.parquet",
+    params:
+        run=lambda wc: {"task": "classify", "n": "all", "epsilon": float(wc.epsilon), "rep": int(wc.rep)},
+        cfg={**{k: SLDP[k] for k in ("delta", "threshold", "max_depth", "delta_constant", "split_rule")},
+             "classify": SLDP["classify"]},
+        seed=config["seed"],
+        code=code_fingerprint("locpriv.sldp.study"),
+    threads: rule_resource("sldp_classify", "threads", 1)
+    resources:
+        mem_mb=rule_resource("sldp_classify", "mem_mb", 2000),
+        runtime=rule_resource("sldp_classify", "runtime", 30),
+    log:
+        "logs/" + SLDP_DIR + "/runs/task~classify/epsilon~{epsilon}/rep~{rep}/classify.log",
+    conda:
+        "../../../envs/locpriv.yaml"
+    script:
+        "../../../scripts/sldp_classify.py"
+
+
 rule sldp_summary:
     input:
-        [f"{SLDP_DIR}/runs/{sldp_run_dir(r)}/evaluation.parquet" for r in sldp_runs(SLDP)],
+        [f"{SLDP_DIR}/runs/{sldp_run_dir(r)}/evaluation.parquet" for r in sldp_runs(SLDP) + sldp_classify_runs(SLDP)],
     output:
         parquet=f"{SLDP_DIR}/summary.parquet",
         csv=f"{SLDP_DIR}/summary.csv",
