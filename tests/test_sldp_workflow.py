@@ -8,6 +8,7 @@ import pytest
 from conftest import ROOT, TINY, run_snakemake
 
 HOUSING = ROOT.parent / "shared/data/california_housing/housing.csv"
+GEOLIFE = ROOT.parent / "shared/data/geolife_beijing/geolife_beijing_1min.csv.gz"
 
 pytestmark = pytest.mark.workflow
 
@@ -16,6 +17,8 @@ def test_sldp_study_runs_and_reports_every_method(make_workdir):
     cfg = copy.deepcopy(TINY)
     cfg["studies"] = {"sldp": {"mean": {"n": [1500], "epsilon": [2.0]}, "range": {"n": [3000], "epsilon": [1.0]},
                                "reps": 1, "max_depth": 8}}
+    if GEOLIFE.exists():
+        cfg["studies"]["sldp"]["range"].update(path=str(GEOLIFE), lonlat_bbox=[116.15, 116.60, 39.75, 40.10])
     if HOUSING.exists():
         cfg["studies"]["sldp"]["classify"] = {"path": str(HOUSING), "epsilon": [2.0],
                                               "mechanisms": ["none", "sldp_quantization", "ldp"]}

@@ -10,11 +10,14 @@ the partition, PrivTree (epsilon split in halves) and the LDP OUE grid.
 from __future__ import annotations
 
 
+from functools import lru_cache
+
 import numpy as np
 import pandas as pd
 
 from .. import io
 from ..config import ConfigError
+from ..datasets.points import load_points, projected_box
 from ..seeding import rng as make_rng
 from . import classify, ldp_grid, mean, privtree, range_queries
 from .protocol import SPLIT_RULES, run_protocol
@@ -22,7 +25,9 @@ from .protocol import SPLIT_RULES, run_protocol
 DEFAULTS = {
     "mean": {"n": [2000, 16000], "epsilon": [1.0, 4.0], "box": [-10.0, 10.0, -10.0, 10.0], "sd": 1.5,
              "partition_share": 0.5},                       # seed 001 §5.1
-    "range": {"n": [5000], "epsilon": [1.0], "queries": 200, "grid_level": 4},   # App. A.2; grid ours
+    # App. A.2; grid level ours.  path + lonlat_bbox: real lon/lat points (e.g. Geolife), scaled to
+    # the unit square, N drawn per repetition; without them, synthetic clustered points
+    "range": {"n": [5000], "epsilon": [1.0], "queries": 200, "grid_level": 4, "path": None, "lonlat_bbox": None},
     "classify": {"path": None, "epsilon": [0.5, 5.0], "mechanisms": list(classify.MECHANISMS)},  # §5.2
     "reps": 2,
     "delta": 0.05,                                          # seed 001 §5.1
@@ -76,6 +81,8 @@ def validate_config(section: dict) -> dict:
         unknown = sorted(set(cfg["classify"]["mechanisms"]) - set(classify.MECHANISMS))
         if unknown:
             raise _error("classify.mechanisms", f"unknown {unknown}", str(list(classify.MECHANISMS)))
+    if bool(cfg["range"]["path"]) != bool(cfg["range"]["lonlat_bbox"]):
+        raise _error("range.path", "path and lonlat_bbox must be given together", "both or neither")
     if not 0 < cfg["mean"]["partition_share"] < 1:
         raise _error("mean.partition_share", f"{cfg['mean']['partition_share']!r}", "a number in (0, 1)")
     if not 0 < cfg["delta"] < 1:
@@ -112,11 +119,29 @@ def _data(run: dict, cfg: dict, seed: int) -> np.ndarray:
         pts = rng.normal(0, cfg["mean"]["sd"], size=(2 * run["n"], 2))
         inside = (pts[:, 0] >= box[0]) & (pts[:, 0] <= box[1]) & (pts[:, 1] >= box[2]) & (pts[:, 1] <= box[3])
         return pts[inside][: run["n"]]
+    if cfg["range"]["path"]:
+        return _real_points(cfg["range"]["path"], tuple(cfg["range"]["lonlat_bbox"]), run["n"], rng)
     centres = np.array([[0.3, 0.3], [0.7, 0.6], [0.4, 0.8]])
     k = rng.integers(0, 4, run["n"])
     pts = np.where(k[:, None] < 3, centres[np.minimum(k, 2)] + rng.normal(0, 0.05, (run["n"], 2)),
                    rng.uniform(0, 1, (run["n"], 2)))
     return pts.clip(0, 1)
+
+
+@lru_cache(maxsize=1)
+def _projected(path: str, lonlat_bbox: tuple) -> np.ndarray:
+    pts, _, _ = load_points(path, lonlat_bbox=list(lonlat_bbox))
+    xy = pts[["x", "y"]].to_numpy()
+    box, _ = projected_box(list(lonlat_bbox))
+    return (xy - [box[0], box[2]]) / [box[1] - box[0], box[3] - box[2]]
+
+
+def _real_points(path: str, lonlat_bbox: tuple, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n points drawn without replacement from the file, in the unit square (each row a user)."""
+    xy = _projected(path, lonlat_bbox)
+    if n > len(xy):
+        raise ValueError(f"studies.sldp.range.n = {n} exceeds the {len(xy)} points of {path}")
+    return xy[rng.choice(len(xy), n, replace=False)].clip(0, 1)
 
 
 def protocol_stage(run: dict, cfg: dict, seed: int, out_partition: str, out_rounds: str,

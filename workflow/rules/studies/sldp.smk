@@ -7,9 +7,10 @@ from locpriv.sldp.study import validate_config as sldp_validate
 
 try:
     SLDP = sldp_validate(config["studies"]["sldp"])
-    if SLDP["classify"] and not Path(SLDP["classify"]["path"]).exists():
-        raise lpconfig.ConfigError(f"config key 'studies.sldp.classify.path': file {SLDP['classify']['path']!r} "
-                                   "does not exist; allowed: the path of california_housing/housing.csv")
+    for _key, _path in (("classify.path", (SLDP["classify"] or {}).get("path")), ("range.path", SLDP["range"]["path"])):
+        if _path and not Path(_path).exists():
+            raise lpconfig.ConfigError(f"config key 'studies.sldp.{_key}': file {_path!r} does not exist; "
+                                       "allowed: a path (absolute or relative to the working directory)")
 except lpconfig.ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
 
@@ -32,7 +33,13 @@ def sldp_slice(wc):
     return {**{k: SLDP[k] for k in keys}, wc.task: SLDP[wc.task]}
 
 
+def sldp_data(wc):
+    return SLDP["range"]["path"] if wc.task == "range" and SLDP["range"]["path"] else []
+
+
 rule sldp_protocol:
+    input:
+        data=sldp_data,
     output:
         partition=SLDP_RUN + "/partition.parquet",
         rounds=SLDP_RUN + "/transcript-rounds.parquet",
@@ -57,6 +64,7 @@ rule sldp_protocol:
 
 rule sldp_evaluate:
     input:
+        data=sldp_data,
         partition=SLDP_RUN + "/partition.parquet",
         regions=SLDP_RUN + "/user-regions.parquet",
     output:
