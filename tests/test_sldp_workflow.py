@@ -20,16 +20,19 @@ def test_sldp_study_runs_and_reports_every_method(make_workdir):
     if GEOLIFE.exists():
         cfg["studies"]["sldp"]["range"].update(path=str(GEOLIFE), lonlat_bbox=[116.15, 116.60, 39.75, 40.10])
     if HOUSING.exists():
-        cfg["studies"]["sldp"]["classify"] = {"path": str(HOUSING), "epsilon": [2.0],
-                                              "mechanisms": ["none", "sldp_quantization", "ldp"]}
+        cfg["studies"]["sldp"]["classify"] = {"path": str(HOUSING), "epsilon": [2.0], "k": [5, 200],
+                                              "k_epsilon": 2.0, "mechanisms": ["none", "sldp_quantization", "ldp"]}
     wd = make_workdir(cfg)
     run_snakemake(wd, "--cores", "2", "results/studies/sldp/summary.csv", "results/studies/sldp/plots/mse-mre.png")
     table = pd.read_parquet(wd / "results/studies/sldp/summary.parquet")
     methods = set(table["method"])
     assert {"sldp", "ldp", "central", "privtree", "ldp_oue_grid"} <= methods
     if HOUSING.exists():
-        f1 = table[table["task"] == "classify"].set_index("method")["value"]
+        classified = table[table["task"] == "classify"]
+        f1 = classified[classified["metric"] == "f1"].set_index("method")["value"]
         assert len(f1) == 9 and f1["none/knn"] > f1["ldp/knn"]   # noise costs accuracy
+        k_study = classified[classified["metric"].isin(["precision", "recall"])]
+        assert len(k_study) == 4 and k_study["value"].between(0, 1).all()
     run = wd / "results/studies/sldp/runs/task~mean/n~1500/epsilon~2.0/rep~0"
     reports = pd.read_parquet(run / "transcript-reports.parquet")
     assert set(reports.columns) == {"round", "user", "level", "code", "y"}

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import f1_score
+from sklearn.metrics import f1_score, precision_score, recall_score
 from sklearn.neighbors import KNeighborsClassifier
 
 from ..errors import InputError
@@ -81,13 +81,28 @@ def classifiers(seed: int) -> dict:
             "logistic": LogisticRegression()}
 
 
+def _split(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    order = rng.permutation(n)
+    cut = int(round(0.7 * n))
+    return order[:cut], order[cut:]
+
+
 def f1_scores(X: np.ndarray, y: np.ndarray, mechanism: str, epsilon: float, cfg: dict,
               rng: np.random.Generator) -> dict[str, float]:
     """70/30 split, mechanism on the training features, F1 per classifier on the test set."""
-    order = rng.permutation(len(X))
-    cut = int(round(0.7 * len(X)))
-    train, test = order[:cut], order[cut:]
+    train, test = _split(len(X), rng)
     X_train = privatise(mechanism, X[train], epsilon, cfg, rng)
     seed = int(rng.integers(2 ** 31))
     return {name: float(f1_score(y[test], model.fit(X_train, y[train]).predict(X[test])))
             for name, model in classifiers(seed).items()}
+
+
+def k_sensitivity(X: np.ndarray, y: np.ndarray, epsilon: float, k: float, cfg: dict,
+                  rng: np.random.Generator) -> dict[str, float]:
+    """App. A.1 (Fig. 6): random-forest precision and recall on SLDP-Quantization data when
+    every privacy region must hold at least k users (the split threshold Q = k)."""
+    train, test = _split(len(X), rng)
+    X_train = privatise("sldp_quantization", X[train], epsilon, {**cfg, "threshold": float(k)}, rng)
+    model = classifiers(int(rng.integers(2 ** 31)))["random_forest"].fit(X_train, y[train])
+    pred = model.predict(X[test])
+    return {"precision": float(precision_score(y[test], pred)), "recall": float(recall_score(y[test], pred))}

@@ -28,7 +28,9 @@ DEFAULTS = {
     # App. A.2; grid level ours.  path + lonlat_bbox: real lon/lat points (e.g. Geolife), scaled to
     # the unit square, N drawn per repetition; without them, synthetic clustered points
     "range": {"n": [5000], "epsilon": [1.0], "queries": 200, "grid_level": 4, "path": None, "lonlat_bbox": None},
-    "classify": {"path": None, "epsilon": [0.5, 5.0], "mechanisms": list(classify.MECHANISMS)},  # §5.2
+    # §5.2; k: App. A.1's minimum users per region (split threshold), studied at epsilon k_epsilon
+    "classify": {"path": None, "epsilon": [0.5, 5.0], "mechanisms": list(classify.MECHANISMS), "k": [],
+                 "k_epsilon": 1.0},
     "reps": 2,
     "delta": 0.05,                                          # seed 001 §5.1
     "threshold": 0.0,                                       # Q (ours: the authors' notebook value unknown)
@@ -78,6 +80,8 @@ def validate_config(section: dict) -> dict:
         if not isinstance(cfg["classify"]["path"], str):
             raise _error("classify.path", "missing", "the path of california_housing/housing.csv")
         cfg["classify"]["epsilon"] = _positive_list(cfg["classify"]["epsilon"], "classify.epsilon", False)
+        if cfg["classify"]["k"]:
+            cfg["classify"]["k"] = _positive_list(cfg["classify"]["k"], "classify.k", False)
         unknown = sorted(set(cfg["classify"]["mechanisms"]) - set(classify.MECHANISMS))
         if unknown:
             raise _error("classify.mechanisms", f"unknown {unknown}", str(list(classify.MECHANISMS)))
@@ -199,6 +203,12 @@ def classify_stage(run: dict, cfg: dict, seed: int, data_path: str, out: str) ->
         rng = make_rng(seed, "sldp-classify", mechanism, run["epsilon"], run["rep"])
         for name, f1 in classify.f1_scores(X, y, mechanism, run["epsilon"], cfg, rng).items():
             rows.append({"method": f"{mechanism}/{name}", "metric": "f1", "value": f1})
+    if run["epsilon"] == cfg["classify"]["k_epsilon"]:
+        for k in cfg["classify"]["k"]:
+            rng = make_rng(seed, "sldp-k-study", k, run["epsilon"], run["rep"])
+            for metric, value in classify.k_sensitivity(X, y, run["epsilon"], k, cfg, rng).items():
+                rows.append({"method": f"sldp_quantization/random_forest/k={k:g}", "metric": metric,
+                             "value": value})
     table = pd.DataFrame(rows)
     for key in ("task", "n", "epsilon", "rep"):
         table.insert(0, key, str(run[key]) if key == "n" else run[key])
@@ -216,8 +226,19 @@ def summary_stage(paths: list[str], out_parquet: str, out_csv: str) -> None:
 def plot_stage(summary_path: str, out_png: str, dpi: int) -> None:
     from ..plots import _save, plt
     table = pd.read_parquet(summary_path)
-    avg = table.groupby(["task", "n", "epsilon", "method"])["value"].mean().reset_index()
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4))
+    fig, axes = plt.subplots(1, 4, figsize=(21, 4))
+    k_rows = table[(table["task"] == "classify") & table["metric"].isin(["precision", "recall"])]
+    if not k_rows.empty:
+        k_rows = k_rows.assign(k=k_rows["method"].str.split("k=").str[1].astype(float))
+        for metric, grp in k_rows.groupby("metric"):
+            axes[3].plot(*zip(*grp.groupby("k")["value"].mean().items()), "o-", label=metric)
+        axes[3].set(xlabel="k (minimum users per region)", ylabel="random forest, test set (mean)",
+                    title="SLDP hyperparameter k (App. A.1)")
+        axes[3].legend(fontsize=7)
+    else:
+        axes[3].axis("off")
+    avg = table[~table["metric"].isin(["precision", "recall"])]
+    avg = avg.groupby(["task", "n", "epsilon", "method"])["value"].mean().reset_index()
     classified = avg[avg["task"] == "classify"]
     for method, grp in classified.groupby("method"):
         axes[2].plot(grp["epsilon"], grp["value"], "o-", ms=3, label=method)
