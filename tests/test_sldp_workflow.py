@@ -23,7 +23,8 @@ def test_sldp_study_runs_and_reports_every_method(make_workdir):
         cfg["studies"]["sldp"]["classify"] = {"path": str(HOUSING), "epsilon": [2.0], "k": [5, 200],
                                               "k_epsilon": 2.0, "mechanisms": ["none", "sldp_quantization", "ldp"]}
     wd = make_workdir(cfg)
-    run_snakemake(wd, "--cores", "2", "results/studies/sldp/summary.csv", "results/studies/sldp/plots/mse-mre.png")
+    run_snakemake(wd, "--cores", "2", "results/studies/sldp/summary.csv", "results/studies/sldp/plots/mse-mre.png",
+                  "results/studies/sldp/plots/partition.png")
     table = pd.read_parquet(wd / "results/studies/sldp/summary.parquet")
     methods = set(table["method"])
     assert {"sldp", "ldp", "central", "privtree", "ldp_oue_grid"} <= methods

@@ -57,6 +57,13 @@ def _regions(X, epsilon, cfg, rng):
     return cell_box(part.user_cell["level"].to_numpy(), part.user_cell["code"].to_numpy(), UNIT)
 
 
+def region_release(boxes: np.ndarray, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+    """Region centre + Laplace(2 w_j / epsilon) per coordinate: the Laplace mechanism over the region."""
+    centre = np.stack([(boxes[:, 0] + boxes[:, 1]) / 2, (boxes[:, 2] + boxes[:, 3]) / 2], axis=1)
+    width = np.stack([boxes[:, 1] - boxes[:, 0], boxes[:, 3] - boxes[:, 2]], axis=1)
+    return centre + rng.laplace(0.0, 1.0, centre.shape) * (2 * width / epsilon)
+
+
 def privatise(mechanism: str, X: np.ndarray, epsilon: float, cfg: dict, rng: np.random.Generator) -> np.ndarray:
     if mechanism == "none":
         return X
@@ -64,10 +71,7 @@ def privatise(mechanism: str, X: np.ndarray, epsilon: float, cfg: dict, rng: np.
         box = _regions(X, epsilon, cfg, rng)
         return np.stack([(box[:, 0] + box[:, 1]) / 2, (box[:, 2] + box[:, 3]) / 2], axis=1)
     if mechanism == "sldp_split":
-        box = _regions(X, epsilon / 2, cfg, rng)
-        centre = np.stack([(box[:, 0] + box[:, 1]) / 2, (box[:, 2] + box[:, 3]) / 2], axis=1)
-        width = np.stack([box[:, 1] - box[:, 0], box[:, 3] - box[:, 2]], axis=1)
-        return centre + rng.laplace(0.0, 1.0, X.shape) * (2 * width / (epsilon / 2))
+        return region_release(_regions(X, epsilon / 2, cfg, rng), epsilon / 2, rng)
     if mechanism == "ldp":
         return np.clip(X + rng.laplace(0.0, 1.0 / epsilon, X.shape), 0.0, 1.0)
     if mechanism == "geoind":

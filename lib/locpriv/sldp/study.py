@@ -18,6 +18,7 @@ import pandas as pd
 from .. import io
 from ..config import ConfigError
 from ..datasets.points import load_points, projected_box
+from ..quadtree import cell_box
 from ..seeding import rng as make_rng
 from . import classify, ldp_grid, mean, privtree, range_queries
 from .protocol import SPLIT_RULES, run_protocol
@@ -252,5 +253,33 @@ def plot_stage(summary_path: str, out_png: str, dpi: int) -> None:
         ax.set(xscale="log", yscale="log", xlabel="users N", ylabel=ylabel,
                title="mean estimation (Ex. 2.1, 2.2, 3.1)" if task == "mean" else "range queries (App. A.2)")
         ax.legend(fontsize=6)
+    fig.tight_layout()
+    _save(fig, out_png, {"dpi": dpi})
+
+
+def plot_partition(run: dict, cfg: dict, seed: int, regions_path: str, partition_path: str, out_png: str,
+                   dpi: int) -> None:
+    """Seed 001 Fig. 1: the private partition over the data, and what users release under SLDP
+    (region centre + Laplace over the region, the task half of epsilon) vs LDP (Laplace over the
+    whole box per coordinate, the whole epsilon)."""
+    from ..plots import _save, plt
+    pts = _data(run, cfg, seed)
+    box = cfg["mean"]["box"] if run["task"] == "mean" else list(UNIT)
+    rng = make_rng(seed, "sldp-figure-1", run["task"], run["n"], run["epsilon"], run["rep"])
+    regions = pd.read_parquet(regions_path)
+    cells = pd.read_parquet(partition_path)
+    eps = run["epsilon"]
+    sldp = classify.region_release(cell_box(regions["level"].to_numpy(), regions["code"].to_numpy(), box),
+                                   eps / 2, rng)
+    span = np.array([box[1] - box[0], box[3] - box[2]])
+    ldp = pts + rng.laplace(0.0, 1.0, pts.shape) * (2 * span / eps)
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.6), sharex=True, sharey=True)
+    for ax, xy, title in ((axes[0], pts, f"data (N = {len(pts)}) and private partition ({len(cells)} cells)"),
+                          (axes[1], sldp, f"SLDP releases, eps = {eps:g}"),
+                          (axes[2], ldp, f"LDP releases, eps = {eps:g}")):
+        ax.scatter(xy[:, 0], xy[:, 1], s=1, alpha=0.3)
+        ax.set(title=title, xlim=box[:2], ylim=box[2:], aspect="equal")
+    for x0, x1, y0, y1 in cell_box(cells["level"].to_numpy(), cells["code"].to_numpy(), box):
+        axes[0].add_patch(plt.Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, lw=0.4, color="k"))
     fig.tight_layout()
     _save(fig, out_png, {"dpi": dpi})

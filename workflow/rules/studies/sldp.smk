@@ -149,4 +149,35 @@ rule sldp_plot:
         "../../../scripts/sldp_plot.py"
 
 
-STUDY_TARGETS["sldp"] = [f"{SLDP_DIR}/summary.csv", f"{SLDP_DIR}/plots/mse-mre.png"]
+# Fig. 1 shows the smallest mean-estimation run at its largest epsilon
+SLDP_FIG1 = {"task": "mean", "n": min(SLDP["mean"]["n"]), "epsilon": max(SLDP["mean"]["epsilon"]), "rep": 0}
+
+
+rule sldp_plot_partition:
+    input:
+        partition=f"{SLDP_DIR}/runs/{sldp_run_dir(SLDP_FIG1)}/partition.parquet",
+        regions=f"{SLDP_DIR}/runs/{sldp_run_dir(SLDP_FIG1)}/user-regions.parquet",
+    output:
+        report(f"{SLDP_DIR}/plots/partition.png", caption="../../report/sldp-partition.rst",
+               category="Semi-local DP"),
+    params:
+        run=SLDP_FIG1,
+        cfg={**{k: SLDP[k] for k in ("delta", "threshold", "max_depth", "delta_constant", "split_rule")},
+             "mean": SLDP["mean"]},
+        seed=config["seed"],
+        dpi=SLDP["plots"]["dpi"],
+        code=code_fingerprint("locpriv.sldp.study"),
+    threads: rule_resource("sldp_plot_partition", "threads", 1)
+    resources:
+        mem_mb=rule_resource("sldp_plot_partition", "mem_mb", 2000),
+        runtime=rule_resource("sldp_plot_partition", "runtime", 30),
+    log:
+        f"logs/{SLDP_DIR}/plot-partition.log",
+    conda:
+        "../../../envs/locpriv.yaml"
+    script:
+        "../../../scripts/sldp_plot_partition.py"
+
+
+STUDY_TARGETS["sldp"] = [f"{SLDP_DIR}/summary.csv", f"{SLDP_DIR}/plots/mse-mre.png",
+                         f"{SLDP_DIR}/plots/partition.png"]
