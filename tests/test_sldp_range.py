@@ -58,3 +58,14 @@ def test_anchored_workload_respects_the_count_filter():
     c = range_queries.true_counts(q, pts)
     assert len(q) == 200 and c.min() >= 20 and c.max() <= 1000
     assert range_queries.mean_relative_error(c.astype(float), c, 20000) == 0
+
+
+def test_anchored_queries_contain_their_anchor_and_uniform_ones_stay_inside():
+    rng = np.random.default_rng(4)
+    pts = rng.uniform(0, 1, size=(30000, 2))
+    q = range_queries.anchored_workload(pts, BOX, 100, rng)
+    w, h = q[:, 1] - q[:, 0], q[:, 3] - q[:, 2]
+    assert not np.allclose(w, h)                       # width and height drawn independently
+    assert (w >= 1 / 256 - 1e-12).all() and (w <= 1 / 8 + 1e-12).all()
+    u = range_queries.uniform_workload(BOX, 500, rng)
+    assert (u[:, 0] >= 0).all() and (u[:, 1] <= 1).all() and (u[:, 2] >= 0).all() and (u[:, 3] <= 1).all()

@@ -28,7 +28,8 @@ DEFAULTS = {
              "partition_share": 0.5},                       # seed 001 §5.1
     # App. A.2; grid level ours.  path + lonlat_bbox: real lon/lat points (e.g. Geolife), scaled to
     # the unit square, N drawn per repetition; without them, synthetic clustered points
-    "range": {"n": [5000], "epsilon": [1.0], "queries": 200, "grid_level": 4, "path": None, "lonlat_bbox": None},
+    "range": {"n": [5000], "epsilon": [1.0], "queries": 200, "grid_level": 4, "path": None, "lonlat_bbox": None,
+              "workload": "anchored"},
     # §5.2; k: App. A.1's minimum users per region (split threshold), studied at epsilon k_epsilon
     "classify": {"path": None, "epsilon": [0.5, 5.0], "mechanisms": list(classify.MECHANISMS), "k": [],
                  "k_epsilon": 1.0},
@@ -86,6 +87,8 @@ def validate_config(section: dict) -> dict:
         unknown = sorted(set(cfg["classify"]["mechanisms"]) - set(classify.MECHANISMS))
         if unknown:
             raise _error("classify.mechanisms", f"unknown {unknown}", str(list(classify.MECHANISMS)))
+    if cfg["range"]["workload"] not in ("anchored", "uniform"):
+        raise _error("range.workload", f"{cfg['range']['workload']!r}", "['anchored', 'uniform']")
     if bool(cfg["range"]["path"]) != bool(cfg["range"]["lonlat_bbox"]):
         raise _error("range.path", "path and lonlat_bbox must be given together", "both or neither")
     if not 0 < cfg["mean"]["partition_share"] < 1:
@@ -183,7 +186,9 @@ def evaluate_stage(run: dict, cfg: dict, seed: int, partition_path: str, regions
                "ldp": mean.ldp_mean(pts, box, eps, rng), "central": mean.central_mean(pts, box, eps, rng)}
         rows = [{"method": k, "metric": "squared_error", "value": (v - true) ** 2} for k, v in est.items()]
     else:
-        q = range_queries.anchored_workload(pts, UNIT, cfg["range"]["queries"], rng)
+        q = (range_queries.anchored_workload(pts, UNIT, cfg["range"]["queries"], rng)
+             if cfg["range"]["workload"] == "anchored" else
+             range_queries.uniform_workload(UNIT, cfg["range"]["queries"], rng))
         truth = range_queries.true_counts(q, pts)
         parts = {"sldp": pd.read_parquet(partition_path),
                  "privtree": privtree.privtree(pts, UNIT, eps / 2, eps / 2, rng),
