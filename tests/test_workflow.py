@@ -166,6 +166,7 @@ def test_rff_and_geoind_branches_with_a_refused_query(make_workdir):
     cfg["experiments"]["density"]["mechanisms"] = {
         "rff": {"n": 600, "h": 0.55, "B": [1, 60]},  # B = 60 exceeds the policy's 50 features
         "geoind": {"n": 600, "h": 0.55, "epsilon": 5},
+        "laplace_ldp": {"n": 600, "h": 0.55, "epsilon": 8, "estimator": ["naive", "deconv"]},
         "zero": {"n": 600},
     }
     wd = make_workdir(cfg)
@@ -180,5 +181,7 @@ def test_rff_and_geoind_branches_with_a_refused_query(make_workdir):
     with xr.open_dataset(est) as ds:
         assert "policy maximum" in ds["density"].attrs["refusal"]
     assert wide.loc[("geoind", ""), "guarantee_epsilon"] == 5
+    ldp = table[(table["mechanism"] == "laplace_ldp") & (table["metric"] == "guarantee_epsilon")]
+    assert set(ldp["estimator"]) == {"naive", "deconv"} and (ldp["value"] == 8).all()
     for plot in ("tradeoff", "gain_per_cost", "rff-fig3-convergence", "rff-fig4-user-surfaces"):
         assert (wd / f"results/plots/{plot}.png").stat().st_size > 0

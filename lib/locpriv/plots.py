@@ -99,7 +99,8 @@ def tradeoff(summary_path: str, out_png: str, settings: dict) -> None:
                 ax.axis("off")
                 continue
             sub = wide[(wide["dataset"] == ds) & (wide["n_users"] == ns[c])]
-            for mech, key, style in (("rff", "B", "o-"), ("geoind", "epsilon", "s--")):
+            for mech, key, style in (("rff", "B", "o-"), ("geoind", "epsilon", "s--"),
+                                     ("laplace_ldp", "epsilon", "^:")):
                 grp = sub[sub["mechanism"] == mech]
                 if grp.empty:
                     continue
@@ -111,7 +112,7 @@ def tradeoff(summary_path: str, out_png: str, settings: dict) -> None:
                             label=f"{mech} over {key} {label}".rstrip())
                     for k, row in mean.iterrows():
                         ax.annotate(f"{k:g}", (row["privacy_Z"], row[UTILITY]), fontsize=6)
-            for mech, marker in (("fedkde", "*"), ("zero", "X"), ("laplace_ldp", "^")):
+            for mech, marker in (("fedkde", "*"), ("zero", "X")):
                 grp = sub[sub["mechanism"] == mech]
                 if not grp.empty:
                     ax.plot(grp["privacy_Z"].mean(), grp[UTILITY].mean(), marker, ms=9, label=mech)
