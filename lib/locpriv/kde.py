@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import cKDTree
 
+from .deconv.kernels import adjusted_from_square
+
 DEFAULT_CHUNK = 8192
 
 
@@ -24,13 +26,7 @@ def kernel_factor(coord: np.ndarray, grid: np.ndarray, h: float, laplace_b: floa
     u2 = np.subtract.outer(coord, grid)
     np.square(u2, out=u2)
     u2 *= 1.0 / (h * h)
-    out = np.exp(-0.5 * u2)
-    if laplace_b:
-        u2 -= 1.0
-        u2 *= -(laplace_b / h) ** 2
-        u2 += 1.0
-        out *= u2
-    return out
+    return adjusted_from_square("gaussian", u2, (laplace_b / h) ** 2, normalised=False)
 
 
 def kde_sum(points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float,

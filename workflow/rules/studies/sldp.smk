@@ -20,7 +20,7 @@ SLDP_RUN = SLDP_DIR + "/runs/task~{task}/n~{n}/epsilon~{epsilon}/rep~{rep}"
 
 wildcard_constraints:
     task="mean|range",
-    epsilon=r"[0-9.e+-]+",
+    epsilon=r"[0-9.e+-]+|inf",   # inf: the deconvolution study's noiseless reference
 
 
 def sldp_run(wc):
