@@ -118,3 +118,13 @@ def _jsonable(value):
     if hasattr(value, "tolist"):
         return value.tolist()
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def concat_to_table(paths, sort_by: list[str], out_parquet, out_csv) -> pd.DataFrame:
+    """Concatenate per-run Parquet tables (in path order, then sorted) into one Parquet + CSV summary."""
+    table = pd.concat([pd.read_parquet(p) for p in sorted(map(str, paths))], ignore_index=True)
+    table = table.sort_values(sort_by, ignore_index=True)
+    write_parquet(table, out_parquet)
+    with atomic_path(out_csv) as tmp:
+        table.to_csv(tmp, index=False, float_format="%.10g")
+    return table

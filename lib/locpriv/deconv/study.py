@@ -290,8 +290,4 @@ def fit_stage(run: dict, cfg: dict, seed: int, reports_path: str, train_path: st
 
 
 def summary_stage(paths: list[str], out_parquet: str, out_csv: str) -> None:
-    table = pd.concat([pd.read_parquet(p) for p in sorted(paths)], ignore_index=True)
-    table = table.sort_values(["dataset", "n", "epsilon", "rep", "method", "metric"], ignore_index=True)
-    io.write_parquet(table, out_parquet)
-    with io.atomic_path(out_csv) as tmp:
-        table.to_csv(tmp, index=False, float_format="%.10g")
+    io.concat_to_table(paths, ["dataset", "n", "epsilon", "rep", "method", "metric"], out_parquet, out_csv)

@@ -1,7 +1,19 @@
 """Location heatmaps under distributed DP with secure aggregation (seed 003).
 
-So far: the distributed discrete-Laplace noise of §4 (``polya``) and the
-prefix-tree encoding of §5.1/§5.6 (``prefix_tree``).  The adaptive algorithm
-(Alg. 2), multi-location users, the baselines and the workflow study of issue 6
-are not written yet.
+Modules:
+
+* ``polya``: distributed discrete-Laplace noise of §4 (Pólya shares, dropout
+  provisioning, modular secure sum, achieved epsilon under dropout).
+* ``prefix_tree``: prefix-tree encoding of the pixel grid (§5.1, §5.6).
+* ``aggregation``: one simulated SecAgg sub-query at population scale (user
+  sampling without replacement, shards, dropout, bincount aggregation, noise).
+* ``adaptive``: the adaptive hierarchical histogram algorithm (Alg. 2, §5.2–5.5)
+  with its budget schedule, split/collapse rules and map rendering.
+* ``baselines``: flat, hierarchical, count-min sketch, adaptive grid (Qardaji et
+  al. 2013), private spatial decomposition (Cormode et al. 2012), non-private floor.
+* ``metrics``: MSE, elementwise L1, MAPE, sMAPE, MAAPE on normalised maps.
+* ``multi_location``: several weighted locations per user (§5.7) and modular
+  overflow.
+
+The workflow study (Snakemake rules) of issue 6 is not wired yet.
 """

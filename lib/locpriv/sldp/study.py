@@ -222,11 +222,7 @@ def classify_stage(run: dict, cfg: dict, seed: int, data_path: str, out: str) ->
 
 
 def summary_stage(paths: list[str], out_parquet: str, out_csv: str) -> None:
-    table = pd.concat([pd.read_parquet(p) for p in sorted(paths)], ignore_index=True)
-    table = table.sort_values(["task", "n", "epsilon", "rep", "method"], ignore_index=True)
-    io.write_parquet(table, out_parquet)
-    with io.atomic_path(out_csv) as tmp:
-        table.to_csv(tmp, index=False, float_format="%.10g")
+    io.concat_to_table(paths, ["task", "n", "epsilon", "rep", "method"], out_parquet, out_csv)
 
 
 def plot_stage(summary_path: str, out_png: str, dpi: int) -> None:

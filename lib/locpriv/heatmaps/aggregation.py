@@ -1,0 +1,208 @@
+"""One simulated secure-aggregation sub-query at population scale (seed 003 §4, Alg. 1).
+
+Shared by the adaptive algorithm (``adaptive``) and every baseline (``baselines``).
+
+Users are exchangeable within a pixel, so a sample is held as per-pixel counts
+of a 2^D x 2^D population image (pixel [x, y] = number of users there; x is the
+first array axis, as in the reference code's ``image[x, y]``).  A sub-query:
+
+1. draws ``n`` users (``UserPool.draw``: multivariate hypergeometric, i.e.
+   uniform without replacement);
+2. splits them into ⌈n / S⌉ shards of at most S users (the last one smaller)
+   and lets each admitted user drop out independently with probability
+   ``dropout_rate`` (``survive``); which users drop is a uniform subset of the
+   sample, again a multivariate hypergeometric draw of the survivors' pixels;
+3. sums the survivors' encoded vectors with ``np.bincount`` (``noisy_histogram``:
+   one entry per (pixel, index), never one per user) and adds the exact law of
+   the sum of all survivors' Pólya noise shares (``polya.sharded_aggregate_noise``).
+
+Ideal aggregation: the modular reduction of §4 is post-processing and is not
+simulated here (overflow is measured in ``multi_location``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from scipy import stats
+
+from . import polya
+
+SAMPLING_MODES = ("disjoint", "fixed")
+
+
+@dataclass(frozen=True)
+class SecAgg:
+    """Shard size S and dropout; the noise is provisioned for n_dp = ⌈S (1 − ρ_plan)⌉ survivors.
+
+    shard_size default 10 000: the SecAgg round size of the paper's §6 and of the
+    reference code (``secagg_round_size=10000`` in analytics/location_heatmaps).
+    ``planned_dropout`` None means "plan for the actual rate" (over-provisioned noise
+    when the actual rate is positive).
+    """
+
+    shard_size: int = 10_000
+    dropout_rate: float = 0.0
+    planned_dropout: float | None = None
+
+    def __post_init__(self):
+        if not (isinstance(self.shard_size, (int, np.integer)) and self.shard_size >= 1):
+            raise ValueError(f"shard_size must be an integer >= 1, got {self.shard_size!r}")
+        if not 0 <= self.dropout_rate < 1:
+            raise ValueError(f"dropout_rate must be in [0, 1), got {self.dropout_rate}")
+        if self.planned_dropout is not None and not 0 <= self.planned_dropout < 1:
+            raise ValueError(f"planned_dropout must be None or in [0, 1), got {self.planned_dropout}")
+
+    @property
+    def plan(self) -> float:
+        return self.dropout_rate if self.planned_dropout is None else self.planned_dropout
+
+    def n_shards(self, n_users: int) -> int:
+        return max(1, math.ceil(n_users / self.shard_size))
+
+    def shard_sizes(self, n_users: int) -> np.ndarray:
+        sizes = np.full(self.n_shards(n_users), self.shard_size, dtype=np.int64)
+        sizes[-1] = n_users - self.shard_size * (len(sizes) - 1)
+        return sizes
+
+    def n_dp(self, sizes: np.ndarray) -> np.ndarray:
+        return np.array([polya.dp_shard_size(int(s), self.plan) for s in np.unique(sizes)])[
+            np.searchsorted(np.unique(sizes), sizes)]
+
+
+class UserPool:
+    """The population as per-pixel user counts, sampled without replacement.
+
+    ``sampling="disjoint"``: users drawn in one sub-query leave the pool, so each
+    user takes part in at most one sub-query (a fresh sample per sub-query, as
+    the first reference run_experiment.py draws per level, but without overlap);
+    ``"fixed"``: the same sample answers every sub-query (the later reference
+    run_experiment.py samples once, "same across levels").  The budget is composed
+    across sub-queries by basic composition in both modes, as the paper does (§5.5);
+    under "disjoint" that is conservative (each user is in one sub-query only).
+    """
+
+    def __init__(self, image, sampling: str = "disjoint"):
+        image = np.asarray(image)
+        if image.ndim != 2 or image.shape[0] != image.shape[1] or image.shape[0] & (image.shape[0] - 1):
+            raise ValueError(f"population image must be 2^D x 2^D, got shape {image.shape}")
+        if not np.issubdtype(image.dtype, np.integer) or (image < 0).any():
+            raise ValueError("population image must hold non-negative integer user counts")
+        if sampling not in SAMPLING_MODES:
+            raise ValueError(f"sampling must be one of {SAMPLING_MODES}, got {sampling!r}")
+        self.depth = int(image.shape[0]).bit_length() - 1
+        self.remaining = image.astype(np.int64).ravel().copy()
+        self.sampling = sampling
+        self._fixed: np.ndarray | None = None
+
+    @classmethod
+    def from_pixels(cls, x, y, depth: int, sampling: str = "disjoint") -> "UserPool":
+        """From per-user pixel indices (one location per user)."""
+        x = np.asarray(x, dtype=np.int64)
+        y = np.asarray(y, dtype=np.int64)
+        side = 1 << depth
+        if x.shape != y.shape or (x < 0).any() or (y < 0).any() or (x >= side).any() or (y >= side).any():
+            raise ValueError(f"user pixels must be equal-shape integers in [0, {side})")
+        counts = np.bincount(x * side + y, minlength=side * side)
+        return cls(counts.reshape(side, side), sampling)
+
+    @property
+    def size(self) -> int:
+        return int(self.remaining.sum())
+
+    def draw(self, n_users: int, rng: np.random.Generator) -> np.ndarray:
+        """Flat per-pixel counts of n_users drawn uniformly without replacement."""
+        if self._fixed is not None:
+            if self._fixed.sum() != n_users:
+                raise ValueError(f"fixed sampling answers every sub-query with the same {self._fixed.sum()} users,"
+                                 f" got a request for {n_users}")
+            return self._fixed
+        if not 1 <= n_users <= self.size:
+            raise ValueError(f"users_per_round={n_users} must be in [1, {self.size}] (users left in the pool; "
+                             f"disjoint sampling removes every sub-query's users)")
+        sample = rng.multivariate_hypergeometric(self.remaining, n_users)
+        if self.sampling == "disjoint":
+            self.remaining -= sample
+        else:
+            self._fixed = sample
+        return sample
+
+
+@dataclass(frozen=True)
+class Survivors:
+    """The users of one sub-query who report back, and their shards' noise plan."""
+
+    counts: np.ndarray        # flat per-pixel counts of surviving users
+    depth: int
+    n_sampled: int
+    shard_survivors: np.ndarray
+    shard_n_dp: np.ndarray
+
+    @property
+    def n_survivors(self) -> int:
+        return int(self.shard_survivors.sum())
+
+    def pixels(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        nz = np.flatnonzero(self.counts)
+        return nz >> self.depth, nz & ((1 << self.depth) - 1), self.counts[nz]
+
+
+def survive(sample: np.ndarray, depth: int, secagg: SecAgg, rng: np.random.Generator) -> Survivors:
+    n = int(sample.sum())
+    sizes = secagg.shard_sizes(n)
+    if secagg.dropout_rate > 0:
+        kept = rng.binomial(sizes, 1 - secagg.dropout_rate)
+        counts = rng.multivariate_hypergeometric(sample, int(kept.sum()))
+    else:
+        kept, counts = sizes, sample
+    return Survivors(counts, depth, n, kept, secagg.n_dp(sizes))
+
+
+@dataclass(frozen=True)
+class Release:
+    noisy: np.ndarray          # what the server sees: exact + aggregate noise
+    exact: np.ndarray          # survivors' true sum (diagnostics only, never released)
+    epsilon: float
+    achieved_epsilon: float    # per user, this sub-query; NaN when too costly to evaluate
+
+
+def noisy_histogram(survivors: Survivors, encode: Callable, dim: int, epsilon: float, sensitivity: int,
+                    rng: np.random.Generator, max_support: int = 20_000) -> Release:
+    """Distributed discrete-Laplace sum of the survivors' encoded vectors.
+
+    ``encode(x, y)`` maps pixels to vector indices, shape (P,) for a one-hot or
+    (P, m) when each user adds 1 at m indices (then sensitivity is usually m).
+    """
+    x, y, weight = survivors.pixels()
+    index = np.asarray(encode(x, y), dtype=np.int64)
+    weights = np.broadcast_to(weight.reshape((-1,) + (1,) * (index.ndim - 1)), index.shape)
+    exact = np.bincount(index.ravel(), weights=weights.ravel(), minlength=dim).astype(np.int64)
+    noise = polya.sharded_aggregate_noise(survivors.shard_survivors, survivors.shard_n_dp, dim, epsilon,
+                                          sensitivity, rng)
+    achieved = round_achieved_epsilon(survivors, epsilon, sensitivity, max_support)
+    return Release(exact + noise, exact, float(epsilon), achieved)
+
+
+def round_achieved_epsilon(survivors: Survivors, epsilon: float, sensitivity: int, max_support: int) -> float:
+    """Worst shard's pure-DP level (users sit in one shard each, so the max is the round's).
+
+    Shards with k >= n_dp give epsilon; below, ``polya.achieved_epsilon`` of the
+    shard with the smallest k / n_dp (the least noise).  Its exact evaluation
+    convolves pmfs over a support ~ log(1e12) / (1 − a), quadratic in time, so
+    when that support exceeds ``max_support`` (per-round epsilon below ~1e-3) we
+    return NaN rather than stall: the guarantee is then unknown, not epsilon.
+    """
+    ratio = survivors.shard_survivors / survivors.shard_n_dp
+    j = int(np.argmin(ratio))
+    k, n_dp = int(survivors.shard_survivors[j]), int(survivors.shard_n_dp[j])
+    if k >= n_dp:
+        return float(epsilon)
+    if k < 1:
+        return math.inf
+    a = math.exp(-epsilon / sensitivity)
+    if stats.nbinom(k / n_dp, 1 - a).isf(1e-12) > max_support:
+        return math.nan
+    return polya.achieved_epsilon(k, n_dp, epsilon, int(sensitivity))

@@ -1,0 +1,87 @@
+"""Seed 003 figures: the heatmap per round (the paper's animation as a strip), MSE sweeps
+(Fig. 7, 8), Table 1 as CSV, and the multi-location scale / clip-bits effect (Table 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import io
+from ..plots import _save, plt
+from .study import SWEEPS, round_maps
+
+TABLE_METRICS = ["mse", "l1_elementwise", "l1_matrix_norm", "mape", "smape", "maape", "communication",
+                 "epsilon_spent"]
+
+
+def _log_image(ax, image, title):
+    positive = image[image > 0]
+    floor = positive.min() if positive.size else 1e-12
+    ax.imshow(np.log10(np.maximum(image, floor)).T, origin="lower", cmap="magma")
+    ax.set(title=title, xticks=[], yticks=[])
+
+
+def plot_rounds(population_path: str, releases_path: str, out_png: str, dpi: int) -> None:
+    truth = io.read_netcdf(population_path)["users"].to_numpy()
+    depth = int(truth.shape[0]).bit_length() - 1
+    maps = round_maps(releases_path, depth)
+    fig, axes = plt.subplots(1, len(maps) + 1, figsize=(2.6 * (len(maps) + 1), 2.9))
+    _log_image(axes[0], truth / truth.sum(), "population (log10)")
+    for t, (ax, image) in enumerate(zip(axes[1:], maps)):
+        _log_image(ax, image, f"after sub-query {t + 1}")
+    fig.tight_layout()
+    _save(fig, out_png, {"dpi": dpi})
+
+
+def _at_base(table: pd.DataFrame, base: dict, free: str) -> pd.DataFrame:
+    keep = np.ones(len(table), bool)
+    for key in SWEEPS:
+        if key != free:
+            keep &= np.isclose(table[key].astype(float), float(base[key]))
+    return table[keep & np.isclose(table["epsilon"].astype(float), float(base["epsilon"]))]
+
+
+def plot_sweeps(summary_path: str, base: dict, out_png: str, dpi: int) -> None:
+    table = pd.read_parquet(summary_path)
+    table = table[table["metric"] == "mse"]
+    fig, axes = plt.subplots(1, len(SWEEPS), figsize=(5 * len(SWEEPS), 3.8))
+    labels = {"users_per_round": "users per sub-query n", "calibration": "calibration c",
+              "shard_size": "SecAgg shard size", "dropout": "dropout rate (noise provisioned for it)"}
+    for ax, key in zip(axes, SWEEPS):
+        sub = _at_base(table, base, key)
+        for method, grp in sub.groupby("method"):
+            mean = grp.groupby(key)["value"].agg(["mean", "std"]).reset_index()
+            if len(mean) > 1 or method in ("dp_heatmap", "nonprivate"):
+                ax.errorbar(mean[key], mean["mean"], yerr=mean["std"].fillna(0), fmt="o-", ms=3, capsize=2,
+                            label=method)
+        ax.set(xlabel=labels[key], ylabel="MSE (normalised maps)", yscale="log",
+               xscale="log" if key in ("users_per_round", "shard_size", "calibration") else "linear")
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    _save(fig, out_png, {"dpi": dpi})
+
+
+def results_table(summary_path: str, base: dict, out_csv: str) -> None:
+    """Table 1: every method at the base setting, mean (and std) over repetitions."""
+    table = pd.read_parquet(summary_path)
+    table = _at_base(table, base, free="")
+    wide = table[table["metric"].isin(TABLE_METRICS)].groupby(["method", "metric"])["value"].agg(["mean", "std"])
+    wide = wide.unstack("metric")
+    wide.columns = [f"{m}_{stat}" for stat, m in wide.columns]
+    order = [f"{m}_{s}" for m in TABLE_METRICS for s in ("mean", "std") if f"{m}_{s}" in wide.columns]
+    with io.atomic_path(out_csv) as tmp:
+        wide[order].sort_values("mse_mean").to_csv(tmp, float_format="%.6g")
+
+
+def plot_multi(multi_path: str, out_png: str, dpi: int) -> None:
+    table = pd.read_parquet(multi_path)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for scale, grp in table.groupby("scale"):
+        axes[0].plot(grp["bits"], grp["overflow_fraction"], "o-", label=f"scale s = {scale:g}")
+        axes[1].plot(grp["bits"], grp["mse"], "o-", label=f"scale s = {scale:g}")
+    axes[0].set(xlabel="SecAgg clip bits (m = 2^bits)", ylabel="wrapped shard-sum entries (fraction)")
+    axes[1].set(xlabel="SecAgg clip bits (m = 2^bits)", ylabel="MSE vs users' normalised map", yscale="log")
+    for ax in axes:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    _save(fig, out_png, {"dpi": dpi})

@@ -1,0 +1,311 @@
+"""The ``studies.heatmaps`` workflow section (seed 003): validation and file-level stages.
+
+* ingest: the population image (pixel = users there): the NYT Manhattan crop
+  (``.npy``) or a synthetic image (Gaussian hot spots on a uniform background,
+  multinomial counts);
+* run (method, epsilon, n, c, shard, dropout, rep): one protocol run with ideal
+  aggregation — ``dp_heatmap`` (Alg. 2) or a baseline — writing the map
+  (NetCDF), the per-round transcript and the per-round noisy sums (Parquet);
+* metrics: §6 / App. A.1 metrics against the population and communication;
+* multi (optional): Geolife users with several weighted locations (§5.7),
+  modular overflow and MSE per scale and clip bits (Table 2's question).
+
+Runs are the base setting for every method (Table 1) plus one-at-a-time sweeps of
+dp_heatmap over users per round, calibration c, shard size and dropout rate
+(Fig. 7, 8); the non-private floor follows the users-per-round sweep.
+"""
+
+from __future__ import annotations
+
+import math
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .. import io
+from ..config import ConfigError
+from ..errors import InputError
+from ..seeding import rng as make_rng
+from . import baselines, metrics, multi_location
+from .adaptive import AdaptiveParams, render, run_adaptive
+from .aggregation import SecAgg
+from .prefix_tree import PrefixTree
+
+BASELINES = {"flat": baselines.flat, "hierarchical": baselines.hierarchical, "count_min": baselines.count_min,
+             "adaptive_grid": baselines.adaptive_grid, "psd": baselines.private_spatial_decomposition}
+METHODS = ("dp_heatmap", *BASELINES, "nonprivate")
+SWEEPS = ("users_per_round", "calibration", "shard_size", "dropout")
+DEFAULTS = {
+    # synthetic: 2^depth square, `users` people; npy: path of a 2^D x 2^D non-negative integer image
+    "population": {"source": "synthetic", "depth": 8, "users": 2_000_000, "hotspots": 12, "path": None},
+    # paper §6: epsilon = 1 per user, shards of 10,000, c from the reference runner (adaptive.py)
+    "base": {"epsilon": 1.0, "users_per_round": 100_000, "calibration": 0.1, "shard_size": 10_000,
+             "dropout": 0.0},
+    "sweep": {k: [] for k in SWEEPS},
+    "methods": list(METHODS),
+    "reps": 2,
+    "multi_location": None,
+    "plots": {"dpi": 110},
+}
+MULTI_DEFAULTS = {"path": None, "lonlat_bbox": None, "depth": 6, "epsilon": 1.0, "scale": [10.0, 100.0, 1000.0],
+                  "bits": [8, 12, 16, 20, 24], "max_points": 16, "shard_size": 50}
+
+
+def _error(key: str, problem: str, allowed: str) -> ConfigError:
+    return ConfigError(f"config key 'studies.heatmaps.{key}': {problem}; allowed: {allowed}")
+
+
+def _merge(given, defaults: dict, prefix: str) -> dict:
+    given = given or {}
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise _error(f"{prefix}{unknown[0]}", "unknown key", str(sorted(defaults)))
+    return {**defaults, **given}
+
+
+def _check(value, key: str, kind, low: float, high: float = math.inf, open_low: bool = True):
+    ok = isinstance(value, kind) and not isinstance(value, bool) and (value > low if open_low else value >= low) \
+        and value <= high
+    if not ok:
+        raise _error(key, f"{value!r}", f"{'an integer' if kind is int else 'a number'} in "
+                     f"{'(' if open_low else '['}{low}, {high}]")
+    return value
+
+
+def _setting(key: str, value, prefix: str):
+    if key == "dropout":
+        return float(_check(value, prefix + key, (int, float), 0.0, 0.9, open_low=False))
+    if key in ("users_per_round", "shard_size"):
+        return int(_check(value, prefix + key, int, 0))
+    return float(_check(value, prefix + key, (int, float), 0.0))
+
+
+def validate_config(section: dict) -> dict:
+    cfg = _merge(section, DEFAULTS, "")
+    pop = cfg["population"] = _merge(cfg["population"], DEFAULTS["population"], "population.")
+    if pop["source"] not in ("synthetic", "npy"):
+        raise _error("population.source", f"{pop['source']!r}", "['synthetic', 'npy']")
+    if pop["source"] == "npy" and not isinstance(pop["path"], str):
+        raise _error("population.path", "missing", "the path of a 2^D x 2^D .npy image of user counts")
+    if pop["source"] == "synthetic":
+        _check(pop["depth"], "population.depth", int, 0, 12)
+        _check(pop["users"], "population.users", int, 0)
+        _check(pop["hotspots"], "population.hotspots", int, 0)
+    cfg["base"] = _merge(cfg["base"], DEFAULTS["base"], "base.")
+    cfg["base"] = {k: _setting(k, v, "base.") for k, v in cfg["base"].items()}
+    cfg["sweep"] = _merge(cfg["sweep"], DEFAULTS["sweep"], "sweep.")
+    for key, values in cfg["sweep"].items():
+        if not isinstance(values, list):
+            raise _error(f"sweep.{key}", f"{values!r}", "a list of values")
+        cfg["sweep"][key] = [_setting(key, v, f"sweep.{key}[]: ") for v in values]
+    bad = sorted(set(cfg["methods"]) - set(METHODS))
+    if bad or not cfg["methods"]:
+        raise _error("methods", f"unknown {bad}" if bad else "empty", str(list(METHODS)))
+    _check(cfg["reps"], "reps", int, 0)
+    if cfg["multi_location"] is not None:
+        multi = cfg["multi_location"] = _merge(cfg["multi_location"], MULTI_DEFAULTS, "multi_location.")
+        if not isinstance(multi["path"], str) or not (isinstance(multi["lonlat_bbox"], list)
+                                                      and len(multi["lonlat_bbox"]) == 4):
+            raise _error("multi_location.path", "path and lonlat_bbox [lon0, lon1, lat0, lat1] are required",
+                         "a Geolife-style CSV (user, lat, lon) and its box")
+        _check(multi["depth"], "multi_location.depth", int, 0, 10)
+        _check(multi["max_points"], "multi_location.max_points", int, 0)
+        _check(multi["shard_size"], "multi_location.shard_size", int, 0)
+        multi["scale"] = [float(_check(s, "multi_location.scale[]", (int, float), 0.0)) for s in multi["scale"]]
+        multi["bits"] = [int(_check(b, "multi_location.bits[]", int, 1, 62, open_low=False)) for b in multi["bits"]]
+    return cfg
+
+
+def runs(cfg: dict) -> list[dict]:
+    base = cfg["base"]
+    out = {}
+
+    def add(method, **change):
+        run = {"method": method, **base, **change}
+        out[run_dir({**run, "rep": 0})] = run
+
+    for method in cfg["methods"]:
+        add(method)
+    for key in SWEEPS:
+        for value in cfg["sweep"][key]:
+            if "dp_heatmap" in cfg["methods"]:
+                add("dp_heatmap", **{key: value})
+            if key == "users_per_round" and "nonprivate" in cfg["methods"]:
+                add("nonprivate", **{key: value})
+    return [{**run, "rep": rep} for run in out.values() for rep in range(cfg["reps"])]
+
+
+def run_dir(run: dict) -> str:
+    return (f"method~{run['method']}/epsilon~{run['epsilon']}/n~{run['users_per_round']}/c~{run['calibration']}"
+            f"/shard~{run['shard_size']}/dropout~{run['dropout']}/rep~{run['rep']}")
+
+
+def _synthetic_population(pop: dict, seed: int) -> np.ndarray:
+    """Hot spots (isotropic Gaussians, widths 1-6 % of the side) holding 80 % of the people, the rest uniform."""
+    rng = make_rng(seed, "heatmaps-population", pop["depth"], pop["users"], pop["hotspots"])
+    side = 1 << pop["depth"]
+    centres = rng.uniform(0.1, 0.9, (pop["hotspots"], 2)) * side
+    widths = rng.uniform(0.01, 0.06, pop["hotspots"]) * side
+    weights = rng.dirichlet(np.ones(pop["hotspots"]))
+    grid = np.arange(side) + 0.5
+    density = np.full((side, side), 0.2 / side ** 2)
+    for (cx, cy), w, p in zip(centres, widths, weights):   # a loop over a dozen hot spots, not over pixels
+        blob = np.exp(-0.5 * (((grid - cx) / w)[:, None] ** 2 + ((grid - cy) / w)[None, :] ** 2))
+        density += 0.8 * p * blob / blob.sum()
+    return rng.multinomial(pop["users"], density.ravel() / density.sum()).reshape(side, side)
+
+
+def load_population(path: str) -> np.ndarray:
+    try:
+        image = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise InputError(path, "array", f"cannot be read as a .npy array ({exc})", "give a NumPy .npy file") from None
+    side = image.shape[0] if image.ndim == 2 else 0
+    if image.ndim != 2 or image.shape[0] != image.shape[1] or side & (side - 1) or side == 0:
+        raise InputError(path, "shape", f"{image.shape} is not a 2^D x 2^D square",
+                         "crop or pad the image to a power-of-two square")
+    if not np.issubdtype(image.dtype, np.number) or (image < 0).any() or not np.all(np.mod(image, 1) == 0):
+        raise InputError(path, "values", "pixels must be non-negative whole numbers (users per pixel)",
+                         "round the image to user counts")
+    return image.astype(np.int64)
+
+
+def ingest_stage(cfg: dict, seed: int, out: str) -> None:
+    pop = cfg["population"]
+    image = _synthetic_population(pop, seed) if pop["source"] == "synthetic" else load_population(pop["path"])
+    side = image.shape[0]
+    da = xr.DataArray(image, dims=("x", "y"), coords={"x": np.arange(side), "y": np.arange(side)}, name="users")
+    da.attrs.update(source=pop["source"], path=pop["path"] or "", users=int(image.sum()),
+                    depth=int(side).bit_length() - 1)
+    io.write_netcdf(da.to_dataset(), out)
+
+
+def _population(path: str) -> np.ndarray:
+    return io.read_netcdf(path)["users"].to_numpy()
+
+
+def _secagg(run: dict) -> SecAgg:
+    # noise over-provisioned for the run's own dropout rate (§4, "DP shard size")
+    return SecAgg(shard_size=run["shard_size"], dropout_rate=run["dropout"])
+
+
+RELEASE_COLUMNS = {"round": np.int64, "level": np.int64, "code": np.int64, "noisy": np.int64}
+
+
+def run_stage(run: dict, seed: int, population_path: str, out_map: str, out_transcript: str,
+              out_releases: str) -> None:
+    image = _population(population_path)
+    rng = make_rng(seed, "heatmaps-run", run_dir(run))
+    n = run["users_per_round"]
+    releases = pd.DataFrame({k: pd.Series(dtype=v) for k, v in RELEASE_COLUMNS.items()})
+    if run["method"] == "dp_heatmap":
+        params = AdaptiveParams(epsilon=run["epsilon"], users_per_round=n, calibration=run["calibration"],
+                                secagg=_secagg(run))
+        result = run_adaptive(image, params, rng)
+        heatmap, transcript = result.heatmap(), result.transcript
+        releases = pd.concat([pd.DataFrame({"round": t, "level": r.levels, "code": r.codes, "noisy": r.noisy})
+                              for t, r in enumerate(result.rounds)], ignore_index=True).astype(RELEASE_COLUMNS)
+        guarantee = {"model": "epsilon-DP per user, basic composition over sub-queries (seed 003 §5.5)",
+                     "epsilon": result.epsilon_spent, "achieved_epsilon": result.epsilon_achieved}
+        communication = result.communication
+    elif run["method"] == "nonprivate":
+        res = baselines.sampling_floor(image, n, rng)
+        heatmap, communication = res.heatmap, res.communication
+        transcript = pd.DataFrame([{"round": 0, "epsilon": math.inf, "vector_length": communication, **res.detail}])
+        guarantee = {"model": "none (non-private sampling floor)", "epsilon": math.inf}
+    else:
+        res = BASELINES[run["method"]](image, n, run["epsilon"], rng, _secagg(run))
+        heatmap, communication = res.heatmap, res.communication
+        transcript = pd.DataFrame([{"round": 0, "epsilon": res.epsilon, "vector_length": communication,
+                                    **{k: v for k, v in res.detail.items() if np.isscalar(v)}}])
+        guarantee = {"model": "epsilon-DP per user (distributed discrete Laplace, seed 003 Thm 4.2)",
+                     "epsilon": res.epsilon}
+    meta = {"run": run, "guarantee": guarantee, "communication": int(communication)}
+    side = heatmap.shape[0]
+    da = xr.DataArray(heatmap, dims=("x", "y"), coords={"x": np.arange(side), "y": np.arange(side)}, name="heatmap")
+    da.attrs.update(method=run["method"], communication=int(communication), epsilon=float(guarantee["epsilon"]))
+    io.write_netcdf(da.to_dataset(), out_map)
+    io.write_parquet(transcript, out_transcript, metadata=meta)
+    io.write_parquet(releases, out_releases, metadata=meta)
+
+
+def metrics_stage(run: dict, population_path: str, map_path: str, transcript_path: str, out: str) -> None:
+    truth = _population(population_path)
+    heatmap = io.read_netcdf(map_path)["heatmap"].to_numpy()
+    meta = io.read_parquet_metadata(transcript_path)
+    values = {**metrics.all_metrics(heatmap, truth), "communication": float(meta["communication"]),
+              "epsilon_spent": float(meta["guarantee"]["epsilon"]),
+              "epsilon_achieved": float(meta["guarantee"].get("achieved_epsilon", meta["guarantee"]["epsilon"]))}
+    table = pd.DataFrame({"metric": list(values), "value": list(values.values())})
+    for key in ("rep", "dropout", "shard_size", "calibration", "users_per_round", "epsilon", "method"):
+        table.insert(0, key, run[key])
+    io.write_parquet(table, out, metadata={"run": run})
+
+
+def tree_from_reporting(depth: int, levels: np.ndarray, codes: np.ndarray) -> PrefixTree:
+    """The tree a round's reporting nodes come from: their closure under parents.
+
+    Exact: every leaf reports, and every internal node is an ancestor of a leaf.
+    """
+    lv, cd = [np.asarray(levels, np.int64)], [np.asarray(codes, np.int64)]
+    while lv[-1].size and lv[-1].max() > 0:
+        up = lv[-1] > 0
+        lv.append(lv[-1][up] - 1)
+        cd.append(cd[-1][up] >> 2)
+    nodes = np.unique(np.stack([np.concatenate(lv), np.concatenate(cd)], axis=1), axis=0)
+    return PrefixTree.from_nodes(depth, nodes[:, 0], nodes[:, 1])
+
+
+def round_maps(releases_path: str, depth: int) -> list[np.ndarray]:
+    """Each round's normalised map, as the server could draw it after that round."""
+    releases = pd.read_parquet(releases_path)
+    out = []
+    for _, grp in releases.groupby("round", sort=True):
+        tree = tree_from_reporting(depth, grp["level"].to_numpy(), grp["code"].to_numpy())
+        order = dict(zip(zip(*tree.reporting_nodes()), range(len(grp))))
+        counts = np.zeros(len(grp))
+        counts[[order[(lv, cd)] for lv, cd in zip(grp["level"], grp["code"])]] = grp["noisy"].to_numpy()
+        out.append(render(tree, counts))
+    return out
+
+
+def multi_stage(cfg: dict, seed: int, out: str) -> None:
+    """§5.7 on Geolife: each real user's points (weight = points in a pixel), top max_points pixels kept."""
+    from ..datasets.points import load_points, projected_box
+    multi = cfg["multi_location"]
+    pts, report, _ = load_points(multi["path"], lonlat_bbox=multi["lonlat_bbox"])
+    box, _ = projected_box(multi["lonlat_bbox"])
+    side = 1 << multi["depth"]
+    px = np.clip(((pts["x"] - box[0]) / (box[1] - box[0]) * side).astype(np.int64), 0, side - 1)
+    py = np.clip(((pts["y"] - box[2]) / (box[3] - box[2]) * side).astype(np.int64), 0, side - 1)
+    user = pd.factorize(pts["source_user"])[0]
+    cells = pd.DataFrame({"user": user, "cell": px.to_numpy() * side + py.to_numpy()}).value_counts().reset_index()
+    cells = cells.sort_values(["user", "count", "cell"], ascending=[True, False, True])
+    keep = cells.groupby("user").cumcount() < multi["max_points"]
+    dropped_mass = float(cells.loc[~keep, "count"].sum() / cells["count"].sum())
+    cells = cells[keep]
+    u, idx, w = cells["user"].to_numpy(), cells["cell"].to_numpy(), cells["count"].to_numpy(float)
+    truth = np.bincount(idx, weights=multi_location.normalise_weights(u, w), minlength=side * side)
+    rows = []
+    for scale in multi["scale"]:
+        rng = make_rng(seed, "heatmaps-multi", scale)
+        contribution = multi_location.encode_users(u, w, scale, rng)
+        sens = multi_location.sensitivity(scale, multi["max_points"])
+        sums = multi_location.noisy_shard_sums(u, idx, contribution, side * side, multi["shard_size"],
+                                               multi["epsilon"], sens, rng)
+        for bits in multi["bits"]:
+            estimate = multi_location.modular_estimate(sums, bits, scale)
+            rows.append({"scale": scale, "bits": bits, "sensitivity": sens,
+                         "overflow_entries": multi_location.overflow_count(sums, bits),
+                         "overflow_fraction": multi_location.overflow_count(sums, bits) / sums.size,
+                         "mse": metrics.mse(estimate.reshape(side, side), truth.reshape(side, side))})
+    meta = {"users": int(u.max()) + 1, "points_read": report.rows_read, "points_dropped": report.dropped,
+            "points_kept": int(w.sum()), "mass_dropped_by_max_points": dropped_mass,
+            "guarantee": {"model": "epsilon-DP per user, sensitivity ceil(s) + max_points (seed 003 §5.7)",
+                          "epsilon": multi["epsilon"]}}
+    io.write_parquet(pd.DataFrame(rows), out, metadata=meta)
+
+
+def summary_stage(paths: list[str], out_parquet: str, out_csv: str) -> None:
+    io.concat_to_table(paths, ["method", "epsilon", "users_per_round", "calibration",
+                                                  "shard_size", "dropout", "rep", "metric"], out_parquet, out_csv)
