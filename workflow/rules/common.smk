@@ -8,6 +8,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from locpriv import config as lpconfig
+from locpriv import mechanisms as lpmechanisms
 from locpriv.fingerprint import code_fingerprint
 
 try:
@@ -53,14 +54,16 @@ def bandwidth_input(wc):
 
 
 def mechanism_code(wc, stage):
-    return code_fingerprint(f"locpriv.stages.{stage}", f"locpriv.mechanisms.{wc.mechanism}")
+    # the plugin's own module (one module may define several mechanisms)
+    return code_fingerprint(f"locpriv.stages.{stage}", type(lpmechanisms.get(wc.mechanism)).__module__)
 
 
 def n_shards(wc):
-    from locpriv.stages.run import n_users_of, shard_count
+    from locpriv.stages.run import n_users_of, shard_count, shard_size
 
     meta = checkpoints.ingest.get(dataset=wc.dataset).output.meta
-    return shard_count(n_users_of(run_of(wc)["params"], meta), config["users_per_shard"])
+    run = run_of(wc)
+    return shard_count(n_users_of(run["params"], meta), shard_size(run["mechanism"], config["users_per_shard"]))
 
 
 def view_files(wc):

@@ -30,6 +30,8 @@ class Mechanism:
     name: str = ""
     kind: str = "surface"
     params: dict[str, Param] = {}
+    # interactive protocols (and central-DP curators) need all of a run's users in one randomize job
+    interactive: bool = False
 
     def validate(self, given: dict, where: str) -> dict:
         return validate_params(self.params, given, where)

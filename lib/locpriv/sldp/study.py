@@ -247,11 +247,13 @@ def plot_stage(summary_path: str, out_png: str, dpi: int) -> None:
     axes[2].set(xscale="log", xlabel="epsilon", ylabel="F1 (test)", title="California housing (§5.2)")
     axes[2].legend(fontsize=5)
     avg = avg[avg["task"] != "classify"].assign(n=lambda t: t["n"].astype(int))
-    for ax, task, ylabel in ((axes[0], "mean", "MSE of the mean of ||x||^2"), (axes[1], "range", "MRE")):
-        sub = avg[avg["task"] == task]
-        for (method, eps), grp in sub.groupby(["method", "epsilon"]):
-            ax.plot(grp["n"], grp["value"], "o-", ms=3, label=f"{method}, eps={eps:g}")
-        ax.set(xscale="log", yscale="log", xlabel="users N", ylabel=ylabel,
+    # Fig. 2: MSE vs N per epsilon; Fig. 4/9: MRE vs epsilon per N
+    for ax, task, x, line, ylabel in ((axes[0], "mean", "n", "epsilon", "MSE of the mean of ||x||^2"),
+                                      (axes[1], "range", "epsilon", "n", "MRE")):
+        sub = avg[avg["task"] == task].sort_values(x)
+        for (method, value), grp in sub.groupby(["method", line]):
+            ax.plot(grp[x], grp["value"], "o-", ms=3, label=f"{method}, {'eps' if line == 'epsilon' else 'N'}={value:g}")
+        ax.set(xscale="log", yscale="log", xlabel="users N" if x == "n" else "epsilon", ylabel=ylabel,
                title="mean estimation (Ex. 2.1, 2.2, 3.1)" if task == "mean" else "range queries (App. A.2)")
         ax.legend(fontsize=6)
     fig.tight_layout()

@@ -10,7 +10,7 @@ from .. import attack as attacks
 from .. import io, mechanisms
 from ..seeding import rng as make_rng
 from .prepare import POINTS_ROW_GROUP, load_grid
-from .run import n_users_of, resolve_params
+from .run import n_users_of, resolve_params, shard_size
 
 
 def attack_sample(dataset: str, n_users: int, size: int, seed: int) -> np.ndarray:
@@ -40,7 +40,7 @@ def attack(run: dict, seed: int, attack_cfg: dict, users_per_shard: int, view_pa
     grid = load_grid(grid_path)
     n = n_users_of(run["params"], meta_json)
     users = attack_sample(run["dataset"], n, int(attack_cfg["users"]), seed)
-    shards = np.unique(users // users_per_shard)
+    shards = np.unique(users // shard_size(run["mechanism"], users_per_shard))
     view = pd.concat([pd.read_parquet(view_paths[s], filters=[("user", "in", users.tolist())])
                       for s in shards], ignore_index=True).sort_values("user", ignore_index=True)
     truth_pts = _rows_of_users(points_path, users, ["user", "x", "y"])

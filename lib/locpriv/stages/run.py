@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,11 @@ def shard_count(n_users: int, users_per_shard: int) -> int:
     return max(1, math.ceil(n_users / users_per_shard))
 
 
+def shard_size(mechanism: str, users_per_shard: int) -> int:
+    """Users per randomize job: the configured shard, or every user for an interactive mechanism."""
+    return sys.maxsize if mechanisms.get(mechanism).interactive else users_per_shard
+
+
 def _shard_users(points_path: str, shard: int, users_per_shard: int, n_users: int) -> pd.DataFrame:
     lo, hi = shard * users_per_shard, min(n_users, (shard + 1) * users_per_shard)
     return pd.read_parquet(points_path, filters=[("user", ">=", lo), ("user", "<", hi)])
@@ -56,7 +62,7 @@ def randomize(run: dict, seed: int, shard: int, users_per_shard: int, points_pat
     mech = mechanisms.get(run["mechanism"])
     params = resolve_params(run["params"], bandwidth_json)
     n = n_users_of(run["params"], meta_json)
-    pts = _shard_users(points_path, shard, users_per_shard, n)
+    pts = _shard_users(points_path, shard, shard_size(run["mechanism"], users_per_shard), n)
     view = mech.randomize(pts, params, load_grid(grid_path),
                           make_rng(seed, "randomize", *run_seed_keys(run, params), shard))
     if "refusal" in view.attrs:

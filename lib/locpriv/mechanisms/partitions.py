@@ -1,0 +1,203 @@
+"""Seed 001's mechanisms as branches of the location DAG: ``sldp``, ``privtree``, ``ldp_oue_grid``.
+
+Each releases a partition of the domain with per-cell counts, i.e. a
+piecewise-constant density; on the grid it is one separable product
+(``quadtree.cells_on_grid``).
+
+* ``sldp`` (interactive, seed 001 Alg. 1/2): the protocol needs every user's
+  answers each round, so the run is one shard holding all its users
+  (``interactive``).  The server learns the partition with noisy counts and, per
+  user, its privacy region (where the user stopped answering): the attack's
+  surface for a user is uniform on that region — SLDP protects a location only
+  inside its region.  Whole budget on the partition; ``split_rule`` per_child.
+* ``privtree`` (central DP, Zhang et al. 2016): a trusted curator holds the raw
+  points (one shard); nothing per user is released, so every user's attack
+  surface is the published density (the attack learns what it learns about
+  anyone).  Budget halves: tree and leaf counts, as the sldp study.
+* ``ldp_oue_grid`` (LDP; optimized unary encoding, Wang et al., USENIX Security
+  2017): each user sends a perturbed bit vector over a 2^level x 2^level grid
+  (bit of its own cell kept w.p. p = 1/2, others set w.p. q = 1/(e^ε + 1));
+  shardable.  The attack surface is the exact posterior over cells under a
+  uniform prior: weight e^ε on reported ones, 1 on zeros.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..params import Param
+from ..quadtree import cell_codes, cells_on_grid
+from ..sldp import privtree as privtree_lib
+from ..sldp.protocol import SPLIT_RULES, run_protocol
+from . import register
+from .base import Mechanism
+
+EPSILON = Param("epsilon", "float", "privacy budget", low=0.0)
+
+
+def _box(grid) -> list[float]:
+    d = grid.domain
+    return [d.xmin, d.xmax, d.ymin, d.ymax]
+
+
+def _clamped(points, grid) -> tuple[np.ndarray, int]:
+    """Locations clamped to the public box (a data-independent map), and how many moved."""
+    xy = points[["x", "y"]].to_numpy()
+    box = _box(grid)
+    clamped = np.clip(xy, [box[0], box[2]], [box[1], box[3]])
+    return clamped, int((clamped != xy).any(axis=1).sum())
+
+
+def _area(level, box) -> np.ndarray:
+    return (box[1] - box[0]) * (box[3] - box[2]) / 4.0 ** np.asarray(level, dtype=float)
+
+
+def _release_surface(release: dict, grid) -> np.ndarray:
+    """The released cells' counts as a density (count / area, negatives set to 0) on the grid."""
+    box = _box(grid)
+    level, code = np.asarray(release["level"]), np.asarray(release["code"])
+    mx, my = cells_on_grid(level, code, box, grid.x, grid.y)
+    value = np.maximum(np.asarray(release["count"], dtype=float), 0.0) / _area(level, box)
+    return mx.T.astype(float) @ (my * value[:, None])
+
+
+class _Released(Mechanism):
+    """A single-shard mechanism whose server output is a partition with counts (in view.attrs)."""
+
+    interactive = True
+
+    def partial(self, view, params, grid):
+        return _release_surface(view.attrs["release"], grid)
+
+    def estimate(self, total, n_users, params, grid):
+        mass = total.sum() * grid.cell_area
+        return total / mass if mass > 0 else total
+
+    @staticmethod
+    def _with_release(view: pd.DataFrame, cells: pd.DataFrame, moved: int) -> pd.DataFrame:
+        view.attrs["release"] = {k: cells[k].tolist() for k in ("level", "code", "count")}
+        view.attrs["clamped_to_box"] = moved
+        return view
+
+
+@register
+class SLDP(_Released):
+    name = "sldp"
+    params = {"epsilon": EPSILON,
+              "delta": Param("delta", "float", "SLDP delta (Lemma 4.1 failure probability)", default=0.05,
+                             low=0.0, high=0.5),
+              "max_depth": Param("max_depth", "int", "deepest quadtree level", default=8, low=0, high=20),
+              "split_rule": Param("split_rule", "choice", "per_child (authors' code) or all_children "
+                                  "(Alg. 2 as printed)", default="per_child", choices=SPLIT_RULES)}
+
+    def guarantee(self, params):
+        return {"model": "(epsilon, delta)-SLDP", "epsilon": params["epsilon"], "delta": params["delta"],
+                "note": "seed 001 Thm 4.1: a location is protected inside its privacy region, which the "
+                        "server learns; the whole budget builds the partition"}
+
+    def communication(self, params, grid):
+        return 4.0 * params["max_depth"]   # at most 4 noisy indicators per round answered
+
+    def randomize(self, points, params, grid, rng):
+        xy, moved = _clamped(points, grid)
+        res = run_protocol(xy, _box(grid), params["epsilon"], 0.0, params["max_depth"], params["delta"], rng,
+                           split_rule=params["split_rule"], keep_reports=False)
+        region = res.user_cell.sort_values("user")
+        view = pd.DataFrame({"user": points["user"].to_numpy(), "level": region["level"].to_numpy(),
+                             "code": region["code"].to_numpy()})
+        return self._with_release(view, res.cells, moved)
+
+    def surfaces(self, view, params, grid):
+        """Uniform on the user's region: over the grid points inside it (the nearest one if none)."""
+        mx, my = cells_on_grid(view["level"].to_numpy(), view["code"].to_numpy(), _box(grid), grid.x, grid.y,
+                               nearest_if_empty=True)
+        inside = mx[:, :, None] & my[:, None, :]
+        return inside / (inside.sum(axis=(1, 2)) * grid.cell_area)[:, None, None]
+
+
+@register
+class PrivTree(_Released):
+    name = "privtree"
+    params = {"epsilon": EPSILON}
+
+    def guarantee(self, params):
+        return {"model": "epsilon-DP (central, trusted curator)", "epsilon": params["epsilon"], "delta": 0.0,
+                "note": "PrivTree (Zhang et al. 2016), lambda = 7/(3 eps_tree), theta = 0; budget halves "
+                        "for the tree and the leaf counts"}
+
+    def communication(self, params, grid):
+        return 2.0    # each user hands its location to the curator
+
+    def randomize(self, points, params, grid, rng):
+        xy, moved = _clamped(points, grid)
+        eps = params["epsilon"]
+        leaves = privtree_lib.privtree(xy, _box(grid), eps / 2, eps / 2, rng)
+        return self._with_release(points[["user"]].reset_index(drop=True), leaves, moved)
+
+    def surfaces(self, view, params, grid):
+        release = _release_surface(view.attrs["release"], grid)
+        return np.broadcast_to(release, (len(view), *grid.shape))
+
+
+@register
+class OUEGrid(Mechanism):
+    name = "ldp_oue_grid"
+    params = {"epsilon": EPSILON,
+              # each user's bit vector is materialised per shard: 4^6 bits x 5000 users = 20 MB
+              "level": Param("level", "int", "grid of 2^level x 2^level cells", default=4, low=0, high=6)}
+
+    def guarantee(self, params):
+        return {"model": "epsilon-LDP", "epsilon": params["epsilon"], "delta": 0.0,
+                "note": "optimized unary encoding (Wang et al. 2017) over a uniform grid of the public box"}
+
+    def communication(self, params, grid):
+        return float(4 ** params["level"])
+
+    @staticmethod
+    def _pq(epsilon):
+        return 0.5, 1.0 / (math.exp(epsilon) + 1.0)
+
+    def randomize(self, points, params, grid, rng):
+        xy, moved = _clamped(points, grid)
+        cells = 4 ** params["level"]
+        own = cell_codes(xy, _box(grid), params["level"])
+        p, q = self._pq(params["epsilon"])
+        bits = rng.random((len(own), cells)) < q
+        bits[np.arange(len(own)), own] = rng.random(len(own)) < p
+        rows, cols = np.nonzero(bits)          # row-major: each user's ones, in order
+        offsets = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=len(own)))])
+        view = pd.DataFrame({"user": points["user"].to_numpy(),
+                             "ones": pa.ListArray.from_arrays(offsets, cols).to_pandas()})
+        view.attrs["clamped_to_box"] = moved
+        return view
+
+    def _cell_surface(self, values: np.ndarray, params, grid) -> np.ndarray:
+        """(n, 4^level) cell values as (n, P, Q) densities on the grid (value / cell area)."""
+        gx, gy = np.meshgrid(grid.x, grid.y, indexing="ij")
+        code = cell_codes(np.column_stack([gx.ravel(), gy.ravel()]), _box(grid), params["level"])
+        per_cell = values / _area(params["level"], _box(grid))
+        return per_cell[:, code].reshape(len(values), *grid.shape)
+
+    def partial(self, view, params, grid):
+        ones = np.bincount(np.concatenate(view["ones"].to_numpy()).astype(np.int64), minlength=4 ** params["level"])
+        return self._cell_surface(ones[None, :].astype(float), params, grid)[0]
+
+    def estimate(self, total, n_users, params, grid):
+        p, q = self._pq(params["epsilon"])
+        area = _area(params["level"], _box(grid))
+        dens = (total - n_users * q / area) / (p - q) / n_users   # unbiased per cell (OUE)
+        dens = np.maximum(dens, 0.0)
+        mass = dens.sum() * grid.cell_area
+        return dens / mass if mass > 0 else dens
+
+    def surfaces(self, view, params, grid):
+        cells = 4 ** params["level"]
+        weight = np.ones((len(view), cells))
+        ones = view["ones"].to_numpy()
+        weight[np.repeat(np.arange(len(view)), [len(o) for o in ones]),
+               np.concatenate(ones).astype(np.int64)] = math.exp(params["epsilon"])
+        return self._cell_surface(weight / weight.sum(axis=1, keepdims=True), params, grid)
