@@ -49,6 +49,11 @@ def test_bad_population_files_are_named(tmp_path):
     assert study.load_population(str(path)).sum() == 120
 
 
+def test_dropout_plan_has_a_binomial_margin():
+    assert study.planned_dropout(0.0, 10_000) == 0.0
+    assert study.planned_dropout(0.2, 10_000) == pytest.approx(0.2 + 4 * (0.2 * 0.8 / 10_000) ** 0.5)
+
+
 def test_tree_is_recovered_from_its_reporting_nodes():
     tree = PrefixTree.from_nodes(4, [0, 1, 1, 1, 2, 2, 2, 3], [0, 0, 1, 3, 4, 5, 6, 17])
     levels, codes = tree.reporting_nodes()
@@ -76,6 +81,10 @@ def test_heatmaps_study_runs_every_method(make_workdir):
     # the non-private sample is the floor every private method sits above
     assert (table["mse_mean"].drop("nonprivate") > table.loc["nonprivate", "mse_mean"]).all()
     assert table.loc["dp_heatmap", "communication_mean"] < table.loc["flat", "communication_mean"]
+    # 20 % dropout with noise planned for 20 % + 4 sd: no shard falls short, the guarantee holds in full
+    summary = pd.read_csv(wd / "results/studies/heatmaps/summary.csv")
+    achieved = summary[(summary["dropout"] == 0.2) & (summary["metric"] == "epsilon_achieved")]["value"]
+    assert len(achieved) == 1 and achieved.iloc[0] == pytest.approx(1.0)
     if GEOLIFE.exists():
         multi = pd.read_parquet(wd / "results/studies/heatmaps/multi_location.parquet").set_index(["scale", "bits"])
         assert multi.loc[(1000.0, 6), "overflow_entries"] > 0 and multi.loc[(10.0, 20), "overflow_entries"] == 0
