@@ -64,7 +64,8 @@ def dataset_figure(name: str, cfg: dict, summary_path: str, curve_paths: dict, t
         ax.plot(curves["x"], curves["density_noiseless"], color="0.6", lw=2, label="noiseless data, kernel K")
         ax.plot(curves["x"], curves["density_naive"], "k--", label="LDP data, kernel K (naive)")
         ax.plot(curves["x"], curves["density_deconv"], "k-", label="LDP data, adjusted kernel (eq. 5)")
-        ax.set(title=f"density, epsilon = {fig_eps:g} ({cfg['density']['kernel']} kernel)", xlabel="x")
+        dens = cfg["datasets"][name]["density"]
+        ax.set(title=f"density, epsilon = {fig_eps:g} ({dens['kernel']} kernel, h = {dens['h']})", xlabel="x")
         ax.legend(fontsize=6)
         ax = row[3]
         sub = table[table["n"] == str(n)]

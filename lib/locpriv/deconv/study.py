@@ -31,11 +31,13 @@ from .kernels import KERNELS
 
 SOURCES = ("synthetic", "lendingclub", "adult")
 DATASET_DEFAULTS = {
-    "synthetic": {"x": "mixture", "curve": "g1", "n": [1000], "test_size": 10000, "figure_epsilon": None},
+    "synthetic": {"x": "mixture", "curve": "g1", "n": [1000], "test_size": 10000, "figure_epsilon": None,
+                  "density": None},
     # public FICO range 610-850 (ours): log(fico - 600) in [log 10, log 250]
     "lendingclub": {"path": None, "bounds": [math.log(10.0), math.log(250.0)], "test_fraction": 0.3,
-                    "figure_epsilon": None},
-    "adult": {"path": None, "bounds": [1.0, 16.0], "figure_epsilon": None},   # education-num takes the values 1..16
+                    "figure_epsilon": None, "density": None},
+    # education-num takes the values 1..16
+    "adult": {"path": None, "bounds": [1.0, 16.0], "figure_epsilon": None, "density": None},
 }
 DEFAULTS = {
     "datasets": {},
@@ -45,7 +47,8 @@ DEFAULTS = {
     # LOO-CV grid of eq. (8); cv_at "reports" (a server's view) or "true" (eq. 8 as printed, an oracle)
     "bandwidth": {"min": 0.01, "max": 10.0, "count": 40, "cv_points": 2000, "cv_at": "reports"},
     # density figure (Fig. 3); h "normal_reference" = Delaigle & Gijbels (2004), Gaussian kernel only
-    "density": {"kernel": "gaussian", "h": "normal_reference", "points": 200},
+    # a dataset may override it with its own `density` section
+    "density": {"kernel": "gaussian", "h": "normal_reference"},
     "probability_clip": 1e-3,                             # ours: keeps log-likelihoods finite
     "figure_epsilon": 5.0,        # Fig. 3, 5, 8 use epsilon = 5 (Fig. 1, 2: 10); a dataset may override it
     "plots": {"dpi": 110},
@@ -103,6 +106,19 @@ def _dataset(name: str, spec: dict) -> dict:
     return cfg
 
 
+def _density_section(given: dict, defaults: dict, key: str) -> dict:
+    dens = _merge(given, defaults, f"{key}.")
+    if dens["kernel"] not in KERNELS:
+        raise _error(f"{key}.kernel", f"{dens['kernel']!r}", str(list(KERNELS)))
+    if dens["h"] == "normal_reference":
+        if dens["kernel"] != "gaussian":
+            raise _error(f"{key}.h", "normal_reference needs the Gaussian kernel (the Cauchy has no 2nd moment)",
+                         "a positive number, or normal_reference with kernel gaussian")
+    else:
+        dens["h"] = _positive(dens["h"], f"{key}.h")[0]
+    return dens
+
+
 def validate_config(section: dict) -> dict:
     cfg = _merge(section, DEFAULTS, "")
     if not isinstance(cfg["datasets"], dict) or not cfg["datasets"]:
@@ -118,16 +134,9 @@ def validate_config(section: dict) -> dict:
         raise _error("bandwidth", f"{bw!r}", "0 < min < max and an integer count >= 2")
     if bw["cv_at"] not in ("reports", "true"):
         raise _error("bandwidth.cv_at", f"{bw['cv_at']!r}", "['reports', 'true']")
-    cfg["density"] = _merge(cfg["density"], DEFAULTS["density"], "density.")
-    dens = cfg["density"]
-    if dens["kernel"] not in KERNELS:
-        raise _error("density.kernel", f"{dens['kernel']!r}", str(list(KERNELS)))
-    if dens["h"] == "normal_reference":
-        if dens["kernel"] != "gaussian":
-            raise _error("density.h", "normal_reference needs the Gaussian kernel (the Cauchy has no 2nd moment)",
-                         "a positive number, or normal_reference with kernel gaussian")
-    else:
-        dens["h"] = _positive(dens["h"], "density.h")[0]
+    cfg["density"] = _density_section(cfg["density"], DEFAULTS["density"], "density")
+    for name, ds in cfg["datasets"].items():
+        ds["density"] = _density_section(ds["density"] or {}, cfg["density"], f"datasets.{name}.density")
     if not 0 < cfg["probability_clip"] < 0.5:
         raise _error("probability_clip", f"{cfg['probability_clip']!r}", "a number in (0, 0.5)")
     cfg["figure_epsilon"] = _positive(cfg["figure_epsilon"], "figure_epsilon")[0]
@@ -212,8 +221,8 @@ def _scores(y: np.ndarray, pred: np.ndarray, binary: bool, clip: float) -> dict:
     return out
 
 
-def _density_h(cfg: dict, sample: np.ndarray, b: float) -> float:
-    h = cfg["density"]["h"]
+def _density_h(dens: dict, sample: np.ndarray, b: float) -> float:
+    h = dens["h"]
     return estimators.normal_reference_bandwidth(sample, b) if h == "normal_reference" else h
 
 
@@ -263,10 +272,11 @@ def fit_stage(run: dict, cfg: dict, seed: int, reports_path: str, train_path: st
         rows.append({"method": base_name, "metric": "curve_mse",
                      "value": float(np.mean((base_predict(x_test) - truth_test) ** 2))})
     # densities on the grid: noiseless (true x, b = 0), naive (reports, b = 0), deconvoluting (reports, b)
-    dk = cfg["density"]["kernel"]
+    dens = ds["density"]
+    dk = dens["kernel"]
     x_train = train["x"].to_numpy()
-    dens_h = {"noiseless": _density_h(cfg, x_train, 0.0), "naive": _density_h(cfg, z, 0.0),
-              "deconv": _density_h(cfg, z, b)}
+    dens_h = {"noiseless": _density_h(dens, x_train, 0.0), "naive": _density_h(dens, z, 0.0),
+              "deconv": _density_h(dens, z, b)}
     curves["density_noiseless"] = estimators.density(grid, x_train, dens_h["noiseless"], 0.0, dk)
     curves["density_naive"] = estimators.density(grid, z, dens_h["naive"], 0.0, dk)
     curves["density_deconv"] = estimators.density(grid, z, dens_h["deconv"], b, dk)
