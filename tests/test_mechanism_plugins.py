@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from locpriv import kde, mechanisms, rff
+from locpriv import kde, mechanisms
 from locpriv.domain import Domain, Grid
 from locpriv.stages.run import run_seed_keys
 

@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from locpriv.sldp.protocol import run_protocol, split_margin, x_of_delta
 

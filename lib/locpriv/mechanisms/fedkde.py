@@ -7,9 +7,6 @@ attacks reconstruct the surface from it.
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
-
 from .. import kde
 from . import register
 from .base import BANDWIDTH, Mechanism

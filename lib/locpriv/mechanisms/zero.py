@@ -7,7 +7,6 @@ information: the estimate is the uniform density over the domain.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from . import register
 from .base import Mechanism
