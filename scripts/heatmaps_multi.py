@@ -1,5 +1,5 @@
 from locpriv.heatmaps.plots import plot_multi
-from locpriv.heatmaps.study import multi_stage
+from locpriv.heatmaps.multi_study import multi_stage
 from locpriv.smk import logged
 
 with logged(snakemake):

@@ -88,3 +88,5 @@ def test_heatmaps_study_runs_every_method(make_workdir):
     if GEOLIFE.exists():
         multi = pd.read_parquet(wd / "results/studies/heatmaps/multi_location.parquet").set_index(["scale", "bits"])
         assert multi.loc[(1000.0, 6), "overflow_entries"] > 0 and multi.loc[(10.0, 20), "overflow_entries"] == 0
+        # without DP noise, wrap-around is the only error source beyond rounding: it must cost accuracy
+        assert multi.loc[(1000.0, 6), "mse_without_noise"] > multi.loc[(1000.0, 20), "mse_without_noise"]

@@ -62,12 +62,11 @@ def encode_users(user, weight, scale: float, rng: np.random.Generator) -> np.nda
     return stochastic_round(scale * normalise_weights(user, weight), rng)
 
 
-def noisy_shard_sums(user, index, contribution, dim: int, shard_size: int, epsilon: float, sens: int,
-                     rng: np.random.Generator) -> np.ndarray:
-    """(n_shards, dim) true shard sums plus each shard's aggregate Pólya noise (no dropout).
+def shard_sums(user, index, contribution, dim: int, shard_size: int,
+               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(n_shards, dim) true integer shard sums, and each shard's member count.
 
-    Users are dealt into shards of ``shard_size`` in a random order; the sums are
-    plain integers (before the modular reduction), so overflow can be measured.
+    Users are dealt into shards of ``shard_size`` in a random order.
     """
     user = np.asarray(user, dtype=np.int64)
     ids, dense = np.unique(user, return_inverse=True)
@@ -76,9 +75,15 @@ def noisy_shard_sums(user, index, contribution, dim: int, shard_size: int, epsil
     shard = shard_of_user[dense]
     sums = np.bincount(shard * dim + np.asarray(index, dtype=np.int64), weights=contribution,
                        minlength=n_shards * dim).astype(np.int64).reshape(n_shards, dim)
-    members = np.bincount(shard_of_user, minlength=n_shards)[:, None]
-    noise = polya.aggregate_noise(members, (n_shards, dim), epsilon, sens, members, rng)
-    return sums + noise
+    return sums, np.bincount(shard_of_user, minlength=n_shards)[:, None]
+
+
+def noisy_shard_sums(user, index, contribution, dim: int, shard_size: int, epsilon: float, sens: int,
+                     rng: np.random.Generator) -> np.ndarray:
+    """Shard sums plus each shard's aggregate Pólya noise (no dropout), before the modular reduction,
+    so overflow can be measured."""
+    sums, members = shard_sums(user, index, contribution, dim, shard_size, rng)
+    return sums + polya.aggregate_noise(members, sums.shape, epsilon, sens, members, rng)
 
 
 def overflow_count(shard_sums: np.ndarray, bits: int) -> int:

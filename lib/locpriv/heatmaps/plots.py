@@ -75,12 +75,14 @@ def results_table(summary_path: str, base: dict, out_csv: str) -> None:
 
 def plot_multi(multi_path: str, out_png: str, dpi: int) -> None:
     table = pd.read_parquet(multi_path)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
     for scale, grp in table.groupby("scale"):
         axes[0].plot(grp["bits"], grp["overflow_fraction"], "o-", label=f"scale s = {scale:g}")
-        axes[1].plot(grp["bits"], grp["mse"], "o-", label=f"scale s = {scale:g}")
-    axes[0].set(xlabel="SecAgg clip bits (m = 2^bits)", ylabel="wrapped shard-sum entries (fraction)")
-    axes[1].set(xlabel="SecAgg clip bits (m = 2^bits)", ylabel="MSE vs users' normalised map", yscale="log")
+        axes[1].plot(grp["bits"], grp["mse_without_noise"], "o-", label=f"scale s = {scale:g}")
+        axes[2].plot(grp["bits"], grp["mse"], "o-", label=f"scale s = {scale:g}")
+    axes[0].set(xlabel="SecAgg clip bits (m = 2^bits)", ylabel="wrapped noisy shard-sum entries (fraction)")
+    axes[1].set(xlabel="SecAgg clip bits (m = 2^bits)", ylabel="MSE, rounding + wrap-around only", yscale="log")
+    axes[2].set(xlabel="SecAgg clip bits (m = 2^bits)", ylabel="MSE with DP noise", yscale="log")
     for ax in axes:
         ax.legend(fontsize=7)
     fig.tight_layout()

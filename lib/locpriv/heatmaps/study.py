@@ -7,8 +7,8 @@
   aggregation — ``dp_heatmap`` (Alg. 2) or a baseline — writing the map
   (NetCDF), the per-round transcript and the per-round noisy sums (Parquet);
 * metrics: §6 / App. A.1 metrics against the population and communication;
-* multi (optional): Geolife users with several weighted locations (§5.7),
-  modular overflow and MSE per scale and clip bits (Table 2's question).
+* multi (optional, ``multi_study``): Geolife users with several weighted
+  locations (§5.7), modular overflow and MSE per scale and clip bits.
 
 Runs are the base setting for every method (Table 1) plus one-at-a-time sweeps of
 dp_heatmap over users per round, calibration c, shard size and dropout rate
@@ -18,6 +18,7 @@ dp_heatmap over users per round, calibration c, shard size and dropout rate
 from __future__ import annotations
 
 import math
+
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -26,7 +27,7 @@ from .. import io
 from ..config import ConfigError
 from ..errors import InputError
 from ..seeding import rng as make_rng
-from . import baselines, metrics, multi_location
+from . import baselines, metrics
 from .adaptive import AdaptiveParams, render, run_adaptive
 from .aggregation import SecAgg
 from .prefix_tree import PrefixTree
@@ -279,43 +280,6 @@ def round_maps(releases_path: str, depth: int) -> list[np.ndarray]:
         counts[[order[(lv, cd)] for lv, cd in zip(grp["level"], grp["code"])]] = grp["noisy"].to_numpy()
         out.append(render(tree, counts))
     return out
-
-
-def multi_stage(cfg: dict, seed: int, out: str) -> None:
-    """§5.7 on Geolife: each real user's points (weight = points in a pixel), top max_points pixels kept."""
-    from ..datasets.points import load_points, projected_box
-    multi = cfg["multi_location"]
-    pts, report, _ = load_points(multi["path"], lonlat_bbox=multi["lonlat_bbox"])
-    box, _ = projected_box(multi["lonlat_bbox"])
-    side = 1 << multi["depth"]
-    px = np.clip(((pts["x"] - box[0]) / (box[1] - box[0]) * side).astype(np.int64), 0, side - 1)
-    py = np.clip(((pts["y"] - box[2]) / (box[3] - box[2]) * side).astype(np.int64), 0, side - 1)
-    user = pd.factorize(pts["source_user"])[0]
-    cells = pd.DataFrame({"user": user, "cell": px.to_numpy() * side + py.to_numpy()}).value_counts().reset_index()
-    cells = cells.sort_values(["user", "count", "cell"], ascending=[True, False, True])
-    keep = cells.groupby("user").cumcount() < multi["max_points"]
-    dropped_mass = float(cells.loc[~keep, "count"].sum() / cells["count"].sum())
-    cells = cells[keep]
-    u, idx, w = cells["user"].to_numpy(), cells["cell"].to_numpy(), cells["count"].to_numpy(float)
-    truth = np.bincount(idx, weights=multi_location.normalise_weights(u, w), minlength=side * side)
-    rows = []
-    for scale in multi["scale"]:
-        rng = make_rng(seed, "heatmaps-multi", scale)
-        contribution = multi_location.encode_users(u, w, scale, rng)
-        sens = multi_location.sensitivity(scale, multi["max_points"])
-        sums = multi_location.noisy_shard_sums(u, idx, contribution, side * side, multi["shard_size"],
-                                               multi["epsilon"], sens, rng)
-        for bits in multi["bits"]:
-            estimate = multi_location.modular_estimate(sums, bits, scale)
-            rows.append({"scale": scale, "bits": bits, "sensitivity": sens,
-                         "overflow_entries": multi_location.overflow_count(sums, bits),
-                         "overflow_fraction": multi_location.overflow_count(sums, bits) / sums.size,
-                         "mse": metrics.mse(estimate.reshape(side, side), truth.reshape(side, side))})
-    meta = {"users": int(u.max()) + 1, "points_read": report.rows_read, "points_dropped": report.dropped,
-            "points_kept": int(w.sum()), "mass_dropped_by_max_points": dropped_mass,
-            "guarantee": {"model": "epsilon-DP per user, sensitivity ceil(s) + max_points (seed 003 §5.7)",
-                          "epsilon": multi["epsilon"]}}
-    io.write_parquet(pd.DataFrame(rows), out, metadata=meta)
 
 
 def summary_stage(paths: list[str], out_parquet: str, out_csv: str) -> None:

@@ -158,7 +158,7 @@ rule heatmaps_multi:
         cfg={"multi_location": HEATMAPS["multi_location"]},
         seed=config["seed"],
         dpi=HEATMAPS["plots"]["dpi"],
-        code=code_fingerprint("locpriv.heatmaps.study", "locpriv.heatmaps.multi_location", "locpriv.heatmaps.plots"),
+        code=code_fingerprint("locpriv.heatmaps.multi_study", "locpriv.heatmaps.plots"),
     threads: rule_resource("heatmaps_multi", "threads", 1)
     resources:
         mem_mb=rule_resource("heatmaps_multi", "mem_mb", 4000),
