@@ -39,17 +39,23 @@ def metrics_vs_n(summary_path: str, out_png: str, settings: dict) -> None:
     wide, params = wide_metrics(summary_path)
     wide["variant"] = wide.apply(_variant, axis=1, params=params)
     datasets = sorted(wide["dataset"].unique())
-    fig, axes = plt.subplots(len(datasets), 2, figsize=(10, 3.6 * len(datasets)), squeeze=False)
+    fig, axes = plt.subplots(len(datasets), 2, figsize=(14, 3.8 * len(datasets)), squeeze=False)
+    # one colour per mechanism, one line style / marker per variant of it: a legend of 15+ lines stays readable
+    mechs = sorted(wide["mechanism"].unique())
+    colours = dict(zip(mechs, plt.get_cmap("tab10" if len(mechs) <= 10 else "tab20").colors))
+    styles = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ("-", "v"), ("--", "P")]
     for row, ds in zip(axes, datasets):
         sub = wide[wide["dataset"] == ds]
-        for variant, grp in sub.groupby("variant", sort=True):
+        for (mech, variant), grp in sub.groupby(["mechanism", "variant"], sort=True):
+            k = sorted(sub.loc[sub["mechanism"] == mech, "variant"].unique()).index(variant)
+            ls, marker = styles[k % len(styles)]
             mean = grp.groupby("n_users")[["spearman", "privacy_Z"]].mean().sort_index()
-            row[0].plot(mean.index, mean["spearman"], marker="o", label=variant)
-            row[1].plot(mean.index, mean["privacy_Z"], marker="o", label=variant)
+            for ax, col in zip(row, ("spearman", "privacy_Z")):
+                ax.plot(mean.index, mean[col], ls=ls, marker=marker, ms=4, color=colours[mech], label=variant)
         row[0].set(title=f"{ds}: Spearman vs truth", xlabel="users N", ylabel="Spearman", xscale="log")
         row[1].set(title=f"{ds}: privacy score Z", xlabel="users N", ylabel="Z (distance units)",
                    xscale="log")
-        row[0].legend(fontsize=7)
+        row[1].legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     _save(fig, out_png, settings)
 
