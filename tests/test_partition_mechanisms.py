@@ -43,19 +43,28 @@ def test_interactive_mechanisms_run_as_one_shard():
     assert shard_count(20000, shard_size("ldp_oue_grid", 5000)) == 4
 
 
-def test_sldp_surface_is_uniform_on_each_users_region_and_contains_it():
+def test_sldp_surface_is_a_pdf_on_each_users_region():
     mech, params, pts, view, _ = _run("sldp", epsilon=4.0)
     surf = mech.surfaces(view.iloc[:50], params, GRID)
+    # exact overlaps: every surface integrates to 1 over the grid, however small the region
     assert np.allclose(surf.sum(axis=(1, 2)) * GRID.cell_area, 1.0)
-    # the surface's support lies within a region's width plus one grid step of the user
     from locpriv.quadtree import cell_box
     boxes = cell_box(view["level"].to_numpy()[:50], view["code"].to_numpy()[:50], [-3, 3, -3, 3])
-    step = GRID.x[1] - GRID.x[0]
+    half = (GRID.x[1] - GRID.x[0]) / 2
     gx, gy = np.meshgrid(GRID.x, GRID.y, indexing="ij")
     for i in range(50):
         sx, sy = gx[surf[i] > 0], gy[surf[i] > 0]
-        width = max(boxes[i, 1] - boxes[i, 0], step)
-        assert np.abs(sx - pts["x"][i]).max() <= width + step and np.abs(sy - pts["y"][i]).max() <= width + step
+        # support: the grid cells touching the region, which contains the user
+        assert (sx >= boxes[i, 0] - half).all() and (sx <= boxes[i, 1] + half).all()
+        assert (sy >= boxes[i, 2] - half).all() and (sy <= boxes[i, 3] + half).all()
+        assert boxes[i, 0] <= pts["x"][i] <= boxes[i, 1] and boxes[i, 2] <= pts["y"][i] <= boxes[i, 3]
+
+
+def test_release_surface_keeps_the_mass_of_cells_smaller_than_a_grid_cell():
+    from locpriv.mechanisms.partitions import _release_surface
+    release = {"level": [0, 8], "code": [0, 12345], "count": [0.0, 10.0]}   # one tiny leaf with all the mass
+    surface = _release_surface(release, GRID)
+    assert surface.sum() * GRID.cell_area == pytest.approx(10.0)
 
 
 def test_release_survives_the_parquet_round_trip(tmp_path):

@@ -68,23 +68,20 @@ def cell_box(level: np.ndarray, code: np.ndarray, box) -> np.ndarray:
     return np.stack([xmin + x * wx, xmin + (x + 1) * wx, ymin + y * wy, ymin + (y + 1) * wy], axis=1)
 
 
-def cells_on_grid(level: np.ndarray, code: np.ndarray, box, gx: np.ndarray, gy: np.ndarray,
-                  nearest_if_empty: bool = False):
-    """Which grid coordinates each cell covers: (L, P) and (L, Q) boolean masks.
+def cell_overlaps(level: np.ndarray, code: np.ndarray, box, gx: np.ndarray, gy: np.ndarray):
+    """Fraction of each grid cell's width (height) that each quadtree cell covers: (L, P), (L, Q).
 
-    A piecewise-constant map with value v_l on cell l is then, on the grid,
-    ``mx.T @ (my * v[:, None])`` — separable, no loop over cells or grid points.
-    Cells are half-open [x0, x1) except on the box's upper edges.
-    ``nearest_if_empty``: a cell narrower than the grid spacing that covers no
-    coordinate gets the one nearest its centre (for per-cell surfaces that must
-    not vanish; a density evaluated at grid points leaves it empty).
+    ``gx``, ``gy`` are the centres of a regular grid.  A piecewise-constant map with
+    value v_l on cell l, averaged over the grid cells, is ``ox.T @ (oy * v[:, None])``
+    — separable, no loop over cells or grid points, and exact: a cell smaller than a
+    grid cell still contributes its mass.
     """
-    boxes = cell_box(np.asarray(level), np.asarray(code), box)
-    x0, x1, y0, y1 = boxes.T
-    mx = (gx[None, :] >= x0[:, None]) & ((gx[None, :] < x1[:, None]) | (x1[:, None] >= box[1]))
-    my = (gy[None, :] >= y0[:, None]) & ((gy[None, :] < y1[:, None]) | (y1[:, None] >= box[3]))
-    if nearest_if_empty:
-        for mask, g, lo, hi in ((mx, gx, x0, x1), (my, gy, y0, y1)):
-            empty = np.flatnonzero(~mask.any(axis=1))
-            mask[empty, np.abs(g[None, :] - ((lo + hi) / 2)[empty, None]).argmin(axis=1)] = True
-    return mx, my
+    x0, x1, y0, y1 = cell_box(np.asarray(level), np.asarray(code), box).T
+
+    def overlap(lo, hi, centres):
+        half = (centres[1] - centres[0]) / 2
+        left = np.maximum(lo[:, None], centres[None, :] - half)
+        right = np.minimum(hi[:, None], centres[None, :] + half)
+        return np.clip(right - left, 0.0, None) / (2 * half)
+
+    return overlap(x0, x1, gx), overlap(y0, y1, gy)

@@ -1,8 +1,8 @@
 """Seed 001's mechanisms as branches of the location DAG: ``sldp``, ``privtree``, ``ldp_oue_grid``.
 
 Each releases a partition of the domain with per-cell counts, i.e. a
-piecewise-constant density; on the grid it is one separable product
-(``quadtree.cells_on_grid``).
+piecewise-constant density; averaged over the grid cells it is one separable
+product (``quadtree.cell_overlaps``).
 
 * ``sldp`` (interactive, seed 001 Alg. 1/2): the protocol needs every user's
   answers each round, so the run is one shard holding all its users
@@ -30,7 +30,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..params import Param
-from ..quadtree import cell_codes, cells_on_grid
+from ..quadtree import cell_codes, cell_overlaps
 from ..sldp import privtree as privtree_lib
 from ..sldp.protocol import SPLIT_RULES, run_protocol
 from . import register
@@ -57,12 +57,12 @@ def _area(level, box) -> np.ndarray:
 
 
 def _release_surface(release: dict, grid) -> np.ndarray:
-    """The released cells' counts as a density (count / area, negatives set to 0) on the grid."""
+    """The released cells' counts (negatives set to 0) as a density averaged over each grid cell."""
     box = _box(grid)
     level, code = np.asarray(release["level"]), np.asarray(release["code"])
-    mx, my = cells_on_grid(level, code, box, grid.x, grid.y)
+    ox, oy = cell_overlaps(level, code, box, grid.x, grid.y)
     value = np.maximum(np.asarray(release["count"], dtype=float), 0.0) / _area(level, box)
-    return mx.T.astype(float) @ (my * value[:, None])
+    return ox.T @ (oy * value[:, None])
 
 
 class _Released(Mechanism):
@@ -112,11 +112,10 @@ class SLDP(_Released):
         return self._with_release(view, res.cells, moved)
 
     def surfaces(self, view, params, grid):
-        """Uniform on the user's region: over the grid points inside it (the nearest one if none)."""
-        mx, my = cells_on_grid(view["level"].to_numpy(), view["code"].to_numpy(), _box(grid), grid.x, grid.y,
-                               nearest_if_empty=True)
-        inside = mx[:, :, None] & my[:, None, :]
-        return inside / (inside.sum(axis=(1, 2)) * grid.cell_area)[:, None, None]
+        """Uniform on the user's region, averaged over the grid cells (a pdf on the grid)."""
+        level = view["level"].to_numpy()
+        ox, oy = cell_overlaps(level, view["code"].to_numpy(), _box(grid), grid.x, grid.y)
+        return ox[:, :, None] * oy[:, None, :] / _area(level, _box(grid))[:, None, None]
 
 
 @register
