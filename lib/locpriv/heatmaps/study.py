@@ -274,10 +274,13 @@ def round_maps(releases_path: str, depth: int) -> list[np.ndarray]:
     releases = pd.read_parquet(releases_path)
     out = []
     for _, grp in releases.groupby("round", sort=True):
-        tree = tree_from_reporting(depth, grp["level"].to_numpy(), grp["code"].to_numpy())
-        order = dict(zip(zip(*tree.reporting_nodes()), range(len(grp))))
-        counts = np.zeros(len(grp))
-        counts[[order[(lv, cd)] for lv, cd in zip(grp["level"], grp["code"])]] = grp["noisy"].to_numpy()
+        levels, codes = grp["level"].to_numpy(), grp["code"].to_numpy()
+        tree = tree_from_reporting(depth, levels, codes)
+        # put the released sums in the tree's reporting order, matching (level, code) keys
+        r_levels, r_codes = tree.reporting_nodes()
+        released = np.lexsort((codes, levels))
+        counts = np.empty(len(grp))
+        counts[np.lexsort((r_codes, r_levels))] = grp["noisy"].to_numpy()[released]
         out.append(render(tree, counts))
     return out
 
