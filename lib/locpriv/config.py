@@ -27,6 +27,42 @@ class ConfigError(ValueError):
     pass
 
 
+class StudySection:
+    """Checks shared by the ``studies.<name>`` sections; every error names the full key."""
+
+    def __init__(self, study: str):
+        self.study = study
+
+    def error(self, key: str, problem: str, allowed: str) -> ConfigError:
+        return ConfigError(f"config key 'studies.{self.study}.{key}': {problem}; allowed: {allowed}")
+
+    def merge(self, given: dict | None, defaults: dict, prefix: str = "") -> dict:
+        """Defaults overridden by ``given``; an unknown key is an error."""
+        given = given or {}
+        unknown = sorted(set(given) - set(defaults))
+        if unknown:
+            raise self.error(f"{prefix}{unknown[0]}", "unknown key", str(sorted(defaults)))
+        return {**defaults, **given}
+
+    def positive_list(self, value, key: str, integer: bool = False) -> list:
+        """A positive number (integer) or a non-empty list of them, as a list."""
+        values = value if isinstance(value, list) else [value]
+        kind = int if integer else (int, float)
+        if not values or not all(isinstance(v, kind) and not isinstance(v, bool) and v > 0 for v in values):
+            raise self.error(key, f"{value!r} is not allowed",
+                             f"a positive {'integer' if integer else 'number'} or a non-empty list of them")
+        return [int(v) if integer else float(v) for v in values]
+
+    def bounded(self, value, key: str, kind, low: float, high: float = float("inf"), open_low: bool = True):
+        """A number (``kind`` int or (int, float)) in (low, high] or [low, high]."""
+        ok = (isinstance(value, kind) and not isinstance(value, bool)
+              and (value > low if open_low else value >= low) and value <= high)
+        if not ok:
+            raise self.error(key, f"{value!r}", f"{'an integer' if kind is int else 'a number'} in "
+                             f"{'(' if open_low else '['}{low}, {high}]")
+        return value
+
+
 def _key(path) -> str:
     return ".".join(str(p) for p in path) or "<top level>"
 

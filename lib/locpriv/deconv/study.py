@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .. import io
-from ..config import ConfigError
+from ..config import StudySection
 from ..laplace_ldp import randomize as laplace_randomize
 from ..laplace_ldp import scales
 from ..seeding import rng as make_rng
@@ -54,92 +54,73 @@ DEFAULTS = {
     "plots": {"dpi": 110},
 }
 GRID_POINTS = 200
-
-
-def _error(key: str, problem: str, allowed: str) -> ConfigError:
-    return ConfigError(f"config key 'studies.deconv.{key}': {problem}; allowed: {allowed}")
-
-
-def _positive(value, key: str, integer: bool = False) -> list:
-    values = value if isinstance(value, list) else [value]
-    kind = int if integer else (int, float)
-    if not values or not all(isinstance(v, kind) and not isinstance(v, bool) and v > 0 for v in values):
-        raise _error(key, f"{value!r} is not allowed",
-                     f"a positive {'integer' if integer else 'number'} or a non-empty list of them")
-    return [int(v) if integer else float(v) for v in values]
-
-
-def _merge(section: dict, defaults: dict, prefix: str) -> dict:
-    unknown = sorted(set(section) - set(defaults))
-    if unknown:
-        raise _error(f"{prefix}{unknown[0]}", "unknown key", str(sorted(defaults)))
-    return {**defaults, **section}
+SECTION = StudySection("deconv")
 
 
 def _dataset(name: str, spec: dict) -> dict:
     key = f"datasets.{name}"
     if not isinstance(spec, dict) or spec.get("source") not in SOURCES:
-        raise _error(f"{key}.source", f"{(spec or {}).get('source')!r}", str(list(SOURCES)))
+        raise SECTION.error(f"{key}.source", f"{(spec or {}).get('source')!r}", str(list(SOURCES)))
     source = spec["source"]
-    cfg = _merge({k: v for k, v in spec.items() if k != "source"}, DATASET_DEFAULTS[source], f"{key}.")
+    cfg = SECTION.merge({k: v for k, v in spec.items() if k != "source"}, DATASET_DEFAULTS[source], f"{key}.")
     cfg["source"] = source
     if cfg["figure_epsilon"] is not None:
-        cfg["figure_epsilon"] = _positive(cfg["figure_epsilon"], f"{key}.figure_epsilon")[0]
+        cfg["figure_epsilon"] = SECTION.positive_list(cfg["figure_epsilon"], f"{key}.figure_epsilon")[0]
     if source == "synthetic":
         if cfg["x"] not in data.SYNTHETIC_X:
-            raise _error(f"{key}.x", f"{cfg['x']!r}", str(list(data.SYNTHETIC_X)))
+            raise SECTION.error(f"{key}.x", f"{cfg['x']!r}", str(list(data.SYNTHETIC_X)))
         if cfg["curve"] not in data.CURVES:
-            raise _error(f"{key}.curve", f"{cfg['curve']!r}", str(list(data.CURVES)))
-        cfg["n"] = _positive(cfg["n"], f"{key}.n", integer=True)
-        cfg["test_size"] = _positive(cfg["test_size"], f"{key}.test_size", integer=True)[0]
+            raise SECTION.error(f"{key}.curve", f"{cfg['curve']!r}", str(list(data.CURVES)))
+        cfg["n"] = SECTION.positive_list(cfg["n"], f"{key}.n", integer=True)
+        cfg["test_size"] = SECTION.positive_list(cfg["test_size"], f"{key}.test_size", integer=True)[0]
         cfg["bounds"] = list(data.SYNTHETIC_X[cfg["x"]])
     else:
         if not isinstance(cfg["path"], str):
-            raise _error(f"{key}.path", "missing", "the path of loan_data.csv" if source == "lendingclub"
+            raise SECTION.error(f"{key}.path", "missing", "the path of loan_data.csv" if source == "lendingclub"
                          else "the directory holding adult.data and adult.test")
         cfg["n"] = ["all"]
         b = cfg["bounds"]
         if not (isinstance(b, list) and len(b) == 2 and all(isinstance(v, (int, float)) for v in b) and b[0] < b[1]):
-            raise _error(f"{key}.bounds", f"{b!r}", "[lower, upper] with lower < upper")
+            raise SECTION.error(f"{key}.bounds", f"{b!r}", "[lower, upper] with lower < upper")
         if source == "lendingclub" and not 0 < cfg["test_fraction"] < 1:
-            raise _error(f"{key}.test_fraction", f"{cfg['test_fraction']!r}", "a number in (0, 1)")
+            raise SECTION.error(f"{key}.test_fraction", f"{cfg['test_fraction']!r}", "a number in (0, 1)")
     return cfg
 
 
 def _density_section(given: dict, defaults: dict, key: str) -> dict:
-    dens = _merge(given, defaults, f"{key}.")
+    dens = SECTION.merge(given, defaults, f"{key}.")
     if dens["kernel"] not in KERNELS:
-        raise _error(f"{key}.kernel", f"{dens['kernel']!r}", str(list(KERNELS)))
+        raise SECTION.error(f"{key}.kernel", f"{dens['kernel']!r}", str(list(KERNELS)))
     if dens["h"] == "normal_reference":
         if dens["kernel"] != "gaussian":
-            raise _error(f"{key}.h", "normal_reference needs the Gaussian kernel (the Cauchy has no 2nd moment)",
+            raise SECTION.error(f"{key}.h", "normal_reference needs the Gaussian kernel (the Cauchy has no 2nd moment)",
                          "a positive number, or normal_reference with kernel gaussian")
     else:
-        dens["h"] = _positive(dens["h"], f"{key}.h")[0]
+        dens["h"] = SECTION.positive_list(dens["h"], f"{key}.h")[0]
     return dens
 
 
 def validate_config(section: dict) -> dict:
-    cfg = _merge(section, DEFAULTS, "")
+    cfg = SECTION.merge(section, DEFAULTS, "")
     if not isinstance(cfg["datasets"], dict) or not cfg["datasets"]:
-        raise _error("datasets", "missing or empty", "a mapping name -> {source: synthetic|lendingclub|adult, ...}")
+        raise SECTION.error("datasets", "missing or empty", "a mapping name -> {source: synthetic|lendingclub|adult, ...}")
     cfg["datasets"] = {name: _dataset(name, spec) for name, spec in cfg["datasets"].items()}
-    cfg["epsilon"] = _positive(cfg["epsilon"], "epsilon")
-    cfg["reps"] = _positive(cfg["reps"], "reps", integer=True)[0]
+    cfg["epsilon"] = SECTION.positive_list(cfg["epsilon"], "epsilon")
+    cfg["reps"] = SECTION.positive_list(cfg["reps"], "reps", integer=True)[0]
     if cfg["kernel"] not in KERNELS:
-        raise _error("kernel", f"{cfg['kernel']!r}", str(list(KERNELS)))
-    cfg["bandwidth"] = _merge(cfg["bandwidth"], DEFAULTS["bandwidth"], "bandwidth.")
+        raise SECTION.error("kernel", f"{cfg['kernel']!r}", str(list(KERNELS)))
+    cfg["bandwidth"] = SECTION.merge(cfg["bandwidth"], DEFAULTS["bandwidth"], "bandwidth.")
     bw = cfg["bandwidth"]
     if not (0 < bw["min"] < bw["max"]) or not (isinstance(bw["count"], int) and bw["count"] >= 2):
-        raise _error("bandwidth", f"{bw!r}", "0 < min < max and an integer count >= 2")
+        raise SECTION.error("bandwidth", f"{bw!r}", "0 < min < max and an integer count >= 2")
     if bw["cv_at"] not in ("reports", "true"):
-        raise _error("bandwidth.cv_at", f"{bw['cv_at']!r}", "['reports', 'true']")
+        raise SECTION.error("bandwidth.cv_at", f"{bw['cv_at']!r}", "['reports', 'true']")
     cfg["density"] = _density_section(cfg["density"], DEFAULTS["density"], "density")
     for name, ds in cfg["datasets"].items():
         ds["density"] = _density_section(ds["density"] or {}, cfg["density"], f"datasets.{name}.density")
     if not 0 < cfg["probability_clip"] < 0.5:
-        raise _error("probability_clip", f"{cfg['probability_clip']!r}", "a number in (0, 0.5)")
-    cfg["figure_epsilon"] = _positive(cfg["figure_epsilon"], "figure_epsilon")[0]
+        raise SECTION.error("probability_clip", f"{cfg['probability_clip']!r}", "a number in (0, 0.5)")
+    cfg["figure_epsilon"] = SECTION.positive_list(cfg["figure_epsilon"], "figure_epsilon")[0]
     return cfg
 
 

@@ -24,7 +24,7 @@ import pandas as pd
 import xarray as xr
 
 from .. import io
-from ..config import ConfigError
+from ..config import StudySection
 from ..errors import InputError
 from ..seeding import rng as make_rng
 from . import baselines, metrics
@@ -48,72 +48,52 @@ DEFAULTS = {
     "multi_location": None,
     "plots": {"dpi": 110},
 }
+SECTION = StudySection("heatmaps")
 MULTI_DEFAULTS = {"path": None, "lonlat_bbox": None, "depth": 6, "epsilon": 1.0, "scale": [10.0, 100.0, 1000.0],
                   "bits": [8, 12, 16, 20, 24], "max_points": 16, "shard_size": 50}
 
 
-def _error(key: str, problem: str, allowed: str) -> ConfigError:
-    return ConfigError(f"config key 'studies.heatmaps.{key}': {problem}; allowed: {allowed}")
-
-
-def _merge(given, defaults: dict, prefix: str) -> dict:
-    given = given or {}
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        raise _error(f"{prefix}{unknown[0]}", "unknown key", str(sorted(defaults)))
-    return {**defaults, **given}
-
-
-def _check(value, key: str, kind, low: float, high: float = math.inf, open_low: bool = True):
-    ok = isinstance(value, kind) and not isinstance(value, bool) and (value > low if open_low else value >= low) \
-        and value <= high
-    if not ok:
-        raise _error(key, f"{value!r}", f"{'an integer' if kind is int else 'a number'} in "
-                     f"{'(' if open_low else '['}{low}, {high}]")
-    return value
-
-
 def _setting(key: str, value, prefix: str):
     if key == "dropout":
-        return float(_check(value, prefix + key, (int, float), 0.0, 0.9, open_low=False))
+        return float(SECTION.bounded(value, prefix + key, (int, float), 0.0, 0.9, open_low=False))
     if key in ("users_per_round", "shard_size"):
-        return int(_check(value, prefix + key, int, 0))
-    return float(_check(value, prefix + key, (int, float), 0.0))
+        return int(SECTION.bounded(value, prefix + key, int, 0))
+    return float(SECTION.bounded(value, prefix + key, (int, float), 0.0))
 
 
 def validate_config(section: dict) -> dict:
-    cfg = _merge(section, DEFAULTS, "")
-    pop = cfg["population"] = _merge(cfg["population"], DEFAULTS["population"], "population.")
+    cfg = SECTION.merge(section, DEFAULTS, "")
+    pop = cfg["population"] = SECTION.merge(cfg["population"], DEFAULTS["population"], "population.")
     if pop["source"] not in ("synthetic", "npy"):
-        raise _error("population.source", f"{pop['source']!r}", "['synthetic', 'npy']")
+        raise SECTION.error("population.source", f"{pop['source']!r}", "['synthetic', 'npy']")
     if pop["source"] == "npy" and not isinstance(pop["path"], str):
-        raise _error("population.path", "missing", "the path of a 2^D x 2^D .npy image of user counts")
+        raise SECTION.error("population.path", "missing", "the path of a 2^D x 2^D .npy image of user counts")
     if pop["source"] == "synthetic":
-        _check(pop["depth"], "population.depth", int, 0, 12)
-        _check(pop["users"], "population.users", int, 0)
-        _check(pop["hotspots"], "population.hotspots", int, 0)
-    cfg["base"] = _merge(cfg["base"], DEFAULTS["base"], "base.")
+        SECTION.bounded(pop["depth"], "population.depth", int, 0, 12)
+        SECTION.bounded(pop["users"], "population.users", int, 0)
+        SECTION.bounded(pop["hotspots"], "population.hotspots", int, 0)
+    cfg["base"] = SECTION.merge(cfg["base"], DEFAULTS["base"], "base.")
     cfg["base"] = {k: _setting(k, v, "base.") for k, v in cfg["base"].items()}
-    cfg["sweep"] = _merge(cfg["sweep"], DEFAULTS["sweep"], "sweep.")
+    cfg["sweep"] = SECTION.merge(cfg["sweep"], DEFAULTS["sweep"], "sweep.")
     for key, values in cfg["sweep"].items():
         if not isinstance(values, list):
-            raise _error(f"sweep.{key}", f"{values!r}", "a list of values")
+            raise SECTION.error(f"sweep.{key}", f"{values!r}", "a list of values")
         cfg["sweep"][key] = [_setting(key, v, f"sweep.{key}[]: ") for v in values]
     bad = sorted(set(cfg["methods"]) - set(METHODS))
     if bad or not cfg["methods"]:
-        raise _error("methods", f"unknown {bad}" if bad else "empty", str(list(METHODS)))
-    _check(cfg["reps"], "reps", int, 0)
+        raise SECTION.error("methods", f"unknown {bad}" if bad else "empty", str(list(METHODS)))
+    SECTION.bounded(cfg["reps"], "reps", int, 0)
     if cfg["multi_location"] is not None:
-        multi = cfg["multi_location"] = _merge(cfg["multi_location"], MULTI_DEFAULTS, "multi_location.")
+        multi = cfg["multi_location"] = SECTION.merge(cfg["multi_location"], MULTI_DEFAULTS, "multi_location.")
         if not isinstance(multi["path"], str) or not (isinstance(multi["lonlat_bbox"], list)
                                                       and len(multi["lonlat_bbox"]) == 4):
-            raise _error("multi_location.path", "path and lonlat_bbox [lon0, lon1, lat0, lat1] are required",
+            raise SECTION.error("multi_location.path", "path and lonlat_bbox [lon0, lon1, lat0, lat1] are required",
                          "a Geolife-style CSV (user, lat, lon) and its box")
-        _check(multi["depth"], "multi_location.depth", int, 0, 10)
-        _check(multi["max_points"], "multi_location.max_points", int, 0)
-        _check(multi["shard_size"], "multi_location.shard_size", int, 0)
-        multi["scale"] = [float(_check(s, "multi_location.scale[]", (int, float), 0.0)) for s in multi["scale"]]
-        multi["bits"] = [int(_check(b, "multi_location.bits[]", int, 1, 62, open_low=False)) for b in multi["bits"]]
+        SECTION.bounded(multi["depth"], "multi_location.depth", int, 0, 10)
+        SECTION.bounded(multi["max_points"], "multi_location.max_points", int, 0)
+        SECTION.bounded(multi["shard_size"], "multi_location.shard_size", int, 0)
+        multi["scale"] = [float(SECTION.bounded(s, "multi_location.scale[]", (int, float), 0.0)) for s in multi["scale"]]
+        multi["bits"] = [int(SECTION.bounded(b, "multi_location.bits[]", int, 1, 62, open_low=False)) for b in multi["bits"]]
     return cfg
 
 

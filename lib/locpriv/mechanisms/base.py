@@ -26,6 +26,18 @@ BANDWIDTH = Param("h", "float", "Gaussian kernel bandwidth, in the dataset's dis
                   "for the k-th-nearest-neighbour rule of seed 000 §4.2.4", low=0.0, special=("knn",))
 
 
+def clamp_to_domain(points: pd.DataFrame, grid: Grid) -> tuple[np.ndarray, int]:
+    """Locations clamped to the public domain box, and how many moved.
+
+    Clamping is a public, data-independent map, so a guarantee stated for inputs in
+    the box holds for every input; the count goes into the view's metadata.
+    """
+    xy = points[["x", "y"]].to_numpy()
+    d = grid.domain
+    clamped = np.clip(xy, [d.xmin, d.ymin], [d.xmax, d.ymax])
+    return clamped, int((clamped != xy).any(axis=1).sum())
+
+
 class Mechanism:
     name: str = ""
     kind: str = "surface"

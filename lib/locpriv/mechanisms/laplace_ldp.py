@@ -15,7 +15,7 @@ import numpy as np
 from .. import kde, laplace_ldp
 from ..params import Param
 from . import register
-from .base import BANDWIDTH
+from .base import BANDWIDTH, clamp_to_domain
 from .fedkde import FedKDE
 
 
@@ -42,13 +42,11 @@ class LaplaceLDP(FedKDE):
         return 2.0
 
     def randomize(self, points, params, grid, rng):
-        xy = points[["x", "y"]].to_numpy()
-        bounds = _bounds(grid)
-        clamped = np.clip(xy, bounds[:, 0], bounds[:, 1])
-        noisy = laplace_ldp.randomize(clamped, bounds, params["epsilon"], rng, names=("x", "y"))
+        clamped, moved = clamp_to_domain(points, grid)
+        noisy = laplace_ldp.randomize(clamped, _bounds(grid), params["epsilon"], rng, names=("x", "y"))
         view = points[["user"]].reset_index(drop=True)
         view["x"], view["y"] = noisy[:, 0], noisy[:, 1]
-        view.attrs["clamped_to_box"] = int((clamped != xy).any(axis=1).sum())
+        view.attrs["clamped_to_box"] = moved
         return view
 
     def partial(self, view, params, grid):

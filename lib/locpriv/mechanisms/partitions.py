@@ -32,24 +32,16 @@ import pyarrow as pa
 from ..params import Param
 from ..quadtree import cell_codes, cell_overlaps
 from ..sldp import privtree as privtree_lib
+from ..sldp.ldp_grid import oue_probabilities
 from ..sldp.protocol import SPLIT_RULES, run_protocol
 from . import register
-from .base import Mechanism
+from .base import Mechanism, clamp_to_domain
 
 EPSILON = Param("epsilon", "float", "privacy budget", low=0.0)
 
 
 def _box(grid) -> list[float]:
-    d = grid.domain
-    return [d.xmin, d.xmax, d.ymin, d.ymax]
-
-
-def _clamped(points, grid) -> tuple[np.ndarray, int]:
-    """Locations clamped to the public box (a data-independent map), and how many moved."""
-    xy = points[["x", "y"]].to_numpy()
-    box = _box(grid)
-    clamped = np.clip(xy, [box[0], box[2]], [box[1], box[3]])
-    return clamped, int((clamped != xy).any(axis=1).sum())
+    return grid.domain.as_list()
 
 
 def _area(level, box) -> np.ndarray:
@@ -103,7 +95,7 @@ class SLDP(_Released):
         return 4.0 * params["max_depth"]   # at most 4 noisy indicators per round answered
 
     def randomize(self, points, params, grid, rng):
-        xy, moved = _clamped(points, grid)
+        xy, moved = clamp_to_domain(points, grid)
         res = run_protocol(xy, _box(grid), params["epsilon"], 0.0, params["max_depth"], params["delta"], rng,
                            split_rule=params["split_rule"], keep_reports=False)
         region = res.user_cell.sort_values("user")
@@ -132,7 +124,7 @@ class PrivTree(_Released):
         return 2.0    # each user hands its location to the curator
 
     def randomize(self, points, params, grid, rng):
-        xy, moved = _clamped(points, grid)
+        xy, moved = clamp_to_domain(points, grid)
         eps = params["epsilon"]
         leaves = privtree_lib.privtree(xy, _box(grid), eps / 2, eps / 2, rng)
         return self._with_release(points[["user"]].reset_index(drop=True), leaves, moved)
@@ -156,15 +148,11 @@ class OUEGrid(Mechanism):
     def communication(self, params, grid):
         return float(4 ** params["level"])
 
-    @staticmethod
-    def _pq(epsilon):
-        return 0.5, 1.0 / (math.exp(epsilon) + 1.0)
-
     def randomize(self, points, params, grid, rng):
-        xy, moved = _clamped(points, grid)
+        xy, moved = clamp_to_domain(points, grid)
         cells = 4 ** params["level"]
         own = cell_codes(xy, _box(grid), params["level"])
-        p, q = self._pq(params["epsilon"])
+        p, q = oue_probabilities(params["epsilon"])
         bits = rng.random((len(own), cells)) < q
         bits[np.arange(len(own)), own] = rng.random(len(own)) < p
         rows, cols = np.nonzero(bits)          # row-major: each user's ones, in order
@@ -186,7 +174,7 @@ class OUEGrid(Mechanism):
         return self._cell_surface(ones[None, :].astype(float), params, grid)[0]
 
     def estimate(self, total, n_users, params, grid):
-        p, q = self._pq(params["epsilon"])
+        p, q = oue_probabilities(params["epsilon"])
         area = _area(params["level"], _box(grid))
         dens = (total - n_users * q / area) / (p - q) / n_users   # unbiased per cell (OUE)
         dens = np.maximum(dens, 0.0)

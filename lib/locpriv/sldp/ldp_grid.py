@@ -17,13 +17,18 @@ import pandas as pd
 from ..quadtree import cell_codes
 
 
-def oue_grid(points: np.ndarray, box, epsilon: float, level: int, rng: np.random.Generator) -> pd.DataFrame:
-    """Cells (level, code, count) of the 2^level x 2^level grid with OUE count estimates."""
+def oue_probabilities(epsilon: float) -> tuple[float, float]:
+    """(p, q): P(a user's own bit reads 1), P(any other bit reads 1)."""
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon}")
+    return 0.5, 1.0 / (math.exp(epsilon) + 1.0)
+
+
+def oue_grid(points: np.ndarray, box, epsilon: float, level: int, rng: np.random.Generator) -> pd.DataFrame:
+    """Cells (level, code, count) of the 2^level x 2^level grid with OUE count estimates."""
+    p, q = oue_probabilities(epsilon)
     codes = cell_codes(points, box, level)
     n = len(codes)
     true = np.bincount(codes, minlength=4 ** level)
-    p, q = 0.5, 1.0 / (math.exp(epsilon) + 1.0)
     ones = rng.binomial(true, p) + rng.binomial(n - true, q)
     return pd.DataFrame({"level": level, "code": np.arange(4 ** level), "count": (ones - n * q) / (p - q)})

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .. import io
-from ..config import ConfigError
+from ..config import StudySection
 from ..datasets.points import load_points, projected_box
 from ..quadtree import cell_box
 from ..seeding import rng as make_rng
@@ -43,63 +43,51 @@ DEFAULTS = {
 }
 TASKS = ("mean", "range")   # tasks with a sample size N; "classify" uses its whole dataset
 UNIT = (0.0, 1.0, 0.0, 1.0)
-
-
-def _error(key: str, problem: str, allowed: str) -> ConfigError:
-    return ConfigError(f"config key 'studies.sldp.{key}': {problem}; allowed: {allowed}")
-
-
-def _positive_list(value, key: str, integer: bool) -> list:
-    values = value if isinstance(value, list) else [value]
-    kind = int if integer else (int, float)
-    if not values or not all(isinstance(v, kind) and not isinstance(v, bool) and v > 0 for v in values):
-        raise _error(key, f"{value!r} is not allowed", f"a positive {'integer' if integer else 'number'} "
-                     "or a non-empty list of them")
-    return [int(v) if integer else float(v) for v in values]
+SECTION = StudySection("sldp")
 
 
 def validate_config(section: dict) -> dict:
     unknown = sorted(set(section) - set(DEFAULTS))
     if unknown:
-        raise _error(unknown[0], "unknown key", str(sorted(DEFAULTS)))
+        raise SECTION.error(unknown[0], "unknown key", str(sorted(DEFAULTS)))
     cfg = {**DEFAULTS, **section}
     for task in TASKS:
         given = section.get(task, {})
         bad = sorted(set(given) - set(DEFAULTS[task]))
         if bad:
-            raise _error(f"{task}.{bad[0]}", "unknown key", str(sorted(DEFAULTS[task])))
+            raise SECTION.error(f"{task}.{bad[0]}", "unknown key", str(sorted(DEFAULTS[task])))
         cfg[task] = {**DEFAULTS[task], **given}
-        cfg[task]["n"] = _positive_list(cfg[task]["n"], f"{task}.n", True)
-        cfg[task]["epsilon"] = _positive_list(cfg[task]["epsilon"], f"{task}.epsilon", False)
+        cfg[task]["n"] = SECTION.positive_list(cfg[task]["n"], f"{task}.n", True)
+        cfg[task]["epsilon"] = SECTION.positive_list(cfg[task]["epsilon"], f"{task}.epsilon", False)
     given = section.get("classify")
     if given is None:
         cfg["classify"] = None
     else:
         bad = sorted(set(given) - set(DEFAULTS["classify"]))
         if bad:
-            raise _error(f"classify.{bad[0]}", "unknown key", str(sorted(DEFAULTS["classify"])))
+            raise SECTION.error(f"classify.{bad[0]}", "unknown key", str(sorted(DEFAULTS["classify"])))
         cfg["classify"] = {**DEFAULTS["classify"], **given}
         if not isinstance(cfg["classify"]["path"], str):
-            raise _error("classify.path", "missing", "the path of california_housing/housing.csv")
-        cfg["classify"]["epsilon"] = _positive_list(cfg["classify"]["epsilon"], "classify.epsilon", False)
+            raise SECTION.error("classify.path", "missing", "the path of california_housing/housing.csv")
+        cfg["classify"]["epsilon"] = SECTION.positive_list(cfg["classify"]["epsilon"], "classify.epsilon", False)
         if cfg["classify"]["k"]:
-            cfg["classify"]["k"] = _positive_list(cfg["classify"]["k"], "classify.k", False)
+            cfg["classify"]["k"] = SECTION.positive_list(cfg["classify"]["k"], "classify.k", False)
         unknown = sorted(set(cfg["classify"]["mechanisms"]) - set(classify.MECHANISMS))
         if unknown:
-            raise _error("classify.mechanisms", f"unknown {unknown}", str(list(classify.MECHANISMS)))
+            raise SECTION.error("classify.mechanisms", f"unknown {unknown}", str(list(classify.MECHANISMS)))
     if cfg["range"]["workload"] not in ("anchored", "uniform"):
-        raise _error("range.workload", f"{cfg['range']['workload']!r}", "['anchored', 'uniform']")
+        raise SECTION.error("range.workload", f"{cfg['range']['workload']!r}", "['anchored', 'uniform']")
     if bool(cfg["range"]["path"]) != bool(cfg["range"]["lonlat_bbox"]):
-        raise _error("range.path", "path and lonlat_bbox must be given together", "both or neither")
+        raise SECTION.error("range.path", "path and lonlat_bbox must be given together", "both or neither")
     if not 0 < cfg["mean"]["partition_share"] < 1:
-        raise _error("mean.partition_share", f"{cfg['mean']['partition_share']!r}", "a number in (0, 1)")
+        raise SECTION.error("mean.partition_share", f"{cfg['mean']['partition_share']!r}", "a number in (0, 1)")
     if not 0 < cfg["delta"] < 1:
-        raise _error("delta", f"{cfg['delta']!r}", "a number in (0, 1)")
+        raise SECTION.error("delta", f"{cfg['delta']!r}", "a number in (0, 1)")
     if cfg["split_rule"] not in SPLIT_RULES:
-        raise _error("split_rule", f"{cfg['split_rule']!r}", str(list(SPLIT_RULES)))
+        raise SECTION.error("split_rule", f"{cfg['split_rule']!r}", str(list(SPLIT_RULES)))
     if not (isinstance(cfg["max_depth"], int) and 1 <= cfg["max_depth"] <= 20):
-        raise _error("max_depth", f"{cfg['max_depth']!r}", "an integer in [1, 20]")
-    _positive_list(cfg["reps"], "reps", True)
+        raise SECTION.error("max_depth", f"{cfg['max_depth']!r}", "an integer in [1, 20]")
+    SECTION.positive_list(cfg["reps"], "reps", True)
     return cfg
 
 
