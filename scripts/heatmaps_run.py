@@ -3,4 +3,6 @@ from locpriv.smk import logged
 
 with logged(snakemake):
     o = snakemake.output
-    run_stage(snakemake.params.run, snakemake.params.seed, snakemake.input[0], o.heatmap, o.transcript, o.releases)
+    p = snakemake.params
+    run_stage(p.run, p.seed, snakemake.input[0], o.heatmap, o.transcript, o.releases, o.protocol,
+              p.aggregation, p.secagg)

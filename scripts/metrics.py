@@ -5,4 +5,5 @@ with logged(snakemake):
     run_metrics(snakemake.params.run, snakemake.input.estimate, snakemake.input.truth,
                 optional_input(snakemake, "pooled"),
                 snakemake.input.attack, snakemake.input.grid, optional_input(snakemake, "bandwidth"),
-                snakemake.output[0])
+                snakemake.output[0], bayes_path=snakemake.input.bayes, workload_path=snakemake.input.workload,
+                hotspot_k=snakemake.params.hotspot_k)

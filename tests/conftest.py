@@ -8,6 +8,29 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+# the real datasets (not shipped; see locpriv.datasets.registry); tests that need them skip without
+DATA = Path(os.environ.get("LOCPRIV_DATA", ROOT.parent / "shared/data"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Deselect heavy tests unless asked for, and the SLURM test unless LOCPRIV_TEST_SLURM=1.
+
+    Done here rather than with `-m 'not heavy'` in addopts: a user's own `-m "not cluster"`
+    would replace that and silently turn the heavy tests back on.
+    """
+    markexpr = config.getoption("markexpr") or ""
+    want_heavy = "heavy" in markexpr or os.environ.get("LOCPRIV_TEST_HEAVY") == "1"
+    want_slurm = os.environ.get("LOCPRIV_TEST_SLURM") == "1"
+    keep, drop = [], []
+    for item in items:
+        if (item.get_closest_marker("heavy") and not want_heavy) or \
+                (item.get_closest_marker("cluster") and not want_slurm):
+            drop.append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 TINY = {
     "seed": 1,

@@ -11,6 +11,7 @@ from locpriv.config import ConfigError
 from locpriv.deconv import data, estimators, study
 from locpriv.deconv.kernels import adjusted, characteristic
 from locpriv.errors import InputError
+from locpriv.io import read_parquet_metadata
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "cauchy"])
@@ -135,3 +136,21 @@ def test_fit_stage_on_synthetic_data(tmp_path):
     m = pd.read_parquet(p["metrics"]).set_index(["method", "metric"])["value"]
     assert m[("kernel", "curve_mse")] < m[("linear", "curve_mse")]
     assert m[("density_deconv", "ise_vs_noiseless")] < m[("density_naive", "ise_vs_noiseless")]
+    guarantee = read_parquet_metadata(p["metrics"])["guarantee"]
+    assert guarantee["epsilon"] == 10.0 and guarantee["relation"] == "any two inputs (local)"
+    assert "grid" in guarantee["discretisation"] and not guarantee["non_private_inputs"]
+
+
+def test_cv_at_true_voids_the_guarantee_and_names_the_leak(tmp_path):
+    """eq. (8) as printed picks the bandwidth on the true inputs: the fitted model has no epsilon."""
+    cfg = study.validate_config({"datasets": {"m": {"source": "synthetic", "n": [500], "test_size": 200}},
+                                 "epsilon": [5.0], "bandwidth": {"count": 4, "cv_points": 100, "cv_at": "true"}})
+    ds = cfg["datasets"]["m"]
+    p = {k: str(tmp_path / f"{k}.parquet") for k in ("train", "test", "reports", "metrics", "curves")}
+    study.split_stage("m", 500, 0, ds, 7, p["train"], p["test"])
+    run = {"dataset": "m", "n": 500, "epsilon": 5.0, "rep": 0}
+    study.randomize_stage(run, ds, 7, p["train"], p["reports"])
+    assert read_parquet_metadata(p["reports"])["guarantee"]["epsilon"] == 5.0
+    study.fit_stage(run, cfg, 7, p["reports"], p["train"], p["test"], p["metrics"], p["curves"])
+    guarantee = read_parquet_metadata(p["metrics"])["guarantee"]
+    assert guarantee["epsilon"] is None and "cv_at: true" in guarantee["non_private_inputs"]

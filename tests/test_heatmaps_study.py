@@ -22,6 +22,11 @@ GEOLIFE = ROOT.parent / "shared/data/geolife_beijing/geolife_beijing_1min.csv.gz
     ({"population": {"source": "npy"}}, "studies.heatmaps.population.path"),
     ({"multi_location": {"path": "x.csv"}}, "studies.heatmaps.multi_location.path"),
     ({"base": {"users": 5}}, "studies.heatmaps.base.users"),
+    ({"aggregation": "mpc"}, "studies.heatmaps.aggregation"),
+    ({"secagg": {"graph": "star"}}, "studies.heatmaps.secagg.graph"),
+    ({"secagg": {"degree": 7}}, "studies.heatmaps.secagg.degree"),
+    ({"secagg": {"bits": 64}}, "studies.heatmaps.secagg.bits"),
+    ({"secagg": {"threshold": 1.0}}, "studies.heatmaps.secagg.threshold"),
 ])
 def test_config_errors_name_the_key(section, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
@@ -85,8 +90,71 @@ def test_heatmaps_study_runs_every_method(make_workdir):
     summary = pd.read_csv(wd / "results/studies/heatmaps/summary.csv")
     achieved = summary[(summary["dropout"] == 0.2) & (summary["metric"] == "epsilon_achieved")]["value"]
     assert len(achieved) == 1 and achieved.iloc[0] == pytest.approx(1.0)
+    # baselines that pick their tree level against the true population promise no epsilon
+    promised = summary[(summary["metric"] == "guarantee_epsilon") & (summary["dropout"] != 0.2)]
+    promised = promised.groupby("method")["value"].first()
+    assert promised[["hierarchical", "psd", "count_min"]].isna().all()
+    assert promised["dp_heatmap"] == pytest.approx(1.0) and promised["flat"] == pytest.approx(1.0)
     if GEOLIFE.exists():
         multi = pd.read_parquet(wd / "results/studies/heatmaps/multi_location.parquet").set_index(["scale", "bits"])
         assert multi.loc[(1000.0, 6), "overflow_entries"] > 0 and multi.loc[(10.0, 20), "overflow_entries"] == 0
         # without DP noise, wrap-around is the only error source beyond rounding: it must cost accuracy
         assert multi.loc[(1000.0, 6), "mse_without_noise"] > multi.loc[(1000.0, 20), "mse_without_noise"]
+
+
+def test_guarantee_names_the_neighbouring_relation():
+    g = study.heatmap_guarantee(1.0, 1.25, "secure")
+    assert g["epsilon"] == 1.0 and g["epsilon_replace_one"] == 2.0 and g["achieved_epsilon"] == 1.25
+    assert "add or remove one user" in g["neighbouring"] and "Bonawitz" in g["model"]
+    assert g["guaranteed_epsilon"] == 1.0 and g["non_private_inputs"] == ""
+    leaked = study.heatmap_guarantee(1.0, 1.0, "population", "tree level chosen against the truth")
+    assert leaked["guaranteed_epsilon"] is None and leaked["epsilon"] == 1.0   # budget spent, nothing promised
+
+
+def secure_study(make_workdir, tmp_path, users, shard, secagg=None):
+    """The study in secure mode through Snakemake, and the same run summed ideally client by client."""
+    base = {"users_per_round": users, "shard_size": shard, "dropout": 0.05}
+    cfg = copy.deepcopy(TINY)
+    cfg["studies"] = {"heatmaps": {"population": {"source": "synthetic", "depth": 5, "users": 40_000},
+                                   "base": base, "methods": ["dp_heatmap"], "reps": 1, "aggregation": "secure",
+                                   "secagg": secagg or {}}}
+    wd = make_workdir(cfg)
+    run_snakemake(wd, "--cores", "2", "results/studies/heatmaps/summary.csv",
+                  "results/studies/heatmaps/plots/secagg_cost.png")
+    run = {**study.validate_config(cfg["studies"]["heatmaps"])["base"], "method": "dp_heatmap", "rep": 0}
+    secure = wd / "results/studies/heatmaps/runs" / study.run_dir(run)
+    ideal = tmp_path / "ideal"
+    ideal.mkdir()
+    study.run_stage(run, cfg["seed"], str(wd / "results/studies/heatmaps/population.nc"),
+                    *(str(ideal / f) for f in ("heatmap.nc", "transcript.parquet", "releases.parquet",
+                                               "secagg_transcript.parquet")), aggregation="per_client",
+                    secagg=secagg)
+    return secure, ideal
+
+
+def assert_same_map_and_epsilon(secure, ideal):
+    from locpriv import io
+    a = io.read_netcdf(str(secure / "heatmap.nc"))["heatmap"].to_numpy()
+    b = io.read_netcdf(str(ideal / "heatmap.nc"))["heatmap"].to_numpy()
+    assert np.array_equal(a, b)
+    assert pd.read_parquet(secure / "releases.parquet").equals(pd.read_parquet(ideal / "releases.parquet"))
+    ga = io.read_parquet_metadata(str(secure / "transcript.parquet"))["guarantee"]
+    gb = io.read_parquet_metadata(str(ideal / "transcript.parquet"))["guarantee"]
+    assert ga["epsilon"] == gb["epsilon"] and ga["achieved_epsilon"] == gb["achieved_epsilon"]
+    log = pd.read_parquet(secure / "secagg_transcript.parquet")
+    assert len(log) and pd.read_parquet(ideal / "secagg_transcript.parquet").empty
+    # in every round and shard the server got shares of one secret per client, never of both
+    held = log[log["step"] == "unmasking"].groupby(["round", "shard", "owner"])["kind"].nunique()
+    assert (held == 1).all()
+
+
+@pytest.mark.workflow
+def test_secure_study_matches_per_client_summation_small(make_workdir, tmp_path):
+    """Fast version: shards of 150 clients on an 8-regular graph."""
+    assert_same_map_and_epsilon(*secure_study(make_workdir, tmp_path, 300, 150, {"degree": 8}))
+
+
+@pytest.mark.heavy
+@pytest.mark.workflow
+def test_secure_study_matches_per_client_summation_on_1000_client_shards(make_workdir, tmp_path):
+    assert_same_map_and_epsilon(*secure_study(make_workdir, tmp_path, 3000, 1000))

@@ -86,7 +86,7 @@ def test_rff_users_keep_their_frequencies_across_queries():
 
 
 def test_geoind_moves_each_user_by_planar_laplace():
-    """Displacement radii ~ Gamma(2, 1/eps): KS at alpha = 1e-6."""
+    """Displacement radii ~ Gamma(2, 1/eps) up to the grid (step <= 1/(1024 eps)): KS at alpha = 1e-6."""
     mech = mechanisms.get("geoind")
     params = _params("geoind", h=0.55, epsilon=2.0)
     pts = _points(4000)
@@ -97,3 +97,50 @@ def test_geoind_moves_each_user_by_planar_laplace():
     assert mech.guarantee(params)["epsilon"] == 2.0
     with pytest.raises(ValueError, match="epsilon"):
         _params("geoind", h=0.55, epsilon=-1)
+
+
+# a parameter setting each registered mechanism validates (mechanisms not listed need none)
+SETTINGS = {"fedkde": {"h": 0.5}, "rff": {"h": 0.5, "B": 2}, "geoind": {"h": 0.5, "epsilon": 2.0},
+            "laplace_ldp": {"h": 0.5, "epsilon": 2.0}, "sldp": {"epsilon": 2.0}, "privtree": {"epsilon": 2.0},
+            "ldp_oue_grid": {"epsilon": 2.0}}
+FIELDS = {"model", "epsilon", "delta", "relation", "covers", "discretisation", "note", "non_private_inputs",
+          "other_relations"}
+
+
+@pytest.mark.parametrize("name", mechanisms.names())
+def test_every_mechanism_states_a_complete_guarantee(name):
+    """Every record names its model, relation, coverage and discretisation; an epsilon comes with a delta."""
+    mech = mechanisms.get(name)
+    given = SETTINGS.get(name, {"epsilon": 2.0} if "epsilon" in mech.params else {})
+    g = mech.guarantee(mech.validate(given, "test"))
+    assert set(g) == FIELDS
+    assert all(isinstance(g[k], str) and g[k] for k in ("model", "relation", "covers", "discretisation"))
+    if g["epsilon"] is not None:
+        assert g["epsilon"] >= 0 and g["delta"] is not None and g["model"] != "none"
+
+
+@pytest.mark.parametrize("name", ["geoind", "laplace_ldp"])
+def test_knn_bandwidth_from_raw_locations_voids_the_guarantee(name):
+    """h: knn reads every raw location: the run's record has no epsilon and names the leak."""
+    mech = mechanisms.get(name)
+    params = _params(name, h=0.5, epsilon=2.0)
+    assert mech.run_guarantee({"h": 0.5, "epsilon": 2.0}, params)["epsilon"] == 2.0
+    voided = mech.run_guarantee({"h": "knn", "epsilon": 2.0}, params)
+    assert voided["epsilon"] is None and voided["delta"] is None and "knn" in voided["non_private_inputs"]
+
+
+def test_privtree_records_the_replace_one_cost_with_add_remove_beside_it():
+    g = mechanisms.get("privtree").guarantee(_params("privtree", epsilon=2.0))
+    assert g["epsilon"] == 4.0 and g["relation"].startswith("replace one user")
+    assert g["other_relations"] == {"add/remove one user": 2.0}
+
+
+def test_sldp_guarantee_follows_rule_calibration_and_threshold():
+    mech = mechanisms.get("sldp")
+    default = _params("sldp", epsilon=2.0)
+    assert default["threshold"] == 20 and default["calibration"] == "sensitivity2"
+    assert default["split_rule"] == "all_children" and mech.guarantee(default)["epsilon"] == 2.0
+    authors = _params("sldp", epsilon=2.0, split_rule="per_child")
+    assert mech.guarantee(authors)["epsilon"] is None                       # per_child: none proven
+    paper = _params("sldp", epsilon=2.0, split_rule="all_children", calibration="paper")
+    assert mech.guarantee(paper)["epsilon"] == 4.0                          # the true cost, 2 eps per round

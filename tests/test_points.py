@@ -32,7 +32,7 @@ def test_load_counts_every_dropped_row(tmp_path):
                   "3,40.0,116.5\n")      # kept
     pts, report, meta = points.load_points(f, lonlat_bbox=BOX)
     assert len(pts) == 2 and report.rows_read == 5
-    assert meta["rows_dropped"] == {"non_numeric_or_missing_coordinate": 2, "outside_bbox": 1}
+    assert meta["rows_dropped"] == {"missing_coordinate": 1, "non_numeric_coordinate": 1, "outside_bbox": 1}
     assert list(pts["source_user"]) == ["1", "3"]
     assert meta["rows_kept"] == 2
 

@@ -189,11 +189,36 @@ def test_training_without_noise_decreases_the_loss():
 
 
 def test_guarantees_are_stated_and_only_uniform_noise_has_one():
-    assert guarantee("radio_fedavg", 0, 100, 10, 1e-5)["epsilon"] is None
-    assert guarantee("radio_geo", 10, 100, 10, 1e-5)["epsilon"] is None
-    e1 = guarantee("radio_uniform", 1.0, 100, 10, 1e-5)["epsilon"]
-    e50 = guarantee("radio_uniform", 50.0, 100, 10, 1e-5)["epsilon"]
+    full = [1.0] * 10
+    assert guarantee("radio_fedavg", 0, 100, 1e-5, full, "frozen")["epsilon"] is None
+    assert guarantee("radio_geo", 10, 100, 1e-5, full, "frozen")["epsilon"] is None
+    e1 = guarantee("radio_uniform", 1.0, 100, 1e-5, full, "frozen")["epsilon"]
+    e50 = guarantee("radio_uniform", 50.0, 100, 1e-5, full, "frozen")["epsilon"]
     assert 0 < e50 < e1 < np.inf
+
+
+def test_uniform_guarantee_uses_sensitivity_2c_and_needs_full_clipping_and_frozen_theta():
+    """Local model: L2 sensitivity 2C, noise std sqrt(mu/M) C, so rho = T (2C)^2 / (2 mu C^2 / M) = 2 T M / mu."""
+    mu, M, T, delta = 10.0, 100, 10, 1e-5
+    g = guarantee("radio_uniform", mu, M, delta, [1.0] * T, "frozen")
+    rho = 2 * T * M / mu
+    assert g["epsilon"] == pytest.approx(rho + 2 * np.sqrt(rho * np.log(1 / delta)))
+    assert "local" in g["relation"] and g["delta"] == delta
+    # one epoch with an unclipped user: the noise scale depends on its data, no epsilon at all
+    short = guarantee("radio_uniform", mu, M, delta, [1.0] * 9 + [0.95], "frozen")
+    assert short["epsilon"] is None and "epoch" in short["note"]
+    # theta's gradient uploaded in the clear: nothing holds
+    assert guarantee("radio_uniform", mu, M, delta, [1.0] * T, "learned")["epsilon"] is None
+
+
+def test_frozen_theta_is_never_updated():
+    cfg, env, pb = small_problem()
+    s = Settings(epochs=3, eta_h=3000.0, eta_theta=0.08, clip=1.0, psi_scale=3.0, h_init=20.0,
+                 theta_init=(-20.0, -30.0, -20.0, -40.0), scheme="radio_fedavg", theta="frozen")
+    hist = train(pb, s, rng(1, "rm-test", "train"))
+    assert all(np.array_equal(t, s.theta_init) for t in hist.theta)
+    learned = train(pb, Settings(**{**s.__dict__, "theta": "learned"}), rng(1, "rm-test", "train"))
+    assert not np.array_equal(learned.theta[-1], s.theta_init)
 
 
 @pytest.mark.parametrize("section, key", [
@@ -204,6 +229,7 @@ def test_guarantees_are_stated_and_only_uniform_noise_has_one():
     ({"attack": {"epochs": [500]}}, "studies.radiomap.attack.epochs"),
     ({"attack": {"nu": [0]}}, "studies.radiomap.attack.nu"),
     ({"bogus": 1}, "studies.radiomap.bogus"),
+    ({"training": {"theta": "thawed"}}, "studies.radiomap.training.theta"),
 ])
 def test_config_errors_name_the_key(section, key):
     with pytest.raises(ConfigError, match=f"'{key}'.*allowed"):

@@ -42,6 +42,9 @@ def test_radiomap_rules_run_and_extend_incrementally(make_workdir):
     assert set(transcript["epoch"]) == {1, 4} and set(transcript["user"]) == set(range(6))
     assert len(pd.read_parquet(run / "model.parquet")) == 4 * 100   # h after every epoch, M = 100
     assert read_parquet_metadata(run / "history.parquet")["guarantee"]["epsilon"] is None
+    # the uniform scheme with theta learned in the clear (the paper's protocol) claims nothing either
+    uniform = read_parquet_metadata(wd / OUT / "runs/scheme~radio_uniform/mu~1/rho~0" / "history.parquet")
+    assert uniform["guarantee"]["epsilon"] is None and "theta" in uniform["guarantee"]["note"]
     att = pd.read_parquet(wd / OUT / "summary/attack_rmse.parquet")
     assert len(att) == 3 * 2 * 3 and att["rmse_m"].notna().all()
 

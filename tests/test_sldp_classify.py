@@ -4,7 +4,8 @@ import pytest
 from locpriv.errors import InputError
 from locpriv.sldp import classify
 
-CFG = {"threshold": 0.0, "max_depth": 8, "delta": 0.05, "delta_constant": 6.0, "split_rule": "per_child"}
+CFG = {"threshold": 0.0, "max_depth": 8, "delta": 0.05, "delta_constant": 6.0, "split_rule": "per_child",
+       "calibration": "sensitivity2"}
 
 
 def test_quantization_moves_points_to_region_centres_within_half_a_cell():

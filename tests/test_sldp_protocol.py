@@ -5,7 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from locpriv.sldp.protocol import run_protocol, split_margin, x_of_delta
+from locpriv.dp.sampling import discrete_laplace
+from locpriv.sldp.protocol import (INDICATOR_STEP, child_reports, guarantee, noise_scale, round_cost, run_protocol,
+                                   split_margin, x_of_delta)
 
 BOX = (-10.0, 10.0, -10.0, 10.0)
 
@@ -30,8 +32,11 @@ def result(request):
 def test_transcript_has_no_location_or_raw_indicator(result):
     assert set(result.reports.columns) == {"round", "user", "level", "code", "y"}
     assert not {"x", "y_location", "indicator"} & set(result.rounds.columns)
-    # continuous Laplace noise: no report equals a bare indicator value
-    assert not np.isin(result.reports["y"].to_numpy(), [0.0, 1.0]).any()
+    # reports lie on the public grid (Mironov-safe); a bare indicator value is as rare as
+    # P(discrete Laplace = 0) = tanh(1 / (2 s)) ~ 1 / (2 s), s = 512 steps at eps = 1
+    y = result.reports["y"].to_numpy()
+    assert (y / INDICATOR_STEP == np.rint(y / INDICATOR_STEP)).all()
+    assert np.isin(y, [0.0, 1.0]).mean() < 2 * 2 / (2 * 512)
 
 
 def test_users_stop_answering_once_their_region_is_fixed(result):
@@ -59,17 +64,57 @@ def test_partition_holds_every_user_exactly_once(result):
             assert (up, code >> (2 * (lvl - up))) not in keyed
 
 
-def test_lemma_4_1_bound_holds_at_its_probability():
-    """|sum of n Laplace(1/eps)| <= Delta with probability >= 1 - e^-x.
+@pytest.mark.parametrize("calibration", ["sensitivity2", "paper"])
+def test_lemma_4_1_bound_holds_at_its_probability(calibration):
+    """|sum of n report noises| <= Delta(b) with probability >= 1 - e^-x, b the noise actually used.
 
-    2000 Monte Carlo sums; the violation count is Binomial(2000, p <= e^-x = 0.05),
-    so more than 100 + 5 sd = 100 + 5 sqrt(95) ~ 149 violations would refute the bound.
+    2000 Monte Carlo sums of the protocol's own (discrete) noise; the violation count is
+    Binomial(2000, p <= e^-x = 0.05), so more than 100 + 5 sd = 100 + 5 sqrt(95) ~ 149
+    violations would refute the bound.
     """
     eps, n, R = 0.7, 400, 2000
     x = x_of_delta(0.05)
-    sums = np.random.default_rng(2).laplace(0, 1 / eps, size=(R, n)).sum(axis=1)
-    violations = int((np.abs(sums) > split_margin(n, eps, x)).sum())
+    b = noise_scale(eps, calibration)
+    sums = INDICATOR_STEP * discrete_laplace(b / INDICATOR_STEP, np.random.default_rng(2), size=(R, n)).sum(axis=1)
+    violations = int((np.abs(sums) > split_margin(n, b, x)).sum())
     assert violations <= 100 + 5 * math.sqrt(R * 0.05 * 0.95)
+
+
+@pytest.mark.parametrize("calibration, b", [("sensitivity2", 2 / 1.5), ("paper", 1 / 1.5)])
+def test_child_reports_noise_has_the_calibrated_scale(calibration, b):
+    """Var of each report = 2 b^2 (discrete Laplace of scale b / step, times step^2; ~2 b^2 at this
+    resolution).  The sample variance of 2e5 draws has relative sd sqrt(5 / n) = 0.5 %: 5 sd = 2.5 %,
+    while the other calibration is 4x off (power)."""
+    rng = np.random.default_rng(11)
+    child = rng.integers(0, 4, 50_000)
+    y = child_reports(child, 1.5, rng, calibration)
+    noise = y - np.eye(4)[child]
+    assert noise.var() == pytest.approx(2 * b * b, rel=0.025)
+    assert round_cost(1.5, calibration) == pytest.approx(2 / b)
+
+
+def test_one_round_is_exactly_round_cost_ldp():
+    """Users in children 0 and 1 (L1 distance 2 / step grid steps): the largest log-ratio of the
+    reports' exact probabilities is (2 / step) / s with s the scale the sampler really uses; it is
+    at most round_cost (eps by default, 2 eps as printed) and equal to it up to the scale's rounding."""
+    from locpriv.dp.sampling import exact_scale
+    step = INDICATOR_STEP
+    for calibration, cost in (("sensitivity2", 1.0), ("paper", 2.0)):
+        s = exact_scale(noise_scale(1.0, calibration) / step)
+        # entry-wise log pmf difference is (|j - k'| - |j - k|) / s; the worst j saturates both entries
+        worst = 2 * (1 / step) / s
+        assert cost * (1 - 1e-6) < worst <= cost == round_cost(1.0, calibration)
+
+
+def test_guarantee_states_the_true_cost_and_no_epsilon_without_a_proof():
+    printed = guarantee(1.0, 0.05, 20, "all_children", "paper")
+    assert printed.epsilon == 2.0 and "replace one user" in printed.relation and printed.delta == 0.05
+    assert guarantee(1.0, 0.05, 20, "all_children", "sensitivity2").epsilon == 1.0
+    # the mean task: half for the partition, half for the task: 1.5 eps as printed, eps calibrated
+    assert guarantee(0.5, 0.05, 20, "all_children", "paper", task_epsilon=0.5, task="mean").epsilon == 1.5
+    assert guarantee(0.5, 0.05, 20, "all_children", "sensitivity2", task_epsilon=0.5, task="mean").epsilon == 1.0
+    per_child = guarantee(1.0, 0.05, 20, "per_child", "sensitivity2")
+    assert per_child.epsilon is None and per_child.model.startswith("none proven")
 
 
 def test_split_needs_every_child_above_threshold_plus_margin():

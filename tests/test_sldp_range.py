@@ -15,10 +15,14 @@ BOX = (0.0, 1.0, 0.0, 1.0)
 def test_privtree_constants_and_hand_worked_biased_counts():
     lam, delta = privtree.constants(1.0)
     assert lam == pytest.approx(7 / 3) and delta == pytest.approx(7 / 3 * math.log(4))
-    # eps_tree = 1, theta = 0: delta = 3.2347; a depth-2 node with 10 points has
-    # b = max(10 - 2 * 3.2347, 0 - 3.2347) = 3.5306; an empty depth-1 node has b = -3.2347
-    np.testing.assert_allclose(privtree.biased_count([10, 0], [2, 1], 0.0, delta),
-                               [10 - 2 * delta, -delta])
+    # on the grid 2^-8: lambda' = 7/3 * 256 rounded up by < 2^-15 steps, delta' = ceil(lambda' ln 4) + 1
+    lam_steps, delta_steps = privtree.grid_constants(1.0)
+    assert 0 < lam_steps - 7 / 3 * 256 <= 2 ** -15
+    assert delta_steps == math.ceil(lam_steps * math.log(4)) + 1 == 830       # 597.33 * 1.3863 = 828.1
+    assert delta_steps * privtree.STEP >= lam_steps * privtree.STEP * math.log(4) >= delta
+    # theta = 0: a depth-2 node with 10 points has b = 2560 - 2 * 830 = 900 steps; an empty
+    # depth-1 node has b = max(0 - 830, 0 - 830) = -830 steps
+    np.testing.assert_array_equal(privtree.biased_steps([10, 0], [2, 1], 0, 830), [900, -830])
 
 
 def test_privtree_splits_dense_regions_deeper():

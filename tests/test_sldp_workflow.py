@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, TINY, run_snakemake
+from locpriv.io import read_parquet_metadata
 
 HOUSING = ROOT.parent / "shared/data/california_housing/housing.csv"
 GEOLIFE = ROOT.parent / "shared/data/geolife_beijing/geolife_beijing_1min.csv.gz"
@@ -37,6 +38,10 @@ def test_sldp_study_runs_and_reports_every_method(make_workdir):
     run = wd / "results/studies/sldp/runs/task~mean/n~1500/epsilon~2.0/rep~0"
     reports = pd.read_parquet(run / "transcript-reports.parquet")
     assert set(reports.columns) == {"round", "user", "level", "code", "y"}
+    # the default per-child rule has no proof: the run records no epsilon, but says what it spent
+    guarantee = read_parquet_metadata(run / "partition.parquet")["guarantee"]
+    assert guarantee["epsilon"] is None and guarantee["model"].startswith("none proven")
+    assert "partition 1 (calibration sensitivity2) + mean task (Ex. 3.1) 1" in guarantee["note"]
 
 
 def test_bad_sldp_section_names_the_key(make_workdir):

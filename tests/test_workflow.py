@@ -150,7 +150,7 @@ def test_geolife_real_data_end_to_end(make_workdir):
     meta = json.loads((wd / "results/ingest/geolife/meta.json").read_text())
     # the shipped file is already cut to the box: every row kept, and the count recorded
     assert meta["rows_read"] == 968_969 and meta["rows_kept"] == 968_969
-    assert meta["rows_dropped"] == {"non_numeric_or_missing_coordinate": 0, "outside_bbox": 0}
+    assert meta["rows_dropped"] == {} and meta["persons"] == 179 and meta["person_cap"] is None
     assert meta["units"] == "m" and "equirectangular" in meta["projection"]
     bw = json.loads((wd / "results/ingest/geolife/bandwidth.json").read_text())
     assert 50 < bw["h"] < 2000  # metres: a city-scale kNN bandwidth
@@ -163,8 +163,11 @@ def test_geolife_real_data_end_to_end(make_workdir):
 
 def test_rff_and_geoind_branches_with_a_refused_query(make_workdir):
     cfg = copy.deepcopy(TINY)
+    cfg["plots"]["illustrations"] = True   # the RFF paper's Fig. 3/4, drawn only when asked for
     cfg["experiments"]["density"]["mechanisms"] = {
-        "rff": {"n": 600, "h": 0.55, "B": [1, 60]},  # B = 60 exceeds the policy's 50 features
+        # h = 0.55 is not (4n+1) h0 for h0 = 0.2: every user refuses (Lemma 4); B > max_features
+        # would be refused too, but is a config error (tests/test_bad_inputs.py)
+        "rff": {"n": 600, "h": 0.55, "B": [1, 2], "h0": ["h", 0.2]},
         "geoind": {"n": 600, "h": 0.55, "epsilon": 5},
         "laplace_ldp": {"n": 600, "h": 0.55, "epsilon": 8, "estimator": ["naive", "deconv"]},
         "zero": {"n": 600},
@@ -172,15 +175,15 @@ def test_rff_and_geoind_branches_with_a_refused_query(make_workdir):
     wd = make_workdir(cfg)
     run_snakemake(wd, "--cores", "2")
     table = pd.read_parquet(wd / "results/summary/metrics.parquet")
-    wide = table.pivot_table(index=["mechanism", "B"], columns="metric", values="value", dropna=False)
-    answered = wide.loc[("rff", "1")]
+    wide = table.pivot_table(index=["mechanism", "B", "h0"], columns="metric", values="value", dropna=False)
+    answered = wide.loc[("rff", "1", "h")]
     assert answered["answered"] == 1 and answered["spearman_pooled"] > 0.5
-    refused = wide.loc[("rff", "60")]
+    refused = wide.loc[("rff", "2", "0.2")]
     assert refused["answered"] == 0 and np.isnan(refused["spearman"]) and np.isnan(refused["privacy_Z"])
-    est = list((wd / "results/runs/gauss9/rff").glob("*B~60*/rep~0/estimate.nc"))[0]
+    est = list((wd / "results/runs/gauss9/rff").glob("*B~2*h0~0.2*/rep~0/estimate.nc"))[0]
     with xr.open_dataset(est) as ds:
-        assert "policy maximum" in ds["density"].attrs["refusal"]
-    assert wide.loc[("geoind", ""), "guarantee_epsilon"] == 5
+        assert "Lemma 4" in ds["density"].attrs["refusal"]
+    assert wide.loc[("geoind", "", ""), "guarantee_epsilon"] == 5
     ldp = table[(table["mechanism"] == "laplace_ldp") & (table["metric"] == "guarantee_epsilon")]
     assert set(ldp["estimator"]) == {"naive", "deconv"} and (ldp["value"] == 8).all()
     for plot in ("tradeoff", "gain_per_cost", "rff-fig3-convergence", "rff-fig4-user-surfaces"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import itertools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,8 +75,91 @@ def check_schema(config: dict, schema_path: str | Path) -> None:
     if errors:
         err = errors[0]
         hint = err.schema.get("description", "") if isinstance(err.schema, dict) else ""
-        raise ConfigError(f"config key '{_key(err.absolute_path)}': {err.message}"
+        message = err.message if len(err.message) <= 200 else err.message[:200] + "..."
+        raise ConfigError(f"config key '{_key(err.absolute_path)}': {message}"
                           + (f" ({hint})" if hint else ""))
+
+
+# Defaults of optional keys (the schema documents them).
+DEFAULT_KNN_K = 500
+DEFAULT_MEMORY_LIMIT_MB = 4000
+ATTACK_BATCH = 256  # attack.batch default (locpriv.attack.DEFAULT_BATCH)
+# working copies per reconstructed surface in the attack (surface, neighbour comparisons, mask)
+_ATTACK_ARRAYS = 3
+
+
+def check_values(config: dict) -> None:
+    """What the schema cannot check: box order, one box per dataset, memory estimate."""
+    for name, spec in config.get("datasets", {}).items():
+        if spec["source"] == "points" and ("lonlat_bbox" in spec) == ("bbox" in spec):
+            raise ConfigError(f"config key 'datasets.{name}': give exactly one of 'lonlat_bbox' (lon/lat "
+                              "data) or 'bbox' (x/y data)")
+        if "max_points_per_person" in spec and "user_column" not in spec:
+            raise ConfigError(f"config key 'datasets.{name}.max_points_per_person': needs 'user_column' "
+                              "(the column naming each row's person)")
+        for key in ("bbox", "lonlat_bbox"):
+            if key in spec:
+                check_box(spec[key], f"datasets.{name}.{key}", lonlat=key == "lonlat_bbox")
+    check_memory(config)
+
+
+def check_box(box, key: str, lonlat: bool = False) -> None:
+    x0, x1, y0, y1 = box
+    names = ("lon", "lat") if lonlat else ("x", "y")
+    for lo, hi, n in ((x0, x1, names[0]), (y0, y1, names[1])):
+        if not lo < hi:
+            raise ConfigError(f"config key '{key}': inverted or empty box {box}: {n}_min {lo} is not below "
+                              f"{n}_max {hi}; allowed: [{names[0]}_min, {names[0]}_max, {names[1]}_min, "
+                              f"{names[1]}_max] with min < max")
+    if lonlat and not (-180 <= x0 and x1 <= 180 and -90 <= y0 and y1 <= 90):
+        raise ConfigError(f"config key '{key}': {box} is not a lon/lat box; allowed: lon in [-180, 180], "
+                          "lat in [-90, 90] (degrees), in the order [lon_min, lon_max, lat_min, lat_max]")
+
+
+def memory_estimate_mb(config: dict) -> dict[str, float]:
+    """Estimated peak memory (MB) of the largest arrays a job holds, by what dominates it.
+
+    The attack rebuilds min(attack.batch, attack.users) user surfaces on the P x Q grid at once;
+    an rff shard holds users_per_shard x max_features frequencies and phases.
+    """
+    cells = config["grid"]["P"] * config["grid"]["Q"]
+    attack = config["attack"]
+    surfaces = min(int(attack.get("batch", ATTACK_BATCH)), int(attack["users"]))
+    estimate = {"attack batch x grid": surfaces * cells * 8 * _ATTACK_ARRAYS / 1e6}
+    features = max([int(v) for exp in config.get("experiments", {}).values()
+                    for mech, grid in exp["mechanisms"].items() if mech == "rff"
+                    for key in ("B", "max_features") for v in _as_list((grid or {}).get(key, 0))
+                    if isinstance(v, (int, float))] or [0])
+    if features:
+        estimate["users_per_shard x rff features"] = config["users_per_shard"] * features * 3 * 8 * 2 / 1e6
+    return estimate
+
+
+def check_memory(config: dict) -> None:
+    limit = config.get("memory_limit_mb", DEFAULT_MEMORY_LIMIT_MB)
+    for what, mb in memory_estimate_mb(config).items():
+        if mb > limit:
+            raise ConfigError(f"config key 'memory_limit_mb': a job would need about {mb:,.0f} MB for "
+                              f"{what} (grid {config['grid']['P']}x{config['grid']['Q']}, attack.batch "
+                              f"{config['attack'].get('batch', ATTACK_BATCH)}, users_per_shard "
+                              f"{config['users_per_shard']}), above the limit {limit} MB; allowed: a smaller "
+                              "grid, attack.batch or rff B/max_features, or raise memory_limit_mb if the "
+                              "machine has the memory")
+
+
+def _as_list(value) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def check_run_params(params: dict, where: str) -> None:
+    """Numbers must be finite; rff's B cannot exceed the users' max_features (every user would refuse)."""
+    for key, value in params.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"config key '{where}.{key}': {value!r} is not allowed; allowed: a finite number")
+    if "B" in params and "max_features" in params and params["B"] > params["max_features"]:
+        raise ConfigError(f"config key '{where}.B': {params['B']} exceeds max_features "
+                          f"{params['max_features']}, so every user would refuse the query; allowed: "
+                          f"B <= max_features (or raise max_features)")
 
 
 @dataclass
@@ -129,6 +213,7 @@ def expand_runs(config: dict) -> list[Run]:
                             raise ConfigError(f"config key '{where}.n': {n!r} is not allowed; "
                                               "allowed: a positive integer or 'all'")
                         rows.append({"n": n, **params})
+                    check_run_params(params, where)
                 space = Paramspace(pd.DataFrame(rows), filename_params="*",
                                    single_wildcard="params")
                 for row, pstr in zip(rows, space.instance_patterns):
@@ -147,8 +232,10 @@ def check_dataset_paths(config: dict, base: Path) -> None:
     for name, spec in config.get("datasets", {}).items():
         if spec["source"] == "points":
             path = base / spec["path"]
-            if not path.exists():
-                raise ConfigError(f"config key 'datasets.{name}.path': file {str(path)!r} does not exist; "
+            problem = ("does not exist" if not path.exists() else "is a directory" if path.is_dir()
+                       else None)
+            if problem:
+                raise ConfigError(f"config key 'datasets.{name}.path': {str(path)!r} {problem}; "
                                   "allowed: a path (absolute or relative to the working directory) to a "
                                   "CSV, CSV.gz or Parquet file of points")
 

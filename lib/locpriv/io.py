@@ -30,12 +30,20 @@ def atomic_path(path: str | os.PathLike):
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
+    # mkstemp makes 0600 files; outputs get the mode a plain open() would (0666 minus umask)
+    os.chmod(tmp, 0o666 & ~_umask())
     try:
         yield tmp
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask means setting it; restore at once
+    os.umask(mask)
+    return mask
 
 
 def write_parquet(df: pd.DataFrame, path, metadata: dict | None = None,
@@ -128,3 +136,35 @@ def concat_to_table(paths, sort_by: list[str], out_parquet, out_csv) -> pd.DataF
     with atomic_path(out_csv) as tmp:
         table.to_csv(tmp, index=False, float_format="%.10g")
     return table
+
+
+def damage(path: str | os.PathLike) -> str | None:
+    """Why a finished output cannot be read back (truncated, overwritten, foreign bytes), or None.
+
+    Cheap checks of the formats' fixed bytes, fast enough to run over every result
+    before each run: Parquet starts and ends with 'PAR1' (the footer would be gone
+    from a truncated file), NetCDF starts with 'CDF\\x01'/'CDF\\x02' (NetCDF3) or the
+    HDF5 signature (NetCDF4), PNG starts with its signature and ends with the IEND
+    chunk, JSON parses.
+    """
+    path = Path(path)
+    size = path.stat().st_size
+    if size == 0:
+        return "empty file"
+    suffix = path.suffix
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        fh.seek(max(size - 12, 0))
+        tail = fh.read()
+    if suffix == ".parquet" and not (head[:4] == b"PAR1" and tail[-4:] == b"PAR1"):
+        return "not a complete Parquet file (magic bytes or footer missing)"
+    if suffix == ".nc" and head[:4] not in (b"CDF\x01", b"CDF\x02") and head != b"\x89HDF\r\n\x1a\n":
+        return "not a NetCDF file (magic bytes missing)"
+    if suffix == ".png" and not (head == b"\x89PNG\r\n\x1a\n" and b"IEND" in tail):
+        return "not a complete PNG image"
+    if suffix == ".json":
+        try:
+            read_json(path)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return f"not valid JSON ({exc})"
+    return None

@@ -1,27 +1,50 @@
-"""Exact Gaussian KDE on a grid in separable form, and kNN bandwidth selection.
+"""Exact Gaussian KDE on a grid in tiled separable form, and kNN bandwidth selection.
 
 k_h(g, d) = exp(-||g - d||^2 / (2 h^2)) factorises over coordinates, so
-sum_i k_h(g_pq, d_i) = sum_i Kx[i, p] Ky[i, q] = (Kx^T Ky)[p, q]: one GEMM
-with inner dimension N, done in user chunks so memory is O(chunk * (P + Q)),
-never N x P x Q.
+sum_i k_h(g_pq, d_i) = sum_i Kx[i, p] Ky[i, q] = (Kx^T Ky)[p, q]: a GEMM with
+inner dimension N.  At realistic bandwidths (h a few grid cells) almost every
+entry of the dense factors is zero or subnormal, so:
+
+* the kernel is cut at |u| = cut (``gaussian_cut``): a point touches only the
+  grid rows/columns within cut * h of it;
+* points are sorted into tiles by the grid cell of their window, and each tile
+  does the GEMM on factors restricted to the union of its points' windows, in
+  user chunks (memory O(chunk * span));
+* inside a tile every |u| is at most about cut + (tile side + 1) step / h
+  <= cut + 8 + step / h; factors are checked against SAFE_U (|u| <= 30, so
+  exp(-u^2/2) >= 1e-196) and otherwise built with the cut applied entry by entry,
+  so no factor entry is ever subnormal, and nothing is computed for grid
+  rows/columns no point of the tile reaches.
+
+Error bound: every term with both |u_x|, |u_y| <= cut is summed (terms just
+beyond the cut that fall inside a tile's span are summed too), and each dropped
+term is at most TAIL times that point's own peak ((1 + c_x)(1 + c_y) for the
+deconvoluting kernel, 1 otherwise).  So for any grid node
+|kde_sum - exact sum| <= TAIL * peak * (points whose kernel is cut there) <= TAIL * peak * N.
 """
 
 from __future__ import annotations
 
-import numpy as np
-from scipy.spatial import cKDTree
+from dataclasses import dataclass
+from functools import cached_property
 
-from .deconv.kernels import adjusted_from_square
+import numpy as np
+
+from .deconv.kernels import adjusted_from_square, gaussian_cut
 
 DEFAULT_CHUNK = 8192
+TAIL = 1e-13          # dropped terms are below this fraction of the kernel's peak
+TILE_REACH = 8.0      # a tile's side is at most this many h: bounds |u| inside its span
+MIN_TILE_USERS = 2048  # fewer, larger tiles when N is small: each tile costs a GEMM call
+SAFE_U = 30.0  # |u| below this: exp(-u^2/2) >= 1e-196, a normal float (subnormals start near 1e-308)
 
 
 def kernel_factor(coord: np.ndarray, grid: np.ndarray, h: float, laplace_b: float = 0.0) -> np.ndarray:
     """exp(-u^2 / 2), u = (grid - coord) / h, as an (n, P) matrix, built in place.
 
     With ``laplace_b`` > 0 it is the deconvoluting kernel for Laplace(b) noise on
-    this coordinate (seed 004 eq. 5): K_hat = (1 - (b/h)^2 d^2/du^2) K, and for the
-    Gaussian K'' = (u^2 - 1) K, so K_hat = K (1 - (b/h)^2 (u^2 - 1)).
+    this coordinate (Farokhi 2020, eq. 5): K_hat = (1 - (b/h)^2 d^2/du^2) K, and for
+    the Gaussian K'' = (u^2 - 1) K, so K_hat = K (1 - (b/h)^2 (u^2 - 1)).  Dense, no cut.
     """
     u2 = np.subtract.outer(coord, grid)
     np.square(u2, out=u2)
@@ -29,28 +52,219 @@ def kernel_factor(coord: np.ndarray, grid: np.ndarray, h: float, laplace_b: floa
     return adjusted_from_square("gaussian", u2, (laplace_b / h) ** 2, normalised=False)
 
 
+@dataclass(frozen=True)
+class _Axis:
+    """One coordinate: its grid, bandwidth, deconvolution constant, cut and factor builder."""
+
+    grid: np.ndarray
+    h: float
+    c: float  # (b / h)^2 of the deconvoluting kernel, 0 for the plain Gaussian
+
+    @classmethod
+    def of(cls, grid, h: float, b: float) -> "_Axis":
+        return cls(np.asarray(grid, dtype=float), float(h), (b / h) ** 2)
+
+    @cached_property
+    def cut(self) -> float:
+        return gaussian_cut(self.c, TAIL)
+
+    @cached_property
+    def step(self) -> float | None:
+        """The grid step if the grid is regular (to 1e-12 relative), else None."""
+        d = np.diff(self.grid)
+        if d.size and d[0] > 0 and np.allclose(d, d[0], rtol=1e-12, atol=0):
+            return float(d[0])
+        return None
+
+    def window(self, coord: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Index range [lo, hi) of the grid nodes within cut * h of each coordinate.
+
+        On a regular grid by arithmetic (a rounding at the boundary can add or drop
+        a node at |u| = cut exactly, whose term is TAIL of the peak: within the bound).
+        """
+        reach, p = self.cut * self.h, self.grid.size
+        if self.step is None:
+            return (np.searchsorted(self.grid, coord - reach, "left"),
+                    np.searchsorted(self.grid, coord + reach, "right"))
+        lo = np.ceil((coord - reach - self.grid[0]) / self.step)
+        hi = np.floor((coord + reach - self.grid[0]) / self.step) + 1
+        return (np.clip(lo, 0, p).astype(np.int64), np.clip(hi, 0, p).astype(np.int64))
+
+    def factors(self, coord: np.ndarray, j0: np.ndarray, width: int) -> np.ndarray:
+        """(n, width) kernel factors, row i against grid[j0_i : j0_i + width].
+
+        Regular grid: u_ij = v_i + j d (v_i = (grid[j0_i] - x_i) / h, d = step / h), three
+        array passes and one exp per entry, no gather.  Inside a tile |u| stays below
+        cut + TILE_REACH + d, so where |u| <= SAFE_U no entry is subnormal and the cut
+        need not be applied; otherwise (h far below the grid step) ``_direct`` cuts.
+        """
+        v = (self.grid[j0] - coord) / self.h
+        if self.step is None or not v.size:
+            return self._direct(coord, j0, width)
+        d = self.step / self.h
+        if max(-v.min(), v.max() + width * d) > SAFE_U:
+            return self._direct(coord, j0, width)
+        u2 = np.add.outer(v, d * np.arange(width))
+        np.square(u2, out=u2)
+        return adjusted_from_square("gaussian", u2, self.c, normalised=False)
+
+    def _direct(self, coord: np.ndarray, j0: np.ndarray, width: int) -> np.ndarray:
+        """Per-entry exps with the cut applied (irregular grids, or h far below the step)."""
+        padded = np.r_[self.grid, np.full(width, np.inf)]  # beyond the grid: cut
+        u2 = padded[np.add.outer(j0, np.arange(width))]
+        u2 -= coord[:, None]
+        np.square(u2, out=u2)
+        u2 *= 1.0 / (self.h * self.h)
+        outside = u2 > self.cut ** 2
+        u2[outside] = 0.0  # never exponentiate what is cut: no subnormal arithmetic
+        k = adjusted_from_square("gaussian", u2, self.c, normalised=False)
+        k[outside] = 0.0
+        return k
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """Points sorted by tile, and each tile's rows [start, stop) and grid block."""
+
+    order: np.ndarray                    # indices into the points, tile by tile
+    points: np.ndarray                   # the points in that order
+    bounds: np.ndarray                   # (tiles + 1,) row offsets into ``order``
+    x0: np.ndarray
+    x1: np.ndarray
+    y0: np.ndarray
+    y1: np.ndarray
+
+    def __len__(self) -> int:
+        return self.x0.size
+
+
+def _tile_side(n: int, axis: _Axis) -> int:
+    """Tile side in cells: about N / MIN_TILE_USERS tiles, and at most TILE_REACH * h.
+
+    When a tile's block (window + side) would cover the whole axis anyway, one tile
+    spans the axis: smaller tiles would only add GEMM calls.
+    """
+    p = axis.grid.size
+    if p == 1:   # a single grid line (e.g. a 1-D slice): one tile, and no step to divide by
+        return 1
+    step = axis.step if axis.step is not None else (axis.grid[-1] - axis.grid[0]) / max(1, p - 1)
+    want = int(np.ceil(p / np.sqrt(max(1.0, n / MIN_TILE_USERS))))
+    side = max(1, min(want, int(TILE_REACH * axis.h / step)))
+    return p if 2 * axis.cut * axis.h / step + side >= p else side
+
+
+def tiling(points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float,
+           laplace_b: tuple[float, float] = (0.0, 0.0)) -> Tiling:
+    """The tiling ``kde_sum`` uses (public so benchmarks can time a GEMM of the same shapes)."""
+    return _tiling(np.asarray(points, dtype=float).reshape(-1, 2),
+                   _Axis.of(gx, h, laplace_b[0]), _Axis.of(gy, h, laplace_b[1]))
+
+
+def _tiling(points: np.ndarray, ax: _Axis, ay: _Axis) -> Tiling:
+    lox, hix = ax.window(points[:, 0])
+    loy, hiy = ay.window(points[:, 1])
+    rows = np.flatnonzero((hix > lox) & (hiy > loy))  # beyond the cut of the whole grid: adds nothing
+    tx, ty = _tile_side(rows.size, ax), _tile_side(rows.size, ay)
+    ny = -(-ay.grid.size // ty)
+    key = (lox[rows] // tx) * ny + loy[rows] // ty
+    # stable (a radix sort for 16-bit keys): same tiles, same sums, for the same input
+    order = np.argsort(key.astype(np.uint16 if key.size and key.max() < 2 ** 16 else np.int64), kind="stable")
+    rows, key = rows[order], key[order]
+    pts = points[rows]
+    if not rows.size:
+        return Tiling(rows, pts, np.zeros(1, np.int64), *(np.zeros(0, np.int64),) * 4)
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    # windows grow with the coordinate: a tile's block runs from its smallest
+    # coordinate's window start to its largest one's window end
+    x0 = ax.window(np.minimum.reduceat(pts[:, 0], starts))[0]
+    x1 = ax.window(np.maximum.reduceat(pts[:, 0], starts))[1]
+    y0 = ay.window(np.minimum.reduceat(pts[:, 1], starts))[0]
+    y1 = ay.window(np.maximum.reduceat(pts[:, 1], starts))[1]
+    return Tiling(rows, pts, np.r_[starts, rows.size], x0, x1, y0, y1)
+
+
 def kde_sum(points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float,
             chunk: int = DEFAULT_CHUNK, laplace_b: tuple[float, float] = (0.0, 0.0)) -> np.ndarray:
     """Sum over points of the unnormalised Gaussian kernel on the grid, shape (P, Q).
 
     ``laplace_b``: per-coordinate Laplace noise scales of the points; nonzero gives
-    the deconvoluting KDE (still a product kernel, so still one GEMM per chunk).
+    the deconvoluting KDE (still a product kernel, so still one GEMM per tile).
+    Tiled and cut as the module docstring says: within TAIL * peak * N of the dense
+    sum.  Factors are built ``chunk`` sorted points at a time (memory O(chunk (P + Q))).
     """
     if not h > 0:
         raise ValueError(f"bandwidth h must be > 0, got {h}")
-    points = np.asarray(points, dtype=float)
-    total = np.zeros((gx.size, gy.size))
-    for start in range(0, len(points), chunk):
-        block = points[start:start + chunk]
-        total += (kernel_factor(block[:, 0], gx, h, laplace_b[0]).T
-                  @ kernel_factor(block[:, 1], gy, h, laplace_b[1]))
+    points = np.asarray(points, dtype=float).reshape(-1, 2)
+    ax, ay = _Axis.of(gx, h, laplace_b[0]), _Axis.of(gy, h, laplace_b[1])
+    t = _tiling(points, ax, ay)
+    total = np.zeros((ax.grid.size, ay.grid.size))
+    if not len(t):
+        return total
+    pts = t.points
+    tile_of_row = np.repeat(np.arange(len(t)), np.diff(t.bounds))
+    wx, wy = (t.x1 - t.x0).tolist(), (t.y1 - t.y0).tolist()
+    # Python ints for the per-tile loop: numpy scalar indexing is its main overhead at small h
+    bounds, x0, y0 = t.bounds.tolist(), t.x0.tolist(), t.y0.tolist()
+    for b0 in range(0, pts.shape[0], chunk):
+        b1 = min(b0 + chunk, pts.shape[0])
+        first, last = int(tile_of_row[b0]), int(tile_of_row[b1 - 1]) + 1
+        fx = ax.factors(pts[b0:b1, 0], t.x0[tile_of_row[b0:b1]], max(wx[first:last]))
+        fy = ay.factors(pts[b0:b1, 1], t.y0[tile_of_row[b0:b1]], max(wy[first:last]))
+        for k in range(first, last):
+            s, e = max(bounds[k], b0) - b0, min(bounds[k + 1], b1) - b0
+            total[x0[k]:x0[k] + wx[k], y0[k]:y0[k] + wy[k]] += fx[s:e, :wx[k]].T @ fy[s:e, :wy[k]]
     return total
 
 
+def kde_binned(points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float, refine: int = 4,
+               laplace_b: tuple[float, float] = (0.0, 0.0)) -> np.ndarray:
+    """``kde_sum`` approximated by linear binning: O(N) plus two small GEMMs, whatever N.
+
+    Each point's unit mass is split bilinearly over the 4 nodes of a fine regular
+    grid (step = grid step / ``refine``, padded by the cut radius), then the exact
+    separable kernel is applied to the binned masses: Fx^T W Fy.  Linear binning
+    keeps the mass and the mean of every point, so the error is second order,
+    O((fine step / h)^2) of the peak (Wand & Jones 1995, §D.2); the benchmark reports it.
+    Needs regular grids (the fine grid must be aligned with them).
+    """
+    if not h > 0:
+        raise ValueError(f"bandwidth h must be > 0, got {h}")
+    if int(refine) < 1:
+        raise ValueError(f"refine must be an integer >= 1, got {refine}")
+    points = np.asarray(points, dtype=float).reshape(-1, 2)
+    axes = (_Axis.of(gx, h, laplace_b[0]), _Axis.of(gy, h, laplace_b[1]))
+    nodes, cells = [], []
+    for axis, coord in zip(axes, points.T):
+        if axis.step is None:
+            raise ValueError("kde_binned needs regular grids; use kde_sum for irregular ones")
+        fine = axis.step / int(refine)
+        pad = int(np.ceil(axis.cut * h / fine)) + 1
+        node = axis.grid[0] + fine * np.arange(-pad, (axis.grid.size - 1) * int(refine) + pad + 1)
+        nodes.append(node)
+        cells.append((coord - node[0]) / fine)
+    (tx, ty), (mx, my) = cells, (nodes[0].size, nodes[1].size)
+    inside = (tx >= 0) & (tx < mx - 1) & (ty >= 0) & (ty < my - 1)  # the rest is beyond the cut
+    tx, ty = tx[inside], ty[inside]
+    ix, iy = np.floor(tx).astype(np.int64), np.floor(ty).astype(np.int64)
+    wx, wy = tx - ix, ty - iy
+    mass = np.zeros(mx * my)
+    for dx, fx in ((0, 1 - wx), (1, wx)):
+        for dy, fy in ((0, 1 - wy), (1, wy)):
+            mass += np.bincount((ix + dx) * my + iy + dy, fx * fy, minlength=mx * my)
+    kx, ky = (axis._direct(node, np.zeros(node.size, np.int64), axis.grid.size) for axis, node in zip(axes, nodes))
+    return kx.T @ (mass.reshape(mx, my) @ ky)
+
+
 def kernel_surfaces(points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float) -> np.ndarray:
-    """Each point's own kernel surface, shape (n, P, Q): what a Fed-KDE user sends."""
-    kx = kernel_factor(points[:, 0], gx, h)
-    ky = kernel_factor(points[:, 1], gy, h)
+    """Each point's own kernel surface, shape (n, P, Q): what a Fed-KDE user sends.
+
+    Cut like ``kde_sum`` (entries beyond cut * h are exactly 0, never subnormal).
+    """
+    points = np.asarray(points, dtype=float).reshape(-1, 2)
+    ax, ay = _Axis.of(gx, h, 0.0), _Axis.of(gy, h, 0.0)
+    start = np.zeros(len(points), dtype=np.int64)
+    kx = ax._direct(points[:, 0], start, ax.grid.size)
+    ky = ay._direct(points[:, 1], start, ay.grid.size)
     return kx[:, :, None] * ky[:, None, :]
 
 
@@ -68,6 +282,8 @@ def knn_bandwidth(points: np.ndarray, k: int, rng: np.random.Generator,
     the k-th neighbour is taken among all points and only the query points are
     sampled; a point is not its own neighbour.
     """
+    from scipy.spatial import cKDTree  # ~0.3 s to import: only the bandwidth stage needs it
+
     points = np.asarray(points, dtype=float)
     n = len(points)
     if not 1 <= k < n:

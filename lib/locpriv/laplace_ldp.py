@@ -1,12 +1,18 @@
-"""Laplace local DP over a public box (seed 004, Theorem 1).
+"""Laplace local DP over a public box (Farokhi 2020, Theorem 1), released on a public grid.
 
-Each user reports x + n with independent Laplace noise per coordinate of scale
+Farokhi's mechanism reports x + n with Laplace noise per coordinate of scale
 b_j = q (x̄_j − x̲_j) / ε for q-dimensional data in the public box
-[x̲_1, x̄_1] × … × [x̲_q, x̄_q]: moving x inside the box changes the report's
-log-density by at most Σ_j (x̄_j − x̲_j) / b_j = ε, so the mechanism is ε-LDP.
-Points outside the box break the bound, so they are an input error here; the
-location branch clamps them to the box first (a public, data-independent map)
-and counts them.
+[x̲_1, x̄_1] × … × [x̲_q, x̄_q].  Sampled on doubles it is not ε-DP (Mironov 2012:
+the reachable doubles depend on x), so each coordinate is released with
+``dp.grid.release_bounded`` at ε / q: x_j snapped to the power-of-two grid of step
+Λ_j = ``grid_steps`` (at most width_j / 1024), plus exact discrete Laplace noise of
+scale top_j q / ε grid steps, top_j = width_j / Λ_j — the discrete twin of b_j.
+
+Guarantee: ε-LDP for any two inputs in the box (basic composition of the q
+coordinates, each ε/q-LDP by ``dp.grid``'s proof); ``epsilon_spent`` is the exact
+value, strictly below ε because the sampler rounds its scale up.  Points outside
+the box break the bound, so they are an input error here; the location branch
+clamps them to the box first (a public, data-independent map) and counts them.
 """
 
 from __future__ import annotations
@@ -15,16 +21,49 @@ import math
 
 import numpy as np
 
+from .dp.grid import grid_step, release_bounded
+from .dp.sampling import exact_scale
 
-def scales(bounds: np.ndarray, epsilon: float) -> np.ndarray:
-    """b_j = q (x̄_j − x̲_j) / ε for bounds of shape (q, 2)."""
+
+def _checked(bounds: np.ndarray, epsilon: float) -> np.ndarray:
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon}")
     bounds = np.asarray(bounds, dtype=float).reshape(-1, 2)
-    width = bounds[:, 1] - bounds[:, 0]
-    if not (width > 0).all():
+    if not (bounds[:, 1] > bounds[:, 0]).all():
         raise ValueError(f"every bound needs upper > lower, got {bounds.tolist()}")
-    return len(bounds) * width / epsilon
+    return bounds
+
+
+def grid_steps(bounds: np.ndarray) -> np.ndarray:
+    """Λ_j, the public grid step of each coordinate (bounds of shape (q, 2))."""
+    bounds = np.asarray(bounds, dtype=float).reshape(-1, 2)
+    return np.asarray(grid_step(bounds[:, 1] - bounds[:, 0]), dtype=float).reshape(-1)
+
+
+def _steps_and_scales(bounds, epsilon):
+    bounds = _checked(bounds, epsilon)
+    step = grid_steps(bounds)
+    top = np.rint((bounds[:, 1] - bounds[:, 0]) / step)
+    return step, top, np.asarray(exact_scale(top / (epsilon / len(bounds))), dtype=float).reshape(-1)
+
+
+def scales(bounds: np.ndarray, epsilon: float) -> np.ndarray:
+    """The noise scale per coordinate in data units (≈ b_j = q width_j / ε; the deconvolution's b)."""
+    step, _, scale = _steps_and_scales(bounds, epsilon)
+    return step * scale
+
+
+def epsilon_spent(bounds: np.ndarray, epsilon: float) -> float:
+    """The exact ε of the released reports: Σ_j top_j / scale_j (< epsilon)."""
+    _, top, scale = _steps_and_scales(bounds, epsilon)
+    return float(np.sum(top / scale))
+
+
+def discretisation(bounds: np.ndarray) -> str:
+    step = grid_steps(bounds)
+    return ("each coordinate snapped to the public grid of step " + ", ".join(f"{s:g}" for s in step)
+            + " (power of two, <= box side / 1024) and released as grid point + exact discrete Laplace "
+            "noise (Canonne, Kamath & Steinke 2020); the reports lie on the same grid")
 
 
 def randomize(values: np.ndarray, bounds: np.ndarray, epsilon: float, rng: np.random.Generator,
@@ -32,12 +71,12 @@ def randomize(values: np.ndarray, bounds: np.ndarray, epsilon: float, rng: np.ra
     """Noisy reports of values (n, q) (or (n,) for q = 1) in the public bounds (q, 2)."""
     values = np.asarray(values, dtype=float)
     flat = values.reshape(len(values), -1)
-    bounds = np.asarray(bounds, dtype=float).reshape(-1, 2)
+    bounds = _checked(bounds, epsilon)
     outside = (flat < bounds[:, 0]) | (flat > bounds[:, 1])
     if outside.any():
         j = int(np.flatnonzero(outside.any(axis=0))[0])
         name = names[j] if names else f"coordinate {j}"
         raise ValueError(f"{int(outside[:, j].sum())} values of {name} lie outside its public bounds "
                          f"{bounds[j].tolist()}; declare bounds that contain the data (Theorem 1 needs them)")
-    b = scales(bounds, epsilon)
-    return (flat + rng.laplace(0.0, 1.0, flat.shape) * b).reshape(values.shape)
+    out = release_bounded(flat, bounds[:, 0], bounds[:, 1], epsilon / len(bounds), rng)
+    return out.reshape(values.shape)

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from . import io  # noqa: E402
+from .stages.metrics import per_run  # noqa: E402
 
 
 def _save(fig, path, settings):
@@ -19,25 +23,46 @@ def _save(fig, path, settings):
     plt.close(fig)
 
 
-def _variant(row: pd.Series, params: list[str]) -> str:
-    parts = [f"{p}={row[p]}" for p in params if p != "n" and row.get(p, "") not in ("", None)]
-    return row["mechanism"] + (" (" + ", ".join(parts) + ")" if parts else "")
+def _no_data(out_png: str, settings: dict, what: str) -> None:
+    """A figure saying why there is nothing to plot (e.g. every query refused), instead of a crash."""
+    fig, ax = plt.subplots(figsize=(5, 2))
+    ax.axis("off")
+    ax.text(0.5, 0.5, f"no data to plot: {what}", ha="center", va="center", wrap=True)
+    _save(fig, out_png, settings)
+
+
+def _log_ticks(ax, values, axis: str = "x") -> None:
+    """A log axis ticked at the data's own values, written plainly ("20000", not "2×10⁴")."""
+    values = sorted({float(v) for v in values if np.isfinite(v) and v > 0})
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(matplotlib.ticker.FixedLocator(values))
+    target.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    target.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+def _variants(wide: pd.DataFrame, params: list[str]) -> pd.Series:
+    """Each run's label: its mechanism and the parameters that vary among that mechanism's runs
+    (defaults every run shares would only lengthen the legend)."""
+    def label(group):
+        varied = [p for p in params if p != "n" and group[p].nunique() > 1]
+        return group.apply(lambda row: row["mechanism"] + (
+            " (" + ", ".join(f"{p}={row[p]}" for p in varied) + ")" if varied else ""), axis=1)
+    return pd.concat([label(group) for _, group in wide.groupby("mechanism", sort=False)]).reindex(wide.index)
 
 
 def wide_metrics(summary_path: str) -> tuple[pd.DataFrame, list[str]]:
     """The tidy summary as one row per run (metrics as columns) and its parameter columns."""
-    tab = pd.read_parquet(summary_path)
-    fixed = {"dataset", "mechanism", "rep", "metric", "value"}
-    params = [c for c in tab.columns if c not in fixed]
-    wide = tab.pivot_table(index=["dataset", "mechanism", "rep", *params], columns="metric",
-                           values="value", dropna=False).reset_index()
-    return wide.dropna(subset=["answered"]), params
+    wide, columns = per_run(pd.read_parquet(summary_path))
+    # the guarantee's text columns describe a run, they are not settings to tell runs apart by
+    return wide.dropna(subset=["answered"]), [c for c in columns if not c.startswith("guarantee_")]
 
 
 def metrics_vs_n(summary_path: str, out_png: str, settings: dict) -> None:
     """Spearman with the truth and privacy score Z against the number of users."""
     wide, params = wide_metrics(summary_path)
-    wide["variant"] = wide.apply(_variant, axis=1, params=params)
+    if wide.empty:
+        return _no_data(out_png, settings, "the summary holds no runs")
+    wide["variant"] = _variants(wide, params)
     datasets = sorted(wide["dataset"].unique())
     fig, axes = plt.subplots(len(datasets), 2, figsize=(14, 3.8 * len(datasets)), squeeze=False)
     # one colour per mechanism, one line style / marker per variant of it: a legend of 15+ lines stays readable
@@ -55,22 +80,55 @@ def metrics_vs_n(summary_path: str, out_png: str, settings: dict) -> None:
         row[0].set(title=f"{ds}: Spearman vs truth", xlabel="users N", ylabel="Spearman", xscale="log")
         row[1].set(title=f"{ds}: privacy score Z", xlabel="users N", ylabel="Z (distance units)",
                    xscale="log")
+        for ax in row:
+            _log_ticks(ax, sub["n_users"])
         row[1].legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 0.82, 1))   # the right margin holds the legends
     _save(fig, out_png, settings)
+
+
+SURFACE_COLUMNS = 4
+# A released partition can put most of its mass in a few tiny cells whose density dwarfs the rest,
+# which a min-max scale paints black everywhere else; each panel's scale stops at this quantile.
+ROBUST_QUANTILE = 0.99
+
+
+def _robust_max(values: np.ndarray) -> float:
+    finite = values[np.isfinite(values)]
+    top = float(np.quantile(finite, ROBUST_QUANTILE)) if finite.size else 0.0
+    return top if top > 0 else float(finite.max(initial=0.0)) or 1.0
 
 
 def surfaces(truth_path: str, estimate_paths: list[str], labels: list[str], out_png: str,
              settings: dict) -> None:
-    """True density beside each mechanism's estimate, same colour scale per panel."""
+    """True density beside each mechanism's estimate, a grid of panels with one colour bar each.
+
+    Each panel's colours run from 0 to its own 99th percentile (values above are drawn in the top
+    colour), so a map whose mass sits in a few small cells still shows its structure; panels are
+    compared by shape, the colour bars give the values (density per squared distance unit).
+    """
     truth = io.read_netcdf(truth_path)["density"]
     panels = [("truth", truth)] + [(lab, io.read_netcdf(p)["density"]) for lab, p in zip(labels, estimate_paths)]
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.3), squeeze=False)
+    ncol = min(SURFACE_COLUMNS, len(panels))
+    nrow = -(-len(panels) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 3.4 * nrow), squeeze=False)
     extent = [float(truth.x[0]), float(truth.x[-1]), float(truth.y[0]), float(truth.y[-1])]
-    for ax, (label, da) in zip(axes[0], panels):
-        ax.imshow(np.asarray(da.values).T, origin="lower", extent=extent,
-                  cmap=settings.get("cmap", "viridis"), aspect="auto")
-        ax.set_title(label, fontsize=9)
+    units = truth.attrs.get("units", "")
+    units = "" if units in ("1/1^2", "1") else units      # a unitless box: no "[1/1^2]"
+    for ax, (label, da) in zip(axes.ravel(), panels):
+        values = np.asarray(da.values, dtype=float)
+        if not np.isfinite(values).any():   # a refused query: no estimate to draw
+            ax.text(0.5, 0.5, "no estimate\n(query refused)", ha="center", va="center", transform=ax.transAxes)
+        else:
+            im = ax.imshow(values.T, origin="lower", extent=extent, cmap=settings.get("cmap", "viridis"),
+                           vmin=0.0, vmax=_robust_max(values), aspect="equal")
+            bar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03, extend="max")
+            bar.ax.tick_params(labelsize=7)
+            bar.set_label(f"density [{units}]" if units else "density", fontsize=7)
+        ax.set_title(textwrap.fill(label, 34), fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in axes.ravel()[len(panels):]:
+        ax.axis("off")
     fig.tight_layout()
     _save(fig, out_png, settings)
 
@@ -93,6 +151,8 @@ def tradeoff(summary_path: str, out_png: str, settings: dict) -> None:
     """
     wide, params = wide_metrics(summary_path)
     wide = wide[wide["answered"] == 1]
+    if wide.empty:
+        return _no_data(out_png, settings, "no run was answered (every user refused every query)")
     cells = sorted({(ds, n) for ds, n in zip(wide["dataset"], wide["n_users"])})
     datasets = sorted({ds for ds, _ in cells})
     ncol = max(sum(1 for ds2, _ in cells if ds2 == ds) for ds in datasets)
@@ -112,10 +172,11 @@ def tradeoff(summary_path: str, out_png: str, settings: dict) -> None:
                     continue
                 # other swept parameters (e.g. h) give separate curves
                 varied = [p for p in params if p not in (key, "n") and grp[p].nunique() > 1]
-                for label, part in (grp.groupby(varied, sort=True) if varied else [("", grp)]):
+                for values, part in (grp.groupby(varied, sort=True) if varied else [((), grp)]):
                     mean = _mean_by(part, key)
+                    label = ", ".join(f"{p}={v}" for p, v in zip(varied, values))
                     ax.plot(mean["privacy_Z"], mean[UTILITY], style, ms=3,
-                            label=f"{mech} over {key} {label}".rstrip())
+                            label=f"{mech} over {key}" + (f" ({label})" if label else ""))
                     for k, row in mean.iterrows():
                         ax.annotate(f"{k:g}", (row["privacy_Z"], row[UTILITY]), fontsize=6)
             for mech, marker in (("fedkde", "*"), ("zero", "X")):
@@ -149,6 +210,7 @@ def gain_per_cost(summary_path: str, out_png: str, settings: dict) -> None:
         ax.plot(later.index, gain, "o-", ms=3, label=f"{ds}, N = {int(n)}")
     ax.set(xlabel="features per user B", ylabel="Spearman gain per unit Z cost", xscale="log",
            title="RFF: performance gain per privacy cost (vs B = 1)")
+    _log_ticks(ax, pd.to_numeric(rff["B"]))
     ax.legend(fontsize=7)
     fig.tight_layout()
     _save(fig, out_png, settings)

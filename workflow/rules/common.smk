@@ -9,10 +9,15 @@ from snakemake.exceptions import WorkflowError
 
 from locpriv import config as lpconfig
 from locpriv import mechanisms as lpmechanisms
+from locpriv.datasets import registry
 from locpriv.fingerprint import code_fingerprint
 
 try:
     lpconfig.check_schema(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
+    lpconfig.check_values(config)
+    _unusable = registry.check_real_files(config, Path.cwd())  # real data: missing or other bytes
+    if _unusable:
+        raise lpconfig.ConfigError("config key '{}': {}".format(*_unusable[0]))
     lpconfig.check_dataset_paths(config, Path.cwd())
     RUNS = {run.key: run for run in lpconfig.expand_runs(config)}
 except lpconfig.ConfigError as exc:

@@ -38,7 +38,7 @@ rule bandwidth:
     output:
         "results/ingest/{dataset}/bandwidth.json",
     params:
-        k=lambda wc: dataset_spec(wc)["knn_k"],
+        k=lambda wc: dataset_spec(wc).get("knn_k", lpconfig.DEFAULT_KNN_K),
         seed=config["seed"],
         code=code_fingerprint("locpriv.stages.prepare"),
     threads: rule_resource("bandwidth", "threads", 1)

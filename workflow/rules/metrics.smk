@@ -1,5 +1,8 @@
 # metrics: one tidy table per run, gathered into results/summary/
 
+from locpriv.datasets import ingest as lpingest
+from locpriv.stages import utility as lputility
+
 
 def pooled_input(wc):
     """The run's non-private reference (same users, same bandwidth); none without a bandwidth."""
@@ -15,12 +18,15 @@ rule metrics:
         truth="results/ingest/{dataset}/truth.nc",
         pooled=pooled_input,
         attack=RUN_DIR + "/attack-local_maxima.parquet",
+        bayes=RUN_DIR + "/attack-bayes.parquet",
+        workload="results/ingest/{dataset}/range-workload.parquet",
         grid="results/encode/{dataset}/grid.nc",
         bandwidth=bandwidth_input,
     output:
         RUN_DIR + "/metrics.parquet",
     params:
         run=run_of,
+        hotspot_k=lputility.settings(config)["hotspot_k"],
         code=lambda wc: mechanism_code(wc, "metrics"),
     threads: rule_resource("metrics", "threads", 1)
     resources:
@@ -36,16 +42,24 @@ rule metrics:
 
 rule summary:
     input:
-        run_targets("metrics.parquet"),
+        metrics=run_targets("metrics.parquet"),
+        audit=lambda wc: audit_summary_input(),
     output:
         parquet=report(
             "results/summary/metrics.parquet",
             caption="../report/summary.rst",
-            category="Summary",
+            category="2. Summary",
         ),
         csv="results/summary/metrics.csv",
+        runs=report(
+            "results/summary/runs.csv",
+            caption="../report/runs.rst",
+            category="2. Summary",
+        ),
     params:
         code=code_fingerprint("locpriv.stages.metrics"),
+        # distance unit per dataset, from the config alone (the wide table puts it in column names)
+        units=lambda wc: {ds: lpingest.domain_of(spec)[1] for ds, spec in config["datasets"].items()},
     threads: rule_resource("summary", "threads", 1)
     resources:
         mem_mb=rule_resource("summary", "mem_mb", 2000),

@@ -29,7 +29,8 @@ def plot_targets():
         plots.append("gain_per_cost")
     targets = [f"results/plots/{p}.png" for p in plots]
     targets += [f"results/plots/surfaces-{ds}.png" for ds in datasets]
-    if rff_runs():
+    # the RFF paper's toy figures illustrate the method, not the user's data: only when asked for
+    if rff_runs() and config["plots"].get("illustrations", False):
         targets += ["results/plots/rff-fig3-convergence.png", "results/plots/rff-fig4-user-surfaces.png"]
     return targets
 
@@ -41,7 +42,7 @@ rule plot_summary:
         report(
             "results/plots/{plot}.png",
             caption="../report/summary_plots.rst",
-            category="Privacy-utility",
+            category="3. Privacy-utility (per paper)",
         ),
     wildcard_constraints:
         plot="metrics_vs_n|tradeoff|gain_per_cost",
@@ -65,12 +66,12 @@ rule plot_rff_illustrations:
         fig3=report(
             "results/plots/rff-fig3-convergence.png",
             caption="../report/rff_fig3.rst",
-            category="RFF illustrations",
+            category="5. RFF paper illustrations",
         ),
         fig4=report(
             "results/plots/rff-fig4-user-surfaces.png",
             caption="../report/rff_fig4.rst",
-            category="RFF illustrations",
+            category="5. RFF paper illustrations",
         ),
     params:
         seed=config["seed"],
@@ -96,11 +97,12 @@ rule plot_surfaces:
         report(
             "results/plots/surfaces-{dataset}.png",
             caption="../report/surfaces.rst",
-            category="Density surfaces",
+            category="4. Density surfaces",
             subcategory="{dataset}",
         ),
     params:
-        labels=lambda wc: [f"{r.mechanism} {r.pstr}" for r in surface_runs(wc.dataset)],
+        labels=lambda wc: [f"{r.mechanism}: " + ", ".join(f"{k}={v}" for k, v in r.params.items())
+                           for r in surface_runs(wc.dataset)],
         settings=config["plots"],
         code=code_fingerprint("locpriv.plots"),
     threads: rule_resource("plot_surfaces", "threads", 1)

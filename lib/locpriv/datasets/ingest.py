@@ -6,8 +6,13 @@ import numpy as np
 import pandas as pd
 
 from ..domain import Domain, Grid
+from ..errors import InputError
+from . import persons
 from . import points as real
 from . import synthetic
+
+# stop the ingest when more of the file than this is unusable (config: max_dropped_fraction)
+DEFAULT_MAX_DROPPED_FRACTION = 0.01
 
 
 def domain_of(spec: dict) -> tuple[Domain, str]:
@@ -25,18 +30,56 @@ def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.Dat
 
     Points are assigned virtual user ids by a seeded permutation, so the first
     n users of any run are a uniform random subsample (file order is by user
-    and time and would bias a prefix).
+    and time and would bias a prefix).  With a ``user_column`` the person is
+    kept as ``source_user`` and, with ``max_points_per_person``, each person's
+    rows are capped (a seeded uniform subset) so that the person-level ε is at
+    most cap × the record-level ε (:mod:`locpriv.datasets.persons`).
+    Rows dropped for bad or out-of-box coordinates above ``max_dropped_fraction``
+    of the file stop the ingest with the counts.
     """
     box_key = "lonlat_bbox" if "lonlat_bbox" in spec else "bbox"
-    pts, _, meta = real.load_points(spec["path"], **{box_key: spec[box_key]},
-                                    user_column=spec.get("user_column", "user"))
+    col_keys = ("lon_column", "lat_column") if box_key == "lonlat_bbox" else ("x_column", "y_column")
+    columns = tuple(spec.get(k, d) for k, d in zip(col_keys, ("lon", "lat") if box_key == "lonlat_bbox"
+                                                          else ("x", "y")))
+    pts, report, meta = real.load_points(spec["path"], **{box_key: spec[box_key]}, columns=columns,
+                                         user_column=spec.get("user_column"))
+    limit = float(spec.get("max_dropped_fraction", DEFAULT_MAX_DROPPED_FRACTION))
+    dropped = report.rows_read - report.rows_kept
+    if dropped > limit * report.rows_read:
+        raise InputError(str(spec["path"]), "rows", f"{dropped} of {report.rows_read} rows "
+                         f"({dropped / report.rows_read:.1%}) dropped ({describe_drops(report.dropped)}), above "
+                         f"max_dropped_fraction {limit}", "fix those rows, or raise the dataset's "
+                         "'max_dropped_fraction' in the config if dropping them is intended")
+    cap = spec.get("max_points_per_person")
+    if "source_user" in pts:
+        meta["persons"] = int(pts["source_user"].nunique())
+        if cap is not None:
+            keep = persons.cap_rows(pts["source_user"].to_numpy(), int(cap), rng)
+            meta["rows_over_person_cap"] = int((~keep).sum())
+            pts = pts[keep].reset_index(drop=True)
+        meta["max_rows_per_person"] = int(pts["source_user"].value_counts().max())
+    meta["person_cap"] = int(cap) if cap is not None and "source_user" in pts else None
     order = rng.permutation(len(pts))
     pts = pts.iloc[order].reset_index(drop=True)
     pts.insert(0, "user", np.arange(len(pts), dtype=np.int64))
     meta.update(source=str(spec["path"]), licence=spec.get("licence", "see the source's SOURCE.md"),
-                users="each point is an independent virtual user (as seed 000 does with check-ins)",
-                dataset=name, n_users=int(len(pts)))
+                users=_users_note(meta, "source_user" in pts), dataset=name, n_users=int(len(pts)))
     return pts, meta
+
+
+def _users_note(meta: dict, has_persons: bool) -> str:
+    note = "each point is an independent virtual user (as seed 000 does with check-ins)"
+    if not has_persons:
+        return note + "; no person column"
+    if meta["person_cap"] is None:
+        return note + "; no per-person cap, so the person-level epsilon is unbounded"
+    return (note + f"; each person ({meta['user_column']!r}) keeps at most {meta['person_cap']} points, "
+            "so the person-level epsilon is person_cap x the record-level epsilon")
+
+
+def describe_drops(dropped: dict) -> str:
+    """'missing_coordinate 3, outside_bbox 20' (or 'none')."""
+    return ", ".join(f"{k} {v}" for k, v in sorted(dropped.items())) or "none"
 
 
 def synthetic_batches(name: str, spec: dict, rng: np.random.Generator, batch: int):

@@ -1,13 +1,17 @@
 """Loader for real point data (CSV, CSV.gz or Parquet).
 
-Accepts lon/lat (projected to local metres) or already-projected x/y, an
-optional user column, and clips to a configured bounding box.  Every dropped
-row is counted by reason and returned, so the workflow can record it in the
-output metadata: nothing is filtered silently.
+Accepts lon/lat (projected to local metres) or already-projected x/y (column
+names configurable), an optional user column, and clips to a configured
+bounding box.  Every dropped row is counted by reason and returned, so the
+workflow can print and record it: nothing is filtered silently.  A file that
+cannot be used at all raises :class:`InputError` naming the file, the field and
+the fix.
 """
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,8 +27,11 @@ EARTH_RADIUS_M = 6_371_008.8  # mean Earth radius (IUGG), metres
 class LocalProjection:
     """Equirectangular projection about a reference point, in metres.
 
-    Over a city-sized box (tens of km) its distance error is below 0.1 %,
+    Over a city-sized box (tens of km) its distance error is below 0.3 %,
     far under GPS noise; it is invertible and needs no projection library.
+    East-west distances at latitude phi are scaled by cos(phi) / cos(lat0)
+    relative to the truth, so the error grows with the box's latitude span
+    (:func:`projection_error`).
     """
 
     lon0: float
@@ -59,60 +66,121 @@ def projected_box(lonlat_bbox) -> tuple[list[float], LocalProjection]:
     return [float(x0), float(x1), float(y0), float(y1)], proj
 
 
+# an explicit user column must exist; AUTO keeps a column named 'user' when there is one
+AUTO = "auto"
+
+
+def projection_error(lonlat_bbox) -> float:
+    """Largest relative east-west distance error of :class:`LocalProjection` over the box.
+
+    The projection uses cos(lat0) at the centre latitude for every point; at the box's
+    edge latitude phi the true scale is cos(phi), so the error is |cos(phi)/cos(lat0) - 1|,
+    largest at the edge farther from the equator (north-south distances are exact).
+    """
+    _, _, lat_min, lat_max = map(float, lonlat_bbox)
+    lat0 = np.radians((lat_min + lat_max) / 2)
+    return float(max(abs(np.cos(np.radians(lat)) / np.cos(lat0) - 1) for lat in (lat_min, lat_max)))
+
+
 def read_table(path: str | Path) -> pd.DataFrame:
     path = Path(path)
+    fix_parse = "provide a UTF-8 CSV (optionally .csv.gz) with a header row, or a Parquet file"
     if not path.exists():
         raise InputError(str(path), "path", "file does not exist",
                          "set the dataset's 'path' in the config to an existing CSV or Parquet file")
+    if path.is_dir():
+        raise InputError(str(path), "path", "is a directory, not a file",
+                         "set the dataset's 'path' to the CSV/Parquet file inside it")
+    if path.stat().st_size == 0:
+        raise InputError(str(path), "<file>", "the file is empty (0 bytes)", fix_parse)
     try:
         if path.suffix == ".parquet":
             return pd.read_parquet(path)
-        return pd.read_csv(path, dtype={"user": str})
-    except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-        raise InputError(str(path), "<file>", f"cannot be parsed ({exc})",
-                         "provide a CSV with a header row, or a Parquet file") from exc
+        return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+    except UnicodeDecodeError as exc:
+        raise InputError(str(path), "<encoding>", f"not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
+                         f"offset {exc.start})", "convert the file to UTF-8, e.g. "
+                         "iconv -f latin1 -t utf-8") from exc
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise InputError(str(path), "<file>", f"compressed data is truncated or corrupt ({exc})",
+                         "copy or download the file again") from exc
+    except pd.errors.EmptyDataError as exc:
+        raise InputError(str(path), "<file>", "no header row and no data", fix_parse) from exc
+    except (ValueError, OSError, pd.errors.ParserError) as exc:
+        raise InputError(str(path), "<file>", f"cannot be parsed ({' '.join(str(exc).split())})",
+                         fix_parse) from exc
 
 
-def load_points(path: str | Path, *, lonlat_bbox=None, bbox=None,
-                user_column: str | None = "user") -> tuple[pd.DataFrame, LoadReport, dict]:
+def _coordinates(raw: pd.DataFrame, col: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Values as floats, with masks of missing and of non-numeric text entries."""
+    text = raw[col]
+    missing = text.isna().to_numpy()
+    values = pd.to_numeric(text, errors="coerce").to_numpy(float)
+    return values, missing, np.isnan(values) & ~missing
+
+
+def _count_drop(report: LoadReport, reason: str, mask: np.ndarray) -> None:
+    if mask.any():
+        report.dropped[reason] = int(mask.sum())
+
+
+def load_points(path: str | Path, *, lonlat_bbox=None, bbox=None, user_column: str | None = AUTO,
+                columns: tuple[str, str] | None = None) -> tuple[pd.DataFrame, LoadReport, dict]:
     """Read, project and clip points.
 
     Exactly one of ``lonlat_bbox`` (data has lon/lat columns) or ``bbox``
-    (data has x/y columns in the units of the box) is given.  Returns the
-    points (columns ``x``, ``y``, ``source_user`` if a user column exists,
-    ``lon``/``lat`` if projected), the drop report, and metadata.
+    (data has x/y columns in the units of the box) is given; ``columns`` names
+    the two coordinate columns (default ``lon``, ``lat`` or ``x``, ``y``).
+    ``user_column``: a column that must exist (kept as ``source_user``), None
+    for none, or ``AUTO`` (a column named ``user`` if present).  Returns the
+    points (columns ``x``, ``y``, ``source_user`` if a user column is used,
+    ``lon``/``lat`` if projected), the drop report (reason -> rows, nonzero
+    reasons only), and metadata.
     """
     if (lonlat_bbox is None) == (bbox is None):
         raise ValueError("give exactly one of lonlat_bbox or bbox")
     raw = read_table(path)
     report = LoadReport(rows_read=len(raw))
     if report.rows_read == 0:
-        raise InputError(str(path), "<rows>", "the file has no data rows", "point the config at a non-empty file")
-    cols = ("lon", "lat") if lonlat_bbox is not None else ("x", "y")
-    for c in cols:
+        raise InputError(str(path), "<rows>", "the file has a header but no data rows",
+                         "point the config at a file with data rows")
+    lonlat = lonlat_bbox is not None
+    cols = tuple(columns) if columns else (("lon", "lat") if lonlat else ("x", "y"))
+    keys = ("lon_column", "lat_column") if lonlat else ("x_column", "y_column")
+    for c, key in zip(cols, keys):
         if c not in raw.columns:
-            raise InputError(str(path), c, f"column missing (found {list(raw.columns)})",
-                             f"provide columns {cols[0]!r} and {cols[1]!r}, or configure "
-                             f"{'bbox (x/y data)' if cols[0] == 'lon' else 'lonlat_bbox (lon/lat data)'}")
-    a = pd.to_numeric(raw[cols[0]], errors="coerce").to_numpy(float)
-    b = pd.to_numeric(raw[cols[1]], errors="coerce").to_numpy(float)
+            raise InputError(str(path), c, f"column missing (found {list(map(str, raw.columns))})",
+                             f"set the dataset's '{key}' to the file's column, or configure "
+                             f"{'bbox (x/y data)' if lonlat else 'lonlat_bbox (lon/lat data)'}")
+    if user_column not in (None, AUTO) and user_column not in raw.columns:
+        raise InputError(str(path), str(user_column), f"user column missing (found {list(map(str, raw.columns))})",
+                         "set 'user_column' to one of the file's columns, or leave it out")
+    user = "user" if user_column == AUTO and "user" in raw.columns else (None if user_column == AUTO else user_column)
+    a, miss_a, text_a = _coordinates(raw, cols[0])
+    b, miss_b, text_b = _coordinates(raw, cols[1])
+    missing = miss_a | miss_b
+    text = (text_a | text_b) & ~missing
+    infinite = (np.isinf(a) | np.isinf(b)) & ~missing & ~text
     finite = np.isfinite(a) & np.isfinite(b)
-    report.dropped["non_numeric_or_missing_coordinate"] = int((~finite).sum())
-    if lonlat_bbox is not None:
-        lon_min, lon_max, lat_min, lat_max = map(float, lonlat_bbox)
-        inside = finite & (a >= lon_min) & (a <= lon_max) & (b >= lat_min) & (b <= lat_max)
+    _count_drop(report, "missing_coordinate", missing)
+    _count_drop(report, "non_numeric_coordinate", text)
+    _count_drop(report, "infinite_coordinate", infinite)
+    if lonlat:
+        valid = finite & (np.abs(a) <= 180) & (np.abs(b) <= 90)
+        _count_drop(report, "invalid_lonlat", finite & ~valid)
+        lo_x, hi_x, lo_y, hi_y = map(float, lonlat_bbox)
         box, proj = projected_box(lonlat_bbox)
-        meta = {"units": "m", "projection": proj.describe(), "lonlat_bbox": list(map(float, lonlat_bbox))}
+        meta = {"units": "m", "projection": proj.describe(), "lonlat_bbox": list(map(float, lonlat_bbox)),
+                "projection_max_distance_error": projection_error(lonlat_bbox)}
     else:
-        xmin, xmax, ymin, ymax = map(float, bbox)
-        inside = finite & (a >= xmin) & (a <= xmax) & (b >= ymin) & (b <= ymax)
+        valid = finite
+        lo_x, hi_x, lo_y, hi_y = map(float, bbox)
         box, proj = list(map(float, bbox)), None
         meta = {"units": "native", "projection": "none"}
-    report.dropped["outside_bbox"] = int((finite & ~inside).sum())
+    inside = valid & (a >= lo_x) & (a <= hi_x) & (b >= lo_y) & (b <= hi_y)
+    _count_drop(report, "outside_bbox", valid & ~inside)
     if not inside.any():
-        raise InputError(str(path), f"{cols[0]}/{cols[1]}",
-                         f"all {report.rows_read} rows are missing or outside the box {list(lonlat_bbox or bbox)}",
-                         "check the column units and the configured bounding box")
+        _no_point_inside(path, cols, a, b, valid, (lo_x, hi_x, lo_y, hi_y), report.rows_read)
     out = pd.DataFrame(index=np.arange(int(inside.sum())))
     if proj is not None:
         x, y = proj.forward(a[inside], b[inside])
@@ -120,8 +188,28 @@ def load_points(path: str | Path, *, lonlat_bbox=None, bbox=None,
         out["lon"], out["lat"] = a[inside], b[inside]
     else:
         out["x"], out["y"] = a[inside], b[inside]
-    if user_column and user_column in raw.columns:
-        out["source_user"] = raw[user_column].astype(str).to_numpy()[inside]
+    if user is not None:
+        out["source_user"] = raw[user].astype(str).to_numpy()[inside]
     meta.update(bbox=box, rows_read=report.rows_read, rows_kept=report.rows_kept,
-                rows_dropped=report.dropped)
+                rows_dropped=dict(report.dropped), columns=list(cols), user_column=user)
     return out, report, meta
+
+
+def _no_point_inside(path, cols, a, b, valid, box, rows_read) -> None:
+    """Raise the error for a file with no usable point: swapped columns, wrong box, or no numbers."""
+    lo_x, hi_x, lo_y, hi_y = box
+    names = f"{cols[0]}/{cols[1]}"
+    finite = np.isfinite(a) & np.isfinite(b)
+    swapped = finite & (b >= lo_x) & (b <= hi_x) & (a >= lo_y) & (a <= hi_y)
+    if swapped.any() and swapped.sum() >= 0.5 * finite.sum():
+        raise InputError(str(path), names, f"no row is inside the box but {int(swapped.sum())} of {rows_read} "
+                         "are with the two columns exchanged: the columns look swapped",
+                         f"exchange the column names ({cols[0]}_column/{cols[1]}_column keys) or fix the file")
+    if not valid.any():
+        raise InputError(str(path), names, f"none of the {rows_read} rows has two valid numeric coordinates",
+                         f"check that '{cols[0]}' and '{cols[1]}' hold numbers (and lon/lat in degrees)")
+    raise InputError(str(path), names,
+                     f"all {rows_read} rows are outside the box {[lo_x, hi_x, lo_y, hi_y]} (data spans "
+                     f"{cols[0]} [{np.min(a[valid]):.6g}, {np.max(a[valid]):.6g}], {cols[1]} "
+                     f"[{np.min(b[valid]):.6g}, {np.max(b[valid]):.6g}])",
+                     "check the column units and the configured bounding box")

@@ -67,6 +67,25 @@ def adjusted_from_square(name: str, u2: np.ndarray, c: float = 0.0, normalised: 
     return k
 
 
+def gaussian_cut(c: float, tail: float) -> float:
+    """Radius u_c beyond which the Gaussian K̂ (c = (b/h)²) is below ``tail`` of its peak.
+
+    Peak: |K̂| ≤ K̂(0) ∝ 1 + c everywhere — where 1 + c − c u² ≥ 0 the factor is at
+    most 1 + c, elsewhere |K̂| ∝ e^{−u²/2} (c u² − 1 − c) ≤ c u² e^{−u²/2} ≤ 2c/e.
+    Tail: for |u| ≥ 1, (1 + c(u² − 1)) / (1 + c) ≤ u² (the difference is u² − 1 + c),
+    so |K̂(u)| / K̂(0) ≤ e^{−u²/2} for c = 0 and ≤ u² e^{−u²/2} for c > 0, both
+    decreasing beyond u² = 2.  c = 0: u_c² = 2 ln(1/tail); c > 0: the fixed point of
+    u² = 2 ln(u² / tail), a contraction there (the map's slope is 2/u² < 1).
+    """
+    if not 0 < tail < 1e-2:
+        raise ValueError(f"tail must be in (0, 0.01), got {tail}")
+    u2 = 2 * np.log(1 / tail)
+    if c:
+        for _ in range(60):
+            u2 = 2 * np.log(u2 / tail)
+    return float(np.sqrt(u2))
+
+
 def characteristic(name: str, t: np.ndarray) -> np.ndarray:
     """Φ_K(t) = ∫ e^{itu} K(u) du (real: both kernels are even)."""
     t = np.asarray(t, dtype=float)

@@ -5,13 +5,16 @@ A run is (dataset, n, epsilon, rep); epsilon "inf" is the noiseless reference
 
 * split (dataset, n, rep): the clients' true (x, y), train and test;
 * randomize (…, epsilon): each training client reports z = x + Laplace(b),
-  b = (x̄ − x̲) / ε over the dataset's public bounds (Theorem 1, q = 1), and its y
-  in the clear (the paper privatises the input only);
+  b = (x̄ − x̲) / ε over the dataset's public bounds (Theorem 1, q = 1), released
+  on a public grid with exact discrete Laplace noise (``locpriv.laplace_ldp``), and
+  its y in the clear (the paper privatises the input only);
 * fit (…, epsilon): the server's estimators on (z, y): bandwidth by LOO-CV
   (eq. 8) over a log grid, deconvoluting Nadaraya–Watson (eq. 7) vs the naive
   baseline the paper compares with (least squares for a numeric y, logistic
   regression for a binary y, both fitted on z); naive / deconvoluting /
-  noiseless densities; scored on the test clients' TRUE inputs.
+  noiseless densities; scored on the test clients' TRUE inputs.  With
+  ``bandwidth.cv_at: true`` (eq. 8 as printed) the bandwidth is chosen on the true
+  inputs: the fitted model then has no guarantee, and its record says so.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ import pandas as pd
 
 from .. import io
 from ..config import StudySection
+from ..dp import Guarantee
+from ..laplace_ldp import discretisation, epsilon_spent, scales
 from ..laplace_ldp import randomize as laplace_randomize
-from ..laplace_ldp import scales
 from ..seeding import rng as make_rng
 from . import data, estimators
 from .kernels import KERNELS
@@ -172,16 +176,29 @@ def randomize_stage(run: dict, ds: dict, seed: int, train_path: str, out: str) -
     train = pd.read_parquet(train_path)
     if run["epsilon"] == "inf":
         z = train["x"].to_numpy()
-        guarantee = {"model": "none (noiseless reference)", "epsilon": math.inf}
+        guarantee = Guarantee(model="none (noiseless reference)", epsilon=None, delta=None, relation="none",
+                              covers="nothing: the true inputs are used").as_dict()
     else:
         rng = make_rng(seed, "deconv-reports", run["dataset"], run["n"], run["epsilon"], run["rep"])
-        z = laplace_randomize(train["x"].to_numpy(), np.array([ds["bounds"]]), float(run["epsilon"]), rng,
+        bounds = np.array([ds["bounds"]])
+        z = laplace_randomize(train["x"].to_numpy(), bounds, float(run["epsilon"]), rng,
                               names=(f"{run['dataset']} input x",))
-        guarantee = {"model": "epsilon-LDP on x (seed 004 Thm 1); y is sent in the clear",
-                     "epsilon": float(run["epsilon"])}
+        guarantee = Guarantee(
+            model="epsilon-LDP", epsilon=float(run["epsilon"]), delta=0.0, relation="any two inputs (local)",
+            covers="each client's input x only; y is sent in the clear", discretisation=discretisation(bounds),
+            note=f"Farokhi 2020 Theorem 1 (q = 1); exact epsilon {epsilon_spent(bounds, float(run['epsilon'])):.9g}"
+        ).as_dict()
     io.write_parquet(pd.DataFrame({"z": z, "y": train["y"].to_numpy()}), out,
                      metadata={"run": run, "laplace_b": _scale(ds, run["epsilon"]), "bounds": ds["bounds"],
                                "guarantee": guarantee})
+
+
+def _fitted_guarantee(reports: dict, cv_at: str) -> dict:
+    """The reports' guarantee, void when the bandwidth was cross-validated on the true inputs."""
+    if cv_at == "true" and reports["epsilon"] is not None:
+        return Guarantee(**reports).leaked("bandwidth.cv_at: true (LOO-CV bandwidth chosen on the clients' "
+                                           "true inputs x)").as_dict()
+    return reports
 
 
 def _baseline(z: np.ndarray, y: np.ndarray, binary: bool):
@@ -275,7 +292,7 @@ def fit_stage(run: dict, cfg: dict, seed: int, reports_path: str, train_path: st
     meta = {"run": run, "laplace_b": b, "bandwidth": h, "kernel": kernel, "cv_at": bw["cv_at"],
             "cv_grid": grid_h.tolist(), "cv_scores": cv.tolist(), "density_bandwidths": dens_h,
             "undefined_predictions": undefined,
-            "guarantee": io.read_parquet_metadata(reports_path)["guarantee"]}
+            "guarantee": _fitted_guarantee(io.read_parquet_metadata(reports_path)["guarantee"], bw["cv_at"])}
     io.write_parquet(table, out_metrics, metadata=meta)
     io.write_parquet(curves, out_curves, metadata=meta)
 

@@ -14,6 +14,7 @@ Modules:
 * ``metrics``: MSE, elementwise L1, MAPE, sMAPE, MAAPE on normalised maps.
 * ``multi_location``: several weighted locations per user (§5.7) and modular
   overflow.
-
-The workflow study (Snakemake rules) of issue 6 is not wired yet.
+* ``clients``: the per-client modes: each client's vector and Pólya share mod 2^bits,
+  summed ideally or by pairwise-masking secure aggregation (``locpriv.secagg``).
+* ``study``, ``multi_study``, ``plots``: the ``studies.heatmaps`` workflow stages.
 """

@@ -41,6 +41,8 @@ Calibration c default 1/10: the reference runner (``c = 1/10``); the paper's
 
 Guarantee: basic composition, Σ_t ε_t <= ε per user (§5.5), pure DP when no
 shard loses more users than planned; ``achieved_epsilon`` per round otherwise.
+Neighbouring relation: add or remove one user's location (one-hot, Δ = 1); replacing
+one user's location changes two entries, so it costs 2ε (n is public here).
 """
 
 from __future__ import annotations
@@ -125,6 +127,7 @@ class AdaptiveResult:
     transcript: pd.DataFrame
     rounds: list[RoundRelease]
     threshold: float                 # τ of the last sub-query
+    protocol_transcript: pd.DataFrame | None = None   # secure mode: the server's received messages, per round
 
     @property
     def epsilon_spent(self) -> float:
@@ -133,8 +136,8 @@ class AdaptiveResult:
 
     @property
     def epsilon_achieved(self) -> float:
-        """Σ_t achieved ε_t (NaN if some round's could not be evaluated)."""
-        return float(self.transcript["achieved_epsilon"].sum(skipna=False))
+        """Σ_t achieved ε_t under the realised dropouts (exact or a valid upper bound per round)."""
+        return float(self.transcript["achieved_epsilon"].sum())
 
     @property
     def communication(self) -> int:
@@ -214,7 +217,7 @@ def run_adaptive(population, params: AdaptiveParams, rng: np.random.Generator,
         raise ValueError(f"start tree depth {tree.depth} differs from the population image depth {depth}")
     n = params.users_per_round
     spent, changed = 0.0, True
-    rows, rounds = [], []
+    rows, rounds, logs = [], [], []
     for t in range(params.max_rounds):
         levels, codes = tree.reporting_nodes()
         left = params.epsilon - spent
@@ -223,7 +226,9 @@ def run_adaptive(population, params: AdaptiveParams, rng: np.random.Generator,
         eps_t = left if last else target
         spent = params.epsilon if last else spent + eps_t
         survivors = survive(pool.draw(n, rng), depth, params.secagg, rng)
-        release = noisy_histogram(survivors, tree.encode, len(levels), eps_t, 1, rng)
+        release = noisy_histogram(survivors, tree.encode, len(levels), eps_t, 1, rng, secagg=params.secagg)
+        if release.protocol_transcript is not None:
+            logs.append(release.protocol_transcript.assign(round=t))
         tau = params.split_threshold(n, eps_t, params.epsilon - spent)
         rounds.append(RoundRelease(levels, codes, release.noisy, tree))
         row = dict(round=t, epsilon=eps_t, epsilon_target=target, epsilon_cumulative=spent,
@@ -237,4 +242,5 @@ def run_adaptive(population, params: AdaptiveParams, rng: np.random.Generator,
         rows.append(row)
         if last:
             break
-    return AdaptiveResult(rounds[-1].tree, pd.DataFrame(rows), rounds, tau)
+    return AdaptiveResult(rounds[-1].tree, pd.DataFrame(rows), rounds, tau,
+                          pd.concat(logs, ignore_index=True) if logs else None)

@@ -17,21 +17,27 @@ first array axis, as in the reference code's ``image[x, y]``).  A sub-query:
    the sum of all survivors' Pólya noise shares (``polya.sharded_aggregate_noise``).
 
 Ideal aggregation: the modular reduction of §4 is post-processing and is not
-simulated here (overflow is measured in ``multi_location``).
+simulated here (overflow is measured in ``multi_location``).  ``SecAgg.mode``
+"per_client" and "secure" replace steps 2–3 by one vector per client
+(``clients``), summed mod 2^bits ideally or by the masking protocol
+(``locpriv.secagg``); step 1 and the accounting are shared by every mode.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
-from . import polya
+from ..secagg import ProtocolParams
+from . import clients, polya
 
 SAMPLING_MODES = ("disjoint", "fixed")
+AGGREGATIONS = ("population", "per_client", "secure")
 
 
 @dataclass(frozen=True)
@@ -41,12 +47,18 @@ class SecAgg:
     shard_size default 10 000: the SecAgg round size of the paper's §6 and of the
     reference code (``secagg_round_size=10000`` in analytics/location_heatmaps).
     ``planned_dropout`` None means "plan for the actual rate" (over-provisioned noise
-    when the actual rate is positive).
+    when the actual rate is positive).  ``mode``: one of ``AGGREGATIONS`` (see
+    ``clients``); ``protocol``: m = 2^bits for the per-client modes and the masking
+    protocol's graph and threshold; ``entropy``: the secure mode's key and seed source
+    (a seeded Generator for reproducible runs, None for OS randomness).
     """
 
     shard_size: int = 10_000
     dropout_rate: float = 0.0
     planned_dropout: float | None = None
+    mode: str = "population"
+    protocol: ProtocolParams = field(default_factory=ProtocolParams)
+    entropy: np.random.Generator | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if not (isinstance(self.shard_size, (int, np.integer)) and self.shard_size >= 1):
@@ -55,6 +67,8 @@ class SecAgg:
             raise ValueError(f"dropout_rate must be in [0, 1), got {self.dropout_rate}")
         if self.planned_dropout is not None and not 0 <= self.planned_dropout < 1:
             raise ValueError(f"planned_dropout must be None or in [0, 1), got {self.planned_dropout}")
+        if self.mode not in AGGREGATIONS:
+            raise ValueError(f"aggregation mode must be one of {AGGREGATIONS}, got {self.mode!r}")
 
     @property
     def plan(self) -> float:
@@ -140,6 +154,7 @@ class Survivors:
     n_sampled: int
     shard_survivors: np.ndarray
     shard_n_dp: np.ndarray
+    clients: clients.ClientShards | None = None   # per-client modes only
 
     @property
     def n_survivors(self) -> int:
@@ -153,6 +168,10 @@ class Survivors:
 def survive(sample: np.ndarray, depth: int, secagg: SecAgg, rng: np.random.Generator) -> Survivors:
     n = int(sample.sum())
     sizes = secagg.shard_sizes(n)
+    if secagg.mode != "population":
+        dealt = clients.deal(sample, secagg.shard_size, secagg.dropout_rate, rng)
+        return Survivors(np.bincount(dealt.pixel, minlength=len(sample)), depth, n,
+                         np.bincount(dealt.shard, minlength=len(sizes)), secagg.n_dp(sizes), dealt)
     if secagg.dropout_rate > 0:
         kept = rng.binomial(sizes, 1 - secagg.dropout_rate)
         counts = rng.multivariate_hypergeometric(sample, int(kept.sum()))
@@ -166,24 +185,36 @@ class Release:
     noisy: np.ndarray          # what the server sees: exact + aggregate noise
     exact: np.ndarray          # survivors' true sum (diagnostics only, never released)
     epsilon: float
-    achieved_epsilon: float    # per user, this sub-query; NaN when too costly to evaluate
+    achieved_epsilon: float    # per user, this sub-query (an upper bound when exact evaluation is too costly)
+    protocol_transcript: pd.DataFrame | None = None   # secure mode: every message the server received
 
 
 def noisy_histogram(survivors: Survivors, encode: Callable, dim: int, epsilon: float, sensitivity: int,
-                    rng: np.random.Generator, max_support: int = 20_000) -> Release:
+                    rng: np.random.Generator, max_support: int = 20_000,
+                    secagg: SecAgg | None = None) -> Release:
     """Distributed discrete-Laplace sum of the survivors' encoded vectors.
 
     ``encode(x, y)`` maps pixels to vector indices, shape (P,) for a one-hot or
     (P, m) when each user adds 1 at m indices (then sensitivity is usually m).
+    Survivors drawn in a per-client mode are summed client by client with
+    ``secagg``'s mode, bits and protocol (``clients.client_sum``).
     """
     x, y, weight = survivors.pixels()
     index = np.asarray(encode(x, y), dtype=np.int64)
     weights = np.broadcast_to(weight.reshape((-1,) + (1,) * (index.ndim - 1)), index.shape)
     exact = np.bincount(index.ravel(), weights=weights.ravel(), minlength=dim).astype(np.int64)
-    noise = polya.sharded_aggregate_noise(survivors.shard_survivors, survivors.shard_n_dp, dim, epsilon,
-                                          sensitivity, rng)
     achieved = round_achieved_epsilon(survivors, epsilon, sensitivity, max_support)
-    return Release(exact + noise, exact, float(epsilon), achieved)
+    if survivors.clients is None:
+        noise = polya.sharded_aggregate_noise(survivors.shard_survivors, survivors.shard_n_dp, dim, epsilon,
+                                              sensitivity, rng)
+        return Release(exact + noise, exact, float(epsilon), achieved)
+    if secagg is None or secagg.mode == "population":
+        raise ValueError("survivors drawn client by client need the SecAgg (per_client or secure) that drew them")
+    side = 1 << survivors.depth
+    client_index = np.asarray(encode(survivors.clients.pixel // side, survivors.clients.pixel % side), dtype=np.int64)
+    noisy, transcript = clients.client_sum(survivors.clients, client_index, dim, epsilon, sensitivity,
+                                           survivors.shard_n_dp, secagg, rng)
+    return Release(noisy, exact, float(epsilon), achieved, transcript)
 
 
 def round_achieved_epsilon(survivors: Survivors, epsilon: float, sensitivity: int, max_support: int) -> float:
@@ -192,8 +223,9 @@ def round_achieved_epsilon(survivors: Survivors, epsilon: float, sensitivity: in
     Shards with k >= n_dp give epsilon; below, ``polya.achieved_epsilon`` of the
     shard with the smallest k / n_dp (the least noise).  Its exact evaluation
     convolves pmfs over a support ~ log(1e12) / (1 − a), quadratic in time, so
-    when that support exceeds ``max_support`` (per-round epsilon below ~1e-3) we
-    return NaN rather than stall: the guarantee is then unknown, not epsilon.
+    when that support exceeds ``max_support`` (per-round epsilon below ~1e-3) the
+    closed-form upper bound ``polya.achieved_epsilon_bound`` is returned instead:
+    a valid, slightly larger, level (never NaN).
     """
     ratio = survivors.shard_survivors / survivors.shard_n_dp
     j = int(np.argmin(ratio))
@@ -203,6 +235,6 @@ def round_achieved_epsilon(survivors: Survivors, epsilon: float, sensitivity: in
     if k < 1:
         return math.inf
     a = math.exp(-epsilon / sensitivity)
-    if stats.nbinom(k / n_dp, 1 - a).isf(1e-12) > max_support:
-        return math.nan
+    if stats.nbinom.isf(1e-12, k / n_dp, 1 - a) > max_support:
+        return polya.achieved_epsilon_bound(k, n_dp, epsilon, int(sensitivity))
     return polya.achieved_epsilon(k, n_dp, epsilon, int(sensitivity))

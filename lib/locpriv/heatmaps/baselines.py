@@ -39,6 +39,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from ..quadtree import deinterleave, interleave
 from . import metrics
@@ -51,11 +52,21 @@ MERSENNE_31 = (1 << 31) - 1
 
 @dataclass
 class BaselineResult:
+    """``epsilon``: planned budget; ``achieved_epsilon``: Σ over its sub-queries of the level the
+    realised dropouts give (``aggregation.round_achieved_epsilon``), for the add/remove-one-user relation."""
+
     name: str
     heatmap: np.ndarray
     communication: int
     epsilon: float
+    achieved_epsilon: float
     detail: dict = field(default_factory=dict)
+    protocol_transcript: pd.DataFrame | None = None
+
+
+def _transcripts(releases) -> pd.DataFrame | None:
+    logs = [r.protocol_transcript.assign(round=t) for t, r in enumerate(releases) if r.protocol_transcript is not None]
+    return pd.concat(logs, ignore_index=True) if logs else None
 
 
 def render_level(level: int, counts: np.ndarray, depth: int) -> np.ndarray:
@@ -87,19 +98,21 @@ def _best_level(estimates: dict[int, np.ndarray], depth: int, truth) -> tuple[in
 def flat(population, n_users: int, epsilon: float, rng, secagg: SecAgg = SecAgg()) -> BaselineResult:
     survivors = _sample(population, n_users, secagg, rng)
     depth = survivors.depth
-    release = noisy_histogram(survivors, _level_encoder(depth, depth), 4 ** depth, epsilon, 1, rng)
+    release = noisy_histogram(survivors, _level_encoder(depth, depth), 4 ** depth, epsilon, 1, rng, secagg=secagg)
     return BaselineResult("flat", render_level(depth, release.noisy, depth), 4 ** depth, epsilon,
-                          {"achieved_epsilon": release.achieved_epsilon})
+                          release.achieved_epsilon, protocol_transcript=_transcripts([release]))
 
 
 def _per_level(population, n_users, budgets: dict[int, float], rng, secagg, name) -> BaselineResult:
     survivors = _sample(population, n_users, secagg, rng)
     depth = survivors.depth
-    estimates = {level: noisy_histogram(survivors, _level_encoder(level, depth), 4 ** level, eps, 1, rng).noisy
-                 for level, eps in budgets.items()}
-    best, image = _best_level(estimates, depth, population)
+    releases = {level: noisy_histogram(survivors, _level_encoder(level, depth), 4 ** level, eps, 1, rng,
+                                       secagg=secagg) for level, eps in budgets.items()}
+    best, image = _best_level({level: r.noisy for level, r in releases.items()}, depth, population)
+    # the same users answer every level: their budgets (and achieved levels) compose
     return BaselineResult(name, image, sum(4 ** level for level in budgets), float(sum(budgets.values())),
-                          {"best_level": best})
+                          sum(r.achieved_epsilon for r in releases.values()), {"best_level": best},
+                          _transcripts(list(releases.values())))
 
 
 def _levels(population, levels):
@@ -146,10 +159,11 @@ def count_min(population, n_users: int, epsilon: float, rng, secagg: SecAgg = Se
         path = interleave(x, y, image_depth)
         return np.concatenate([cells(level, path >> (2 * (image_depth - level))) for level in levels], axis=1)
 
-    sketch = noisy_histogram(survivors, encode, depth * width, epsilon, depth * len(levels), rng).noisy
-    estimates = {level: sketch[cells(level, np.arange(4 ** level))].min(axis=1) for level in levels}
+    release = noisy_histogram(survivors, encode, depth * width, epsilon, depth * len(levels), rng, secagg=secagg)
+    estimates = {level: release.noisy[cells(level, np.arange(4 ** level))].min(axis=1) for level in levels}
     best, image = _best_level(estimates, image_depth, population)
-    return BaselineResult("count_min", image, depth * width, epsilon, {"best_level": best})
+    return BaselineResult("count_min", image, depth * width, epsilon, release.achieved_epsilon,
+                          {"best_level": best}, _transcripts([release]))
 
 
 def _complete_tree(depth: int, base_level: int, extra: np.ndarray) -> PrefixTree:
@@ -173,15 +187,17 @@ def adaptive_grid(population, n_users: int, epsilon: float, rng, secagg: SecAgg 
     m1 = max(10, math.ceil(0.25 * math.sqrt(n_users * epsilon / c)))
     base = int(np.clip(round(math.log2(m1)), 1, depth))
     first = noisy_histogram(survive(pool.draw(n_users, rng), depth, secagg, rng),
-                            _level_encoder(base, depth), 4 ** base, alpha * epsilon, 1, rng)
+                            _level_encoder(base, depth), 4 ** base, alpha * epsilon, 1, rng, secagg=secagg)
     m2 = np.ceil(np.sqrt(np.clip(first.noisy, 0, None) * (1 - alpha) * epsilon / (c / 2)))
     extra = np.clip(np.round(np.log2(np.maximum(m2, 1))), 0, depth - base).astype(np.int64)
     tree = _complete_tree(depth, base, extra)
     k = len(tree.reporting_nodes()[0])
     second = noisy_histogram(survive(pool.draw(n_users, rng), depth, secagg, rng), tree.encode, k,
-                             (1 - alpha) * epsilon, 1, rng)
+                             (1 - alpha) * epsilon, 1, rng, secagg=secagg)
+    # basic composition, as the planned budget (the two sub-queries draw disjoint users)
     return BaselineResult("adaptive_grid", render(tree, second.noisy), 4 ** base + k, epsilon,
-                          {"first_level": base, "max_level": int(base + extra.max())})
+                          first.achieved_epsilon + second.achieved_epsilon,
+                          {"first_level": base, "max_level": int(base + extra.max())}, _transcripts([first, second]))
 
 
 def sampling_floor(population, n_users: int, rng) -> BaselineResult:
@@ -196,4 +212,4 @@ def sampling_floor(population, n_users: int, rng) -> BaselineResult:
     estimates = {level: np.bincount(path >> (2 * (depth - level)), weights=weight, minlength=4 ** level)
                  for level in range(depth + 1)}
     best, image = _best_level(estimates, depth, population)
-    return BaselineResult("non_private", image, 2, math.inf, {"best_level": best})
+    return BaselineResult("non_private", image, 2, math.inf, math.inf, {"best_level": best})

@@ -85,7 +85,7 @@ def secure_sum(reduced: np.ndarray, modulus: int) -> np.ndarray:
 def difference_pmf(r: float, alpha: float, support: int) -> np.ndarray:
     """P(X − Y = z) for z in [−support, support], X, Y iid Pólya(r, alpha)."""
     k = np.arange(2 * support + 1)
-    p = stats.nbinom(r, 1 - alpha).pmf(k)
+    p = stats.nbinom.pmf(k, r, 1 - alpha)
     full = np.convolve(p, p[::-1])          # index j <-> z = j − 2 support
     return full[support: 3 * support + 1]
 
@@ -104,13 +104,32 @@ def achieved_epsilon(n_survivors: int, n_dp: int, epsilon: float, sensitivity: i
         return float(epsilon)
     a = _alpha(epsilon, sensitivity)
     r = n_survivors / n_dp
-    support = int(stats.nbinom(r, 1 - a).isf(tail)) + int(sensitivity) + 1
+    support = int(stats.nbinom.isf(tail, r, 1 - a)) + int(sensitivity) + 1
     pmf = difference_pmf(r, a, support)
     d = int(sensitivity)
     with np.errstate(divide="ignore"):
         ratio = np.abs(np.log(pmf[:-d]) - np.log(pmf[d:]))
     keep = (pmf[:-d] > tail) & (pmf[d:] > tail)
     return float(max(epsilon, ratio[keep].max()))
+
+
+def achieved_epsilon_bound(n_survivors: int, n_dp: int, epsilon: float, sensitivity: int) -> float:
+    """Closed-form upper bound on ``achieved_epsilon`` for k < n_dp: ε + Δ log(n_dp / k).
+
+    Proof sketch.  X, Y iid Pólya(r, a), r = k / n_dp <= 1, P(j) ∝ Γ(j + r) / j! a^j, so
+    P(j + 1) / P(j) = a (j + r) / (j + 1) ∈ [a r, a].  For z >= 0 every term of
+    p(z) = Σ_y P(z + y) P(y) has z + y >= 0, hence p(z + 1) / p(z) ∈ [a r, a]; p is
+    symmetric, so for z < 0 the ratio is the inverse of one at −z − 1 >= 0.  Thus
+    |log p(z + 1) − log p(z)| <= −log(a r) = ε/Δ + log(1/r) for all z, and an input change
+    of L1 norm <= Δ (spread over independent entries) moves the log-likelihood by at
+    most Δ (ε/Δ + log(1/r)).  Cheap at any ε (no convolution), so tiny per-round
+    budgets get a finite, valid level instead of NaN.
+    """
+    if n_survivors < 1:
+        return math.inf
+    if n_survivors >= n_dp:
+        return float(epsilon)
+    return float(epsilon + sensitivity * math.log(n_dp / n_survivors))
 
 
 def sharded_aggregate_noise(survivors, n_dp, dim: int, epsilon: float, sensitivity: float,

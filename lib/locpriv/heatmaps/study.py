@@ -13,6 +13,12 @@
 Runs are the base setting for every method (Table 1) plus one-at-a-time sweeps of
 dp_heatmap over users per round, calibration c, shard size and dropout rate
 (Fig. 7, 8); the non-private floor follows the users-per-round sweep.
+
+``aggregation`` selects how every run sums its vectors: ``population`` (per-pixel
+counts and the summed noise's exact law, for 10^6-user sweeps), ``per_client`` (one
+noisy vector mod 2^bits per client, ideal modular sum) or ``secure`` (the same vectors
+through the pairwise-masking protocol of ``locpriv.secagg``; its server transcript is
+written per run).  ``secagg`` sets m = 2^bits and the protocol's graph and threshold.
 """
 
 from __future__ import annotations
@@ -29,7 +35,9 @@ from ..errors import InputError
 from ..seeding import rng as make_rng
 from . import baselines, metrics
 from .adaptive import AdaptiveParams, render, run_adaptive
-from .aggregation import SecAgg
+from ..secagg import ProtocolParams
+from ..secagg.graph import GRAPHS
+from .aggregation import AGGREGATIONS, SecAgg
 from .prefix_tree import PrefixTree
 
 BASELINES = {"flat": baselines.flat, "hierarchical": baselines.hierarchical, "count_min": baselines.count_min,
@@ -45,6 +53,12 @@ DEFAULTS = {
     "sweep": {k: [] for k in SWEEPS},
     "methods": list(METHODS),
     "reps": 2,
+    # how vectors are summed: population | per_client | secure (module doc)
+    "aggregation": "population",
+    # per_client / secure: m = 2^bits (32: shard sums of 10^4 users never wrap); secure: graph "harary"
+    # (random k-regular, Bell et al. 2020) with degree null = smallest safe even k >= log2 n, or "complete"
+    # (Bonawitz et al. 2017); threshold t = floor(threshold * (k + 1)) + 1 of a client's k neighbours and itself
+    "secagg": {"bits": 32, "graph": "harary", "degree": None, "threshold": 0.5},
     "multi_location": None,
     "plots": {"dpi": 110},
 }
@@ -83,6 +97,15 @@ def validate_config(section: dict) -> dict:
     if bad or not cfg["methods"]:
         raise SECTION.error("methods", f"unknown {bad}" if bad else "empty", str(list(METHODS)))
     SECTION.bounded(cfg["reps"], "reps", int, 0)
+    if cfg["aggregation"] not in AGGREGATIONS:
+        raise SECTION.error("aggregation", f"{cfg['aggregation']!r}", str(list(AGGREGATIONS)))
+    sec = cfg["secagg"] = SECTION.merge(cfg["secagg"], DEFAULTS["secagg"], "secagg.")
+    SECTION.bounded(sec["bits"], "secagg.bits", int, 2, 62, open_low=False)
+    if sec["graph"] not in GRAPHS:
+        raise SECTION.error("secagg.graph", f"{sec['graph']!r}", str(list(GRAPHS)))
+    if sec["degree"] is not None and (SECTION.bounded(sec["degree"], "secagg.degree", int, 1) % 2):
+        raise SECTION.error("secagg.degree", f"{sec['degree']!r}", "null or an even integer >= 2")
+    sec["threshold"] = float(SECTION.bounded(sec["threshold"], "secagg.threshold", (int, float), 0.0, 0.99))
     if cfg["multi_location"] is not None:
         multi = cfg["multi_location"] = SECTION.merge(cfg["multi_location"], MULTI_DEFAULTS, "multi_location.")
         if not isinstance(multi["path"], str) or not (isinstance(multi["lonlat_bbox"], list)
@@ -177,43 +200,87 @@ def planned_dropout(dropout: float, shard_size: int) -> float:
     return min(0.99, dropout + DROPOUT_MARGIN_SD * math.sqrt(dropout * (1 - dropout) / shard_size))
 
 
-def _secagg(run: dict) -> SecAgg:
+def make_secagg(run: dict, aggregation: str = "population", secagg: dict | None = None,
+                entropy: np.random.Generator | None = None) -> SecAgg:
+    """The run's shards, dropout and noise plan, and how its vectors are summed (``aggregation``)."""
+    sec = {**DEFAULTS["secagg"], **(secagg or {})}
     return SecAgg(shard_size=run["shard_size"], dropout_rate=run["dropout"],
-                  planned_dropout=planned_dropout(run["dropout"], run["shard_size"]))
+                  planned_dropout=planned_dropout(run["dropout"], run["shard_size"]), mode=aggregation,
+                  protocol=ProtocolParams(bits=sec["bits"], graph=sec["graph"], degree=sec["degree"],
+                                          threshold=sec["threshold"]), entropy=entropy)
+
+
+def heatmap_guarantee(epsilon: float, achieved: float, aggregation: str = "population",
+                      non_private_inputs: str = "") -> dict:
+    """The recorded guarantee of a distributed-DP heatmap run (dp_heatmap or a private baseline).
+
+    Proof sketch: each sub-query releases a sum whose every entry carries independent
+    discrete-Laplace noise P(z) ∝ exp(−ε_t |z| / Δ) (Pólya shares, Bagdasaryan et al. 2022
+    Thm 4.2), so adding or removing one user — who changes the vector by L1 <= Δ — moves
+    the log-likelihood by <= ε_t; basic composition over sub-queries gives Σ_t ε_t = ε.
+    Replacing one user (n fixed) changes L1 by <= 2Δ, hence 2ε.  Dropouts beyond the plan
+    leave less noise: ``achieved`` is Σ_t of the level the realised survivors give
+    (exact, or the closed-form bound of ``polya.achieved_epsilon_bound``).  The server
+    sees only the sum: ideal secure aggregation in the population and per-client modes,
+    the masking protocol (computational, honest-but-curious server) in secure mode.
+    ``non_private_inputs`` names raw data a method used without accounting (the baselines
+    that pick their tree level by MSE against the true population, as the paper evaluates
+    them): the budget is still spent, but no epsilon is guaranteed (``guaranteed_epsilon`` None).
+    """
+    sum_model = {"population": "ideal secure aggregation (simulated at population scale)",
+                 "per_client": "ideal secure aggregation of per-client vectors mod 2^bits",
+                 "secure": "pairwise-masking secure aggregation, honest-but-curious server "
+                           "(Bonawitz et al. 2017; Bell et al. 2020)"}[aggregation]
+    return {"model": f"epsilon-DP per user, distributed discrete Laplace (Bagdasaryan et al. 2022 Thm 4.2), "
+                     f"basic composition over sub-queries; {sum_model}",
+            "neighbouring": "add or remove one user's location (n public); replace-one costs 2 epsilon",
+            "epsilon": float(epsilon), "epsilon_replace_one": 2 * float(epsilon),
+            "achieved_epsilon": float(achieved), "delta": 0.0, "non_private_inputs": non_private_inputs,
+            "guaranteed_epsilon": None if non_private_inputs else float(epsilon)}
 
 
 RELEASE_COLUMNS = {"round": np.int64, "level": np.int64, "code": np.int64, "noisy": np.int64}
+PROTOCOL_COLUMNS = {"round": np.int64, "shard": np.int64, "step": object, "sender": np.int64, "owner": np.int64,
+                    "kind": object, "items": np.int64, "bytes": np.int64}
 
 
 def run_stage(run: dict, seed: int, population_path: str, out_map: str, out_transcript: str,
-              out_releases: str) -> None:
+              out_releases: str, out_protocol: str, aggregation: str = "population",
+              secagg: dict | None = None) -> None:
     image = _population(population_path)
     rng = make_rng(seed, "heatmaps-run", run_dir(run))
+    # the protocol's keys come from their own stream, so secure and per_client runs share every DP draw
+    config = make_secagg(run, aggregation, secagg, make_rng(seed, "heatmaps-secagg", run_dir(run)))
     n = run["users_per_round"]
     releases = pd.DataFrame({k: pd.Series(dtype=v) for k, v in RELEASE_COLUMNS.items()})
+    protocol = None
     if run["method"] == "dp_heatmap":
         params = AdaptiveParams(epsilon=run["epsilon"], users_per_round=n, calibration=run["calibration"],
-                                secagg=_secagg(run))
+                                secagg=config)
         result = run_adaptive(image, params, rng)
-        heatmap, transcript = result.heatmap(), result.transcript
+        heatmap, transcript, protocol = result.heatmap(), result.transcript, result.protocol_transcript
         releases = pd.concat([pd.DataFrame({"round": t, "level": r.levels, "code": r.codes, "noisy": r.noisy})
                               for t, r in enumerate(result.rounds)], ignore_index=True).astype(RELEASE_COLUMNS)
-        guarantee = {"model": "epsilon-DP per user, basic composition over sub-queries (seed 003 §5.5)",
-                     "epsilon": result.epsilon_spent, "achieved_epsilon": result.epsilon_achieved}
+        guarantee = heatmap_guarantee(result.epsilon_spent, result.epsilon_achieved, aggregation)
         communication = result.communication
     elif run["method"] == "nonprivate":
         res = baselines.sampling_floor(image, n, rng)
         heatmap, communication = res.heatmap, res.communication
         transcript = pd.DataFrame([{"round": 0, "epsilon": math.inf, "vector_length": communication, **res.detail}])
-        guarantee = {"model": "none (non-private sampling floor)", "epsilon": math.inf}
+        guarantee = {"model": "none (non-private sampling floor)", "epsilon": math.inf,
+                     "achieved_epsilon": math.inf}
     else:
-        res = BASELINES[run["method"]](image, n, run["epsilon"], rng, _secagg(run))
-        heatmap, communication = res.heatmap, res.communication
-        transcript = pd.DataFrame([{"round": 0, "epsilon": res.epsilon, "vector_length": communication,
+        res = BASELINES[run["method"]](image, n, run["epsilon"], rng, config)
+        heatmap, communication, protocol = res.heatmap, res.communication, res.protocol_transcript
+        transcript = pd.DataFrame([{"round": 0, "epsilon": res.epsilon, "achieved_epsilon": res.achieved_epsilon,
+                                    "vector_length": communication,
                                     **{k: v for k, v in res.detail.items() if np.isscalar(v)}}])
-        guarantee = {"model": "epsilon-DP per user (distributed discrete Laplace, seed 003 Thm 4.2)",
-                     "epsilon": res.epsilon}
-    meta = {"run": run, "guarantee": guarantee, "communication": int(communication)}
+        leak = "tree level chosen by MSE against the true population" if "best_level" in res.detail else ""
+        guarantee = heatmap_guarantee(res.epsilon, res.achieved_epsilon, aggregation, leak)
+    meta = {"run": run, "guarantee": guarantee, "communication": int(communication), "aggregation": aggregation}
+    if protocol is None:
+        protocol = pd.DataFrame({k: pd.Series(dtype=v) for k, v in PROTOCOL_COLUMNS.items()})
+    io.write_parquet(protocol[list(PROTOCOL_COLUMNS)].astype(PROTOCOL_COLUMNS), out_protocol, metadata=meta)
     side = heatmap.shape[0]
     da = xr.DataArray(heatmap, dims=("x", "y"), coords={"x": np.arange(side), "y": np.arange(side)}, name="heatmap")
     da.attrs.update(method=run["method"], communication=int(communication), epsilon=float(guarantee["epsilon"]))
@@ -228,7 +295,9 @@ def metrics_stage(run: dict, population_path: str, map_path: str, transcript_pat
     meta = io.read_parquet_metadata(transcript_path)
     values = {**metrics.all_metrics(heatmap, truth), "communication": float(meta["communication"]),
               "epsilon_spent": float(meta["guarantee"]["epsilon"]),
-              "epsilon_achieved": float(meta["guarantee"].get("achieved_epsilon", meta["guarantee"]["epsilon"]))}
+              "epsilon_achieved": float(meta["guarantee"]["achieved_epsilon"]),
+              # empty where the method read the true population (no formal guarantee holds)
+              "guarantee_epsilon": float(meta["guarantee"].get("guaranteed_epsilon") or math.nan)}
     table = pd.DataFrame({"metric": list(values), "value": list(values.values())})
     for key in ("rep", "dropout", "shard_size", "calibration", "users_per_round", "epsilon", "method"):
         table.insert(0, key, run[key])

@@ -23,14 +23,23 @@ def register(cls):
     return cls
 
 
+_LOADED_ALL = False
+
+
 def _load_all():
+    global _LOADED_ALL
     for mod in pkgutil.iter_modules(__path__):
         if mod.name != "base":
             importlib.import_module(f"{__name__}.{mod.name}")
+    _LOADED_ALL = True
 
 
 def get(name: str) -> Mechanism:
-    if not _REGISTRY:
+    # a job needs one mechanism: import its own module first (most are named after it),
+    # not every plugin's dependencies (scipy.stats, cryptography, ...: seconds per job)
+    if name not in _REGISTRY and name in {m.name for m in pkgutil.iter_modules(__path__)} - {"base"}:
+        importlib.import_module(f"{__name__}.{name}")
+    if name not in _REGISTRY and not _LOADED_ALL:
         _load_all()
     if name not in _REGISTRY:
         raise ValueError(f"unknown mechanism {name!r}; allowed: {names()}")
@@ -38,6 +47,6 @@ def get(name: str) -> Mechanism:
 
 
 def names() -> list[str]:
-    if not _REGISTRY:
+    if not _LOADED_ALL:
         _load_all()
     return sorted(_REGISTRY)

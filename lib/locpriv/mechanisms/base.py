@@ -11,7 +11,9 @@ the broadcast grid.  Their stages are:
   so shards can be reduced anywhere in any order;
 * ``estimate(total, n_users, params, grid)`` – density on the grid (a pdf);
 * ``surfaces(view, params, grid)`` – the per-user surfaces the server could
-  reconstruct, for the attacks (a batch (n, P, Q)).
+  reconstruct, for the attacks (a batch (n, P, Q));
+* ``likelihood(view, params, grid)`` – P(view row | user in grid cell c) for the
+  Bayes adversary (``locpriv.adversary``), a batch (n, P, Q).
 """
 
 from __future__ import annotations
@@ -20,10 +22,14 @@ import numpy as np
 import pandas as pd
 
 from ..domain import Grid
+from ..dp import Guarantee
 from ..params import Param, validate_params
 
 BANDWIDTH = Param("h", "float", "Gaussian kernel bandwidth, in the dataset's distance units, or 'knn' "
                   "for the k-th-nearest-neighbour rule of seed 000 §4.2.4", low=0.0, special=("knn",))
+
+
+KNN_LEAK = "h: knn bandwidth computed from every user's raw location"
 
 
 def clamp_to_domain(points: pd.DataFrame, grid: Grid) -> tuple[np.ndarray, int]:
@@ -44,13 +50,28 @@ class Mechanism:
     params: dict[str, Param] = {}
     # interactive protocols (and central-DP curators) need all of a run's users in one randomize job
     interactive: bool = False
+    # the server sees no per-user report (a central curator's or an aggregator's release only):
+    # the Bayes adversary learns nothing about one user beyond its prior
+    aggregate_only: bool = False
 
     def validate(self, given: dict, where: str) -> dict:
         return validate_params(self.params, given, where)
 
     def guarantee(self, params: dict) -> dict:
-        """{'model', 'epsilon', 'delta', 'note'}; epsilon None where no formal DP holds."""
+        """``locpriv.dp.Guarantee(...).as_dict()``; epsilon None where no formal DP holds."""
         raise NotImplementedError
+
+    def run_guarantee(self, raw_params: dict, params: dict) -> dict:
+        """The guarantee of a run as configured (``raw_params``) and resolved (``params``).
+
+        ``h: knn`` is computed from every user's raw location (``stages.prepare``) and then
+        shapes and is published with the released estimate, with no budget spent on it:
+        the run's guarantee does not hold, so it is recorded void (no epsilon) with the leak named.
+        """
+        record = self.guarantee(params)
+        if raw_params.get("h") == "knn" and record["epsilon"] is not None:
+            return Guarantee(**record).leaked(KNN_LEAK).as_dict()
+        return record
 
     def state_params(self, params: dict) -> dict | None:
         """Parameters that identify a user's persistent randomness, if it has any.
@@ -82,3 +103,14 @@ class Mechanism:
 
     def surfaces(self, view: pd.DataFrame, params: dict, grid: Grid) -> np.ndarray:
         raise NotImplementedError
+
+    def likelihood(self, view: pd.DataFrame, params: dict, grid: Grid) -> np.ndarray:
+        """Row i proportional over grid cells c to P(view row i | user i in cell c): (n, P, Q).
+
+        Any positive factor per user is allowed (the posterior is normalised); every row
+        is positive somewhere.  Aggregate-only mechanisms release nothing per user, so
+        their likelihood is constant and the posterior is the prior.
+        """
+        if self.aggregate_only:
+            return np.ones((len(view), *grid.shape))
+        raise NotImplementedError(f"mechanism {self.name!r} declares no likelihood for the Bayes adversary")

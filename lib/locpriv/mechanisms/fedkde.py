@@ -7,7 +7,11 @@ attacks reconstruct the surface from it.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import kde
+from ..adversary import likelihoods
+from ..dp import no_guarantee
 from . import register
 from .base import BANDWIDTH, Mechanism
 
@@ -18,8 +22,7 @@ class FedKDE(Mechanism):
     params = {"h": BANDWIDTH}
 
     def guarantee(self, params):
-        return {"model": "none", "epsilon": None, "delta": None,
-                "note": "no privacy: the exact kernel surface reveals the location"}
+        return no_guarantee("no privacy: the exact kernel surface reveals the location").as_dict()
 
     def randomize(self, points, params, grid, rng):
         return points[["user", "x", "y"]].reset_index(drop=True)
@@ -32,3 +35,10 @@ class FedKDE(Mechanism):
 
     def surfaces(self, view, params, grid):
         return kde.kernel_surfaces(view[["x", "y"]].to_numpy(), grid.x, grid.y, params["h"])
+
+    def likelihood(self, view, params, grid):
+        """A point mass: 1 on the grid cell holding the reported location, 0 elsewhere."""
+        i, j = likelihoods.cell_of(view[["x", "y"]].to_numpy(), grid)
+        lik = np.zeros((len(view), *grid.shape))
+        lik[np.arange(len(view)), i, j] = 1.0
+        return lik

@@ -9,11 +9,20 @@ product (``quadtree.cell_overlaps``).
   (``interactive``).  The server learns the partition with noisy counts and, per
   user, its privacy region (where the user stopped answering): the attack's
   surface for a user is uniform on that region — SLDP protects a location only
-  inside its region.  Whole budget on the partition; ``split_rule`` per_child.
+  inside its region.  Whole budget on the partition; split threshold Q =
+  ``threshold`` (default k = 20 users per region, the paper's §5.2 / App. A.2);
+  noise calibrated to the indicators' L1 sensitivity 2 unless ``calibration:
+  paper`` (Alg. 1 as printed, recorded at its true cost 2 eps per round).
+  Guarantee (Kroshnin & Suvorikova 2025, Thm 4.1, ``all_children`` = Alg. 2 as
+  printed): (eps, delta)-DP for replacing one user's location by another inside
+  its privacy region U*(X), the cell of the ideal partition holding it; the
+  region itself is revealed.  ``all_children`` is the default; ``per_child`` (the
+  authors' code, kept to reproduce their figures) has no proof: its record has no epsilon ("none proven").
 * ``privtree`` (central DP, Zhang et al. 2016): a trusted curator holds the raw
   points (one shard); nothing per user is released, so every user's attack
   surface is the published density (the attack learns what it learns about
-  anyone).  Budget halves: tree and leaf counts, as the sldp study.
+  anyone).  Budget halves: tree and leaf counts, as the sldp study; the record's
+  epsilon is for replacing one user (2 eps, n is public), add/remove beside it.
 * ``ldp_oue_grid`` (LDP; optimized unary encoding, Wang et al., USENIX Security
   2017): each user sends a perturbed bit vector over a 2^level x 2^level grid
   (bit of its own cell kept w.p. p = 1/2, others set w.p. q = 1/(e^ε + 1));
@@ -29,11 +38,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..dp import Guarantee
 from ..params import Param
 from ..quadtree import cell_codes, cell_overlaps
 from ..sldp import privtree as privtree_lib
 from ..sldp.ldp_grid import oue_probabilities
-from ..sldp.protocol import SPLIT_RULES, run_protocol
+from ..sldp.protocol import CALIBRATIONS, DEFAULT_THRESHOLD, SPLIT_RULES, run_protocol
+from ..sldp.protocol import guarantee as sldp_guarantee
 from . import register
 from .base import Mechanism, clamp_to_domain
 
@@ -83,21 +94,27 @@ class SLDP(_Released):
               "delta": Param("delta", "float", "SLDP delta (Lemma 4.1 failure probability)", default=0.05,
                              low=0.0, high=0.5),
               "max_depth": Param("max_depth", "int", "deepest quadtree level", default=8, low=0, high=20),
-              "split_rule": Param("split_rule", "choice", "per_child (authors' code) or all_children "
-                                  "(Alg. 2 as printed)", default="per_child", choices=SPLIT_RULES)}
+              "split_rule": Param("split_rule", "choice", "per_child (authors' code; no privacy proof) or "
+                                  "all_children (Alg. 2 as printed, Thm 4.1)", default="all_children",
+                                  choices=SPLIT_RULES),
+              "threshold": Param("threshold", "float", "split threshold Q: least users per privacy region "
+                                 "(the paper's k)", default=DEFAULT_THRESHOLD, low=0.0),
+              "calibration": Param("calibration", "choice", "sensitivity2 (Laplace(2/eps): eps per round) or "
+                                   "paper (Alg. 1's Laplace(1/eps): 2 eps per round)", default="sensitivity2",
+                                   choices=CALIBRATIONS)}
 
     def guarantee(self, params):
-        return {"model": "(epsilon, delta)-SLDP", "epsilon": params["epsilon"], "delta": params["delta"],
-                "note": "seed 001 Thm 4.1: a location is protected inside its privacy region, which the "
-                        "server learns; the whole budget builds the partition"}
+        return sldp_guarantee(params["epsilon"], params["delta"], params["threshold"], params["split_rule"],
+                              params["calibration"]).as_dict()
 
     def communication(self, params, grid):
         return 4.0 * params["max_depth"]   # at most 4 noisy indicators per round answered
 
     def randomize(self, points, params, grid, rng):
         xy, moved = clamp_to_domain(points, grid)
-        res = run_protocol(xy, _box(grid), params["epsilon"], 0.0, params["max_depth"], params["delta"], rng,
-                           split_rule=params["split_rule"], keep_reports=False)
+        res = run_protocol(xy, _box(grid), params["epsilon"], params["threshold"], params["max_depth"],
+                           params["delta"], rng, split_rule=params["split_rule"], keep_reports=False,
+                           calibration=params["calibration"])
         region = res.user_cell.sort_values("user")
         view = pd.DataFrame({"user": points["user"].to_numpy(), "level": region["level"].to_numpy(),
                              "code": region["code"].to_numpy()})
@@ -109,16 +126,20 @@ class SLDP(_Released):
         ox, oy = cell_overlaps(level, view["code"].to_numpy(), _box(grid), grid.x, grid.y)
         return ox[:, :, None] * oy[:, None, :] / _area(level, _box(grid))[:, None, None]
 
+    def likelihood(self, view, params, grid):
+        """Uniform on the released region: proportional to the fraction of each grid cell inside
+        it.  The protocol's stopping law inside the region is taken as location-independent."""
+        return self.surfaces(view, params, grid)
+
 
 @register
 class PrivTree(_Released):
     name = "privtree"
+    aggregate_only = True     # only the release leaves the curator: the posterior is the prior
     params = {"epsilon": EPSILON}
 
     def guarantee(self, params):
-        return {"model": "epsilon-DP (central, trusted curator)", "epsilon": params["epsilon"], "delta": 0.0,
-                "note": "PrivTree (Zhang et al. 2016), lambda = 7/(3 eps_tree), theta = 0; budget halves "
-                        "for the tree and the leaf counts"}
+        return privtree_lib.guarantee(params["epsilon"] / 2, params["epsilon"] / 2).as_dict()
 
     def communication(self, params, grid):
         return 2.0    # each user hands its location to the curator
@@ -142,8 +163,12 @@ class OUEGrid(Mechanism):
               "level": Param("level", "int", "grid of 2^level x 2^level cells", default=4, low=0, high=6)}
 
     def guarantee(self, params):
-        return {"model": "epsilon-LDP", "epsilon": params["epsilon"], "delta": 0.0,
-                "note": "optimized unary encoding (Wang et al. 2017) over a uniform grid of the public box"}
+        return Guarantee(
+            model="epsilon-LDP", epsilon=params["epsilon"], delta=0.0, relation="any two inputs (local)",
+            covers="each user's location (clamped to the public domain box first)",
+            discretisation="bits only (no real values released); each bit's probability is a double, so the "
+                           "exact epsilon exceeds the recorded one by at most float rounding (< 1e-15)",
+            note="optimized unary encoding (Wang et al. 2017) over a uniform grid of the public box").as_dict()
 
     def communication(self, params, grid):
         return float(4 ** params["level"])
@@ -180,6 +205,11 @@ class OUEGrid(Mechanism):
         dens = np.maximum(dens, 0.0)
         mass = dens.sum() * grid.cell_area
         return dens / mass if mass > 0 else dens
+
+    def likelihood(self, view, params, grid):
+        """The bit probabilities as a function of the own cell: e^eps on reported ones, 1 on zeros
+        (``adversary.likelihoods.oue_log_probability``), which is the surface normalised."""
+        return self.surfaces(view, params, grid)
 
     def surfaces(self, view, params, grid):
         cells = 4 ** params["level"]

@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 
 from .. import rff
+from ..adversary import likelihoods
+from ..dp import no_guarantee
 from ..kde import normaliser
 from ..params import Param
 from . import register
@@ -51,9 +53,9 @@ class RFF(Mechanism):
         return {"h0": self._h0(params), "max_features": params["max_features"]}
 
     def guarantee(self, params):
-        return {"model": "none", "epsilon": None, "delta": None,
-                "note": "no formal DP: privacy from the periodicity of the answer (Lemmas 2-4); "
-                        "measured by the local-maxima attack's Z"}
+        return no_guarantee("no formal DP: privacy from the periodicity of the answer (Lemmas 2-4); "
+                            "measured by the local-maxima attack's Z",
+                            covers="the location up to the answer's period (no formal claim)").as_dict()
 
     def communication(self, params, grid):
         """3B numbers (omega_b, phase_b) determine the surface the user sends."""
@@ -94,3 +96,20 @@ class RFF(Mechanism):
 
     def surfaces(self, view, params, grid):
         return rff.rff_surfaces(*self._report(view, params["B"]), grid.x, grid.y)
+
+    def likelihood(self, view, params, grid):
+        """Cell-resolution measure of the singular report: the product over features of the
+        length of the lines omega_b^T x = phase_b (mod 2 pi) inside each cell.
+
+        The frequencies are drawn independently of the location, so only the phases carry
+        information.  Given x uniform in a cell, one phase has density proportional to its
+        line length there (exact for B = 1); for B > 1 the phases are taken as independent
+        given the cell — the cell-resolution approximation of their joint law, whose support
+        is the intersection of the B line families.
+        """
+        omega, phase = self._report(view, params["B"])
+        log_lik = np.zeros((len(view), *grid.shape))
+        with np.errstate(divide="ignore"):
+            for b in range(params["B"]):
+                log_lik += np.log(likelihoods.rff_line_lengths(omega[:, b], phase[:, b], grid))
+        return likelihoods.row_scaled(log_lik)

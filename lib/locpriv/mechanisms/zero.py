@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dp import Guarantee
 from . import register
 from .base import Mechanism
 
@@ -18,8 +19,9 @@ class Zero(Mechanism):
     params = {}
 
     def guarantee(self, params):
-        return {"model": "epsilon-LDP", "epsilon": 0.0, "delta": 0.0,
-                "note": "the response is independent of the location"}
+        return Guarantee(model="epsilon-LDP", epsilon=0.0, delta=0.0, relation="any two inputs (local)",
+                         covers="each user's location", discretisation="none: the answer is a constant",
+                         note="the response is independent of the location").as_dict()
 
     def randomize(self, points, params, grid, rng):
         return points[["user"]].reset_index(drop=True)
@@ -33,3 +35,7 @@ class Zero(Mechanism):
 
     def surfaces(self, view, params, grid):
         return np.ones((len(view), *grid.shape))
+
+    def likelihood(self, view, params, grid):
+        """The answer does not depend on the location: constant, the posterior is the prior."""
+        return self.surfaces(view, params, grid)

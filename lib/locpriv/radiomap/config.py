@@ -12,7 +12,7 @@ import copy
 import math
 
 from ..config import ConfigError
-from .noise import SCHEMES
+from .noise import SCHEMES, THETA_MODES
 
 DEFAULTS = {
     "environment": {
@@ -40,6 +40,9 @@ DEFAULTS = {
         "eta_h": 700.0,             # ours (tuned on the paper-scale scenario, FedAvg)
         "eta_theta": 0.08,          # ours
         "clip": 1.0,                # paper: C = 1
+        # paper: theta's gradient is uploaded in the clear every epoch ("learned"), which voids any
+        # (epsilon, delta); "frozen" keeps theta public at model.theta_init and uploads only h's
+        "theta": "learned",
     },
     "geo": {                        # Alg. 1 settings, all ours (the paper gives none)
         "r_max": 8.0, "outer_iters": 3, "inner_iters": 3, "step_r": 2.0, "step_u": 2.0,
@@ -133,6 +136,8 @@ def validate_config(section: dict | None) -> dict:
     T = cfg["training"]["epochs"]
     if not (isinstance(ep, list) and ep and all(isinstance(e, int) and 1 <= e <= T for e in ep)):
         raise _err(("attack", "epochs"), f"got {ep!r}", f"a non-empty list of integers in [1, {T}]")
+    if cfg["training"]["theta"] not in THETA_MODES:
+        raise _err(("training", "theta"), f"got {cfg['training']['theta']!r}", str(list(THETA_MODES)))
     d = cfg["delta"]
     if not (isinstance(d, (int, float)) and 0 < d < 1):
         raise _err(("delta",), f"got {d!r}", "a number in (0, 1)")

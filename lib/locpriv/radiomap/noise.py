@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..dp import Guarantee
 
 
 def clip(g: np.ndarray, C: float) -> tuple[np.ndarray, np.ndarray]:
@@ -194,35 +195,53 @@ def noise_variance(scheme: str, gbar, centres, users, size, mu, rho, settings: G
     raise ValueError(f"scheme: got {scheme!r}; allowed: {sorted(SCHEMES)}")
 
 
-def guarantee(scheme: str, mu: float, M: int, epochs: int, delta: float) -> dict:
-    """The formal (epsilon, delta) of a configuration, or a plain statement that none holds.
+THETA_MODES = ("learned", "frozen")
+DISCRETISATION = ("none: continuous Gaussian noise on doubles; the (epsilon, delta) is that of the real-valued "
+                  "Gaussian mechanism (floating-point effects are not accounted)")
 
-    Only the uniform scheme can have one.  Its noise std is sqrt(mu/M) ||g_bar_i||:
-    a Gaussian mechanism with noise multiplier z = sqrt(mu/M) relative to the
-    clip bound C *if* every user's gradient is clipped (||g_bar_i|| = C) in
-    every epoch; otherwise the noise scale depends on the user's own data and
-    no DP bound follows.  Under that condition, user-level add/remove
-    sensitivity C gives zCDP rho = epochs / (2 z^2) over the epochs, converted
-    to (epsilon, delta) by epsilon = rho + 2 sqrt(rho ln(1/delta))
-    (Bun & Steinke 2016, Prop. 1.3).
+
+def guarantee(scheme: str, mu: float, M: int, delta: float, clipped: list[float], theta: str) -> dict:
+    """The formal (epsilon, delta) of a trained run, or a plain statement that none holds.
+
+    Only the uniform scheme can have one.  Its noise std is sqrt(mu/M) ||g_bar_i|| per cell:
+    a Gaussian mechanism with std sqrt(mu/M) C *if* the user's gradient is clipped
+    (||g_bar_i|| = C) in that epoch; otherwise the noise scale depends on the user's own
+    data and no DP bound follows, so no epsilon is recorded unless the clipped fraction
+    (``clipped``, one entry per epoch) is 1 in every epoch.  Each user's upload is kept
+    and attacked on its own (local model): two datasets of one user give clipped
+    gradients up to 2C apart (L2), so the per-epoch zCDP is rho_1 = (2C)^2 / (2 sigma^2)
+    = 2 M / mu (Bun & Steinke 2016, Prop. 1.6), composed over the epochs (Lemma 1.7) and
+    converted by epsilon = rho + 2 sqrt(rho ln(1/delta)) (Prop. 1.3).  theta's gradient
+    must not be uploaded in the clear (``theta`` "frozen"), or nothing holds.
     """
+    def none(note: str) -> dict:
+        return Guarantee(model="none", epsilon=None, delta=None, relation="any two datasets of one user (local)",
+                         covers="nothing formally", discretisation=DISCRETISATION, note=note).as_dict()
+
     if scheme == "radio_fedavg":
-        return {"model": "none", "epsilon": None, "delta": None,
-                "note": "no noise: the clipped gradients are uploaded as they are; no DP guarantee"}
+        return none("no noise: the clipped gradients are uploaded as they are; no DP guarantee")
     if scheme == "radio_geo":
-        return {"model": "none", "epsilon": None, "delta": None,
-                "note": "noise is allocated from the user's own gradient and location; sigma_m = 0 on "
-                        "cells above the plane, so a change of the user's data can be seen exactly "
-                        "there: no (epsilon, delta) guarantee holds"}
+        return none("noise is allocated from the user's own gradient and location; sigma_m = 0 on cells "
+                    "above the plane, so a change of the user's data can be seen exactly there: no "
+                    "(epsilon, delta) guarantee holds")
     if scheme != "radio_uniform":
         raise ValueError(f"scheme: got {scheme!r}; allowed: {sorted(SCHEMES)}")
     if mu <= 0:
-        return {"model": "none", "epsilon": None, "delta": None, "note": "mu = 0: no noise"}
-    z = np.sqrt(mu / M)
-    rho = epochs / (2 * z * z)
+        return none("mu = 0: no noise")
+    if theta != "frozen":
+        return none("theta's gradient is uploaded unclipped and without noise every epoch: no guarantee "
+                    "(set training.theta: frozen to keep theta public and unuploaded)")
+    short = [i + 1 for i, f in enumerate(clipped) if f < 1.0]
+    if short:
+        return none(f"{len(short)} of {len(clipped)} epochs (first: {short[0]}) have a clipped fraction below "
+                    "1: there the noise scale depends on the user's own gradient norm, so no bound holds")
+    rho = len(clipped) * 2.0 * M / mu
     eps = rho + 2 * np.sqrt(rho * np.log(1 / delta))
-    return {"model": "user-level add/remove, Gaussian mechanism under zCDP composition",
-            "epsilon": float(eps), "delta": float(delta),
-            "note": f"holds only for epochs in which every user's gradient is clipped to norm C "
-                    f"(noise multiplier sqrt(mu/M) = {z:.4g}); the clipped fraction is recorded per "
-                    f"epoch; where it is below 1 the noise depends on the data and no bound holds"}
+    return Guarantee(
+        model="(epsilon, delta)-LDP per user, Gaussian mechanism under zCDP composition", epsilon=float(eps),
+        delta=float(delta), relation="any two datasets of one user (local: each upload is seen on its own)",
+        covers="the user's measurements and location through its h-gradient uploads over all epochs; theta is "
+               "public and frozen",
+        discretisation=DISCRETISATION,
+        note=f"L2 sensitivity 2C, noise std sqrt(mu/M) C = {np.sqrt(mu / M):.4g} C per cell, "
+             f"rho = {rho:.4g} over {len(clipped)} epochs, every epoch fully clipped").as_dict()

@@ -89,14 +89,14 @@ def settings(cfg: dict, run: dict) -> Settings:
     return Settings(epochs=tr["epochs"], eta_h=tr["eta_h"], eta_theta=tr["eta_theta"], clip=tr["clip"],
                     psi_scale=mo["psi_scale"], h_init=mo["h_init"],
                     theta_init=tuple(mo["theta_init"]), scheme=run["scheme"], mu=run["mu"], rho=run["rho"],
-                    geo=GeoSettings(**cfg["geo"]))
+                    geo=GeoSettings(**cfg["geo"]), theta=tr["theta"])
 
 
 def train_run(cfg: dict, run: dict, paths, rng, out: dict) -> None:
     pb = load_problem(cfg, paths)
     hist = train(pb, settings(cfg, run), rng, keep_epochs=cfg["attack"]["epochs"])
     M = pb.centres.shape[0]
-    g = guarantee(run["scheme"], run["mu"], M, cfg["training"]["epochs"], cfg["delta"])
+    g = guarantee(run["scheme"], run["mu"], M, cfg["delta"], hist.clipped, cfg["training"]["theta"])
     meta = {"run": run, "guarantee": g}
     io.write_parquet(transcript_frame(hist.uploads), out["transcript"], metadata=meta)
     io.write_parquet(model_frame(hist.heights), out["model"], metadata=meta)

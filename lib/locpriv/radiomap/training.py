@@ -4,7 +4,9 @@ Per epoch: broadcast (h, theta); every user computes its gradients (8)-(9)
 (vectorised over users); the obstacle gradient is clipped to norm C (20) and
 noised (21) by the chosen scheme; the server averages with weights J_i / J and
 takes one gradient step (10)-(11).  theta's gradient is uploaded unclipped and
-without noise, as in the paper (only h carries location, §IV).
+without noise, as in the paper (only h carries location, §IV) -- which voids any
+formal guarantee -- unless ``theta`` is "frozen": theta then stays public at its
+initial value and only the clipped, noised h gradient leaves the user.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class Settings:
     mu: float = 0.0
     rho: float = 0.0
     geo: GeoSettings = field(default_factory=GeoSettings)
+    theta: str = "learned"      # or "frozen": theta public, its gradient never uploaded
 
 
 @dataclass
@@ -84,7 +87,8 @@ def train(problem: Problem, s: Settings, rng: np.random.Generator, keep_epochs=(
                                s.mu, s.rho, s.geo)
         upload = gbar + np.sqrt(s2) * rng.standard_normal(gbar.shape)
         h = h - s.eta_h * (weight @ upload)                            # eq. (10)
-        theta = theta - s.eta_theta * (weight @ g_theta)             # eq. (11)
+        if s.theta == "learned":
+            theta = theta - s.eta_theta * (weight @ g_theta)         # eq. (11)
         hist.loss.append(float(weight @ loss))
         hist.clipped.append(float(np.mean(was_clipped)))
         hist.mae.append(mae(problem, h, theta, s.psi_scale))

@@ -1,11 +1,29 @@
-"""PrivTree (Zhang, Xiao & Xie, SIGMOD 2016), the central-DP baseline of seed 001 §5.2.
+"""PrivTree (Zhang, Xiao & Xie, SIGMOD 2016), the central-DP baseline of Kroshnin & Suvorikova 2025 §5.3.
 
 A node v at depth d(v) with c(v) points gets the biased count
-b(v) = max(c(v) − d(v) δ, θ − δ) and is split when b(v) + Lap(λ) > θ.  Seed 001
-uses λ = 7 / (3 ε_tree), δ = λ ln 4, θ = 0 (the fanout-4 constants of PrivTree's
-Theorem); the leaves' counts are then released with Lap(1 / ε_count).
+b(v) = max(c(v) − d(v) δ, θ − δ) and is split when b(v) + Lap(λ) > θ.  The SLDP
+paper uses λ = 7 / (3 ε_tree), δ = λ ln 4, θ = 0 (the fanout-4 constants of
+PrivTree's Theorem); the leaves' counts are then released with Lap(1 / ε_count).
 Processed level by level on the shared quadtree codes, so the cost is a few
 array passes per level, not a Python loop over nodes.
+
+Mironov-safe discretisation: everything is computed in integer units of the grid
+Λ = 2^-8 (``STEP``): counts are c / Λ, δ is rounded *up* to δ′ = Λ (⌈λ′ ln 4 / Λ⌉ + 1)
+with λ′ >= λ the scale the exact discrete Laplace sampler actually uses
+(``locpriv.dp.sampling``), the split noise is discrete Laplace(λ′ / Λ) and the leaf
+counts get discrete Laplace(1 / (ε_count Λ)), so the released counts lie on the grid
+with full support whatever the data.
+
+Guarantee (central ε-DP, add/remove one point, ε = ε_tree + ε_count): leaf counts are
+the Laplace mechanism with sensitivity 1 (one leaf count changes).  The tree: PrivTree's
+proof uses only (i) a split probability P(Z > θ − b) whose log changes by at most 1/λ
+when b moves by 1, and (ii) the tail P(Z > t) = C e^{−t/λ} for t >= 0 with C <= 1/2, so
+that the stop probabilities' log-ratios along a root-to-leaf path sum to a geometric
+series of ratio e^{−δ/λ} <= 1/β (β = 4): total <= (2β − 1)/(β − 1) / λ = ε_tree.  Discrete
+Laplace on the grid has (i) exactly (a shift by one count is 1/Λ grid steps of scale
+λ′/Λ) and (ii) with C = e^{−Λ/λ′}/(1 + e^{−Λ/λ′}) < 1/2, and δ′ >= λ′ ln 4, λ′ >= λ keep
+the series' ratio <= 1/4 and the sum <= ε_tree.  n is public, so replacing one point
+(remove then add) costs 2 ε.
 """
 
 from __future__ import annotations
@@ -15,32 +33,50 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..dp import ADD_REMOVE, REPLACE_ONE, Guarantee
+from ..dp.grid import release_on_grid
+from ..dp.sampling import discrete_laplace, exact_scale
 from ..quadtree import cell_codes
+
+STEP = 2.0 ** -8
+UNIT = round(1 / STEP)      # grid steps per count
 
 
 def constants(epsilon_tree: float) -> tuple[float, float]:
-    """(λ, δ) of seed 001: λ = 7 / (3 ε_tree), δ = λ ln 4."""
+    """(λ, δ) of the SLDP paper: λ = 7 / (3 ε_tree), δ = λ ln 4."""
     if not (math.isfinite(epsilon_tree) and epsilon_tree > 0):
         raise ValueError(f"epsilon_tree must be a finite number > 0, got {epsilon_tree}")
     lam = 7.0 / (3.0 * epsilon_tree)
     return lam, lam * math.log(4.0)
 
 
-def biased_count(count, depth, theta: float, delta: float):
-    """b(v) = max(c(v) − d(v) δ, θ − δ)."""
-    return np.maximum(np.asarray(count, dtype=float) - np.asarray(depth) * delta, theta - delta)
+def grid_constants(epsilon_tree: float) -> tuple[float, int]:
+    """(λ′ in grid steps as the sampler uses it, δ′ in integer grid steps >= λ′ ln 4)."""
+    lam, _ = constants(epsilon_tree)
+    lam_steps = exact_scale(lam / STEP)
+    return lam_steps, math.ceil(lam_steps * math.log(4.0)) + 1
+
+
+def biased_steps(count, depth, theta_steps: int, delta_steps: int) -> np.ndarray:
+    """b(v) = max(c(v) − d(v) δ, θ − δ) in integer grid steps (c(v) counts, δ and θ in steps)."""
+    return np.maximum(np.asarray(count, dtype=np.int64) * UNIT - np.asarray(depth) * delta_steps,
+                      theta_steps - delta_steps)
 
 
 def privtree(points: np.ndarray, box, epsilon_tree: float, epsilon_count: float, rng: np.random.Generator,
              theta: float = 0.0, max_depth: int = 20) -> pd.DataFrame:
-    """Leaves (level, code, count) with Laplace-noised counts.
+    """Leaves (level, code, count) with discrete-Laplace-noised counts on the grid STEP.
 
     ``max_depth`` only bounds the code width (PrivTree stops with probability 1
-    long before it: the bias grows by δ per level).
+    long before it: the bias grows by δ per level).  ``theta`` must lie on the grid.
     """
-    lam, delta = constants(epsilon_tree)
+    lam_steps, delta_steps = grid_constants(epsilon_tree)
     if not (math.isfinite(epsilon_count) and epsilon_count > 0):
         raise ValueError(f"epsilon_count must be a finite number > 0, got {epsilon_count}")
+    theta_steps = theta / STEP
+    if theta_steps != round(theta_steps):
+        raise ValueError(f"theta must be a multiple of {STEP}, got {theta}")
+    theta_steps = int(theta_steps)
     path = cell_codes(points, box, max_depth)
     nodes = np.zeros(1, dtype=np.int64)
     leaves = []
@@ -48,12 +84,25 @@ def privtree(points: np.ndarray, box, epsilon_tree: float, epsilon_count: float,
         prefix = path >> (2 * (max_depth - level))
         in_open_node = np.isin(prefix, nodes)  # points of finished leaves drop out
         counts = np.bincount(np.searchsorted(nodes, prefix[in_open_node]), minlength=nodes.size)
-        noisy = biased_count(counts, level, theta, delta) + rng.laplace(0.0, lam, nodes.size)
-        split = (noisy > theta) & (level < max_depth)
+        noisy = biased_steps(counts, level, theta_steps, delta_steps) + discrete_laplace(lam_steps, rng, size=nodes.size)
+        split = (noisy > theta_steps) & (level < max_depth)
         leaf = ~split
         leaves.append(pd.DataFrame({"level": level, "code": nodes[leaf],
-                                    "count": counts[leaf] + rng.laplace(0.0, 1.0 / epsilon_count, leaf.sum())}))
+                                    "count": release_on_grid(counts[leaf] * UNIT, 0.0, STEP, UNIT,
+                                                             epsilon_count, rng)}))
         if not split.any():
             break
         nodes = np.sort(((nodes[split] << 2)[:, None] | np.arange(4)).ravel())
     return pd.concat(leaves, ignore_index=True)
+
+
+def guarantee(epsilon_tree: float, epsilon_count: float) -> Guarantee:
+    eps = epsilon_tree + epsilon_count
+    return Guarantee(
+        model="epsilon-DP (central, trusted curator)", epsilon=2 * eps, delta=0.0,
+        relation=REPLACE_ONE, other_relations={ADD_REMOVE: eps},
+        covers="every user's location; the curator sees raw locations",
+        discretisation=f"counts, bias and noise in integer steps of {STEP:g}; exact discrete Laplace split "
+                       f"noise and leaf-count noise (Canonne, Kamath & Steinke 2020); bias rounded up",
+        note=f"PrivTree (Zhang et al. 2016), lambda = 7/(3 eps_tree), delta >= lambda ln 4, theta = 0; "
+             f"eps_tree = {epsilon_tree:g} for the tree, eps_count = {epsilon_count:g} for the leaf counts")

@@ -5,6 +5,11 @@ the protocol on ``partition_share`` of epsilon, Ex. 3.1 / 2.1 / 2.2 on the rest
 (LDP and central DP get the whole epsilon).  ``range``: clustered points on the
 unit square, the protocol on all of epsilon, 200 anchored queries answered from
 the partition, PrivTree (epsilon split in halves) and the LDP OUE grid.
+
+Split threshold Q = ``threshold`` (default k = 20, the paper's §5.2 / App. A.2);
+``calibration`` "sensitivity2" (default) makes a round cost epsilon, "paper"
+reproduces Alg. 1's printed noise and records its true cost (2 epsilon per round).
+Each protocol run records its guarantee (``protocol.guarantee``) in the metadata.
 """
 
 from __future__ import annotations
@@ -15,13 +20,14 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from .. import io
+from .. import io, laplace_ldp
 from ..config import StudySection
 from ..datasets.points import load_points, projected_box
 from ..quadtree import cell_box
 from ..seeding import rng as make_rng
 from . import classify, ldp_grid, mean, privtree, range_queries
-from .protocol import SPLIT_RULES, run_protocol
+from .protocol import CALIBRATIONS, DEFAULT_THRESHOLD, SPLIT_RULES, run_protocol
+from .protocol import guarantee as protocol_guarantee
 
 DEFAULTS = {
     "mean": {"n": [2000, 16000], "epsilon": [1.0, 4.0], "box": [-10.0, 10.0, -10.0, 10.0], "sd": 1.5,
@@ -35,10 +41,11 @@ DEFAULTS = {
                  "k_epsilon": 1.0},
     "reps": 2,
     "delta": 0.05,                                          # seed 001 §5.1
-    "threshold": 0.0,                                       # Q (ours: the authors' notebook value unknown)
+    "threshold": DEFAULT_THRESHOLD,                         # Q = k = 20 users per region (§5.2, App. A.2)
+    "calibration": "sensitivity2",                          # "paper": Alg. 1's Laplace(1/eps), 2 eps per round
     "max_depth": 10,
     "delta_constant": 6.0,                                  # Alg. 2 line 14
-    "split_rule": "per_child",                              # authors' code; "all_children" = Alg. 2 as printed
+    "split_rule": "all_children",                           # Alg. 2 as printed (Thm 4.1); "per_child" = authors' code, no proof
     "plots": {"dpi": 110},
 }
 TASKS = ("mean", "range")   # tasks with a sample size N; "classify" uses its whole dataset
@@ -85,6 +92,10 @@ def validate_config(section: dict) -> dict:
         raise SECTION.error("delta", f"{cfg['delta']!r}", "a number in (0, 1)")
     if cfg["split_rule"] not in SPLIT_RULES:
         raise SECTION.error("split_rule", f"{cfg['split_rule']!r}", str(list(SPLIT_RULES)))
+    if cfg["calibration"] not in CALIBRATIONS:
+        raise SECTION.error("calibration", f"{cfg['calibration']!r}", str(list(CALIBRATIONS)))
+    if isinstance(cfg["threshold"], bool) or not isinstance(cfg["threshold"], (int, float)) or cfg["threshold"] < 0:
+        raise SECTION.error("threshold", f"{cfg['threshold']!r}", "a number >= 0 (least users per region)")
     if not (isinstance(cfg["max_depth"], int) and 1 <= cfg["max_depth"] <= 20):
         raise SECTION.error("max_depth", f"{cfg['max_depth']!r}", "an integer in [1, 20]")
     SECTION.positive_list(cfg["reps"], "reps", True)
@@ -148,12 +159,12 @@ def protocol_stage(run: dict, cfg: dict, seed: int, out_partition: str, out_roun
     eps = run["epsilon"] * (cfg["mean"]["partition_share"] if run["task"] == "mean" else 1.0)
     res = run_protocol(pts, box, eps, cfg["threshold"], cfg["max_depth"], cfg["delta"],
                        make_rng(seed, "sldp-protocol", run["task"], run["n"], run["epsilon"], run["rep"]),
-                       delta_constant=cfg["delta_constant"], split_rule=cfg["split_rule"])
-    guarantee = {"model": "(epsilon, delta)-SLDP (seed 001 Thm 4.1)", "epsilon": run["epsilon"],
-                 "delta": cfg["delta"], "partition_epsilon": eps,
-                 "task_epsilon": run["epsilon"] - eps if run["task"] == "mean" else 0.0,
-                 "note": "each answering user's indicators are Laplace(1/eps_partition)-noised; "
-                         "a user stops once its region is fixed (Remark 4.1)"}
+                       delta_constant=cfg["delta_constant"], split_rule=cfg["split_rule"],
+                       calibration=cfg["calibration"])
+    task = run["task"] == "mean"
+    guarantee = protocol_guarantee(eps, cfg["delta"], cfg["threshold"], cfg["split_rule"], cfg["calibration"],
+                                   task_epsilon=run["epsilon"] - eps if task else 0.0,
+                                   task="mean task (Ex. 3.1)" if task else "").as_dict()
     meta = {"run": run, "box": box, "guarantee": guarantee, "split_rule": cfg["split_rule"]}
     io.write_parquet(res.cells, out_partition, metadata=meta)
     io.write_parquet(res.rounds, out_rounds, metadata=meta)
@@ -262,8 +273,7 @@ def plot_partition(run: dict, cfg: dict, seed: int, regions_path: str, partition
     eps = run["epsilon"]
     sldp = classify.region_release(cell_box(regions["level"].to_numpy(), regions["code"].to_numpy(), box),
                                    eps / 2, rng)
-    span = np.array([box[1] - box[0], box[3] - box[2]])
-    ldp = pts + rng.laplace(0.0, 1.0, pts.shape) * (2 * span / eps)
+    ldp = laplace_ldp.randomize(pts, np.reshape(box, (2, 2)), eps, rng)
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.6), sharex=True, sharey=True)
     for ax, xy, title in ((axes[0], pts, f"data (N = {len(pts)}) and private partition ({len(cells)} cells)"),
                           (axes[1], sldp, f"SLDP releases, eps = {eps:g}"),

@@ -6,12 +6,15 @@ import numpy as np
 import pandas as pd
 
 from .. import io, mechanisms, metrics
+from ..audit.stage import audit_rows
 from .prepare import load_grid
 from .run import resolve_params
+from .utility import read_workload
 
 
 def run_metrics(run: dict, est_path: str, truth_path: str, pooled_path: str | None, attack_path: str,
-                grid_path: str, bandwidth_json: str | None, out_metrics: str) -> None:
+                grid_path: str, bandwidth_json: str | None, out_metrics: str, *, bayes_path: str,
+                workload_path: str, hotspot_k: int) -> None:
     mech = mechanisms.get(run["mechanism"])
     params = resolve_params(run["params"], bandwidth_json)
     grid = load_grid(grid_path)
@@ -19,7 +22,8 @@ def run_metrics(run: dict, est_path: str, truth_path: str, pooled_path: str | No
     dens = est["density"].values
     truth_d = io.read_netcdf(truth_path)["density"].values
     att = pd.read_parquet(attack_path)
-    g = mech.guarantee(params)
+    workload_queries, workload_sha = read_workload(workload_path)
+    g = mech.run_guarantee(run["params"], params)   # void (no epsilon) if a private input leaked
     answered = bool(np.isfinite(dens).all())
     # the pooled reference is the same users' exact KDE (seed 000's score); a mechanism
     # without a bandwidth answers a constant, whose rank correlation with anything is 0
@@ -32,6 +36,8 @@ def run_metrics(run: dict, est_path: str, truth_path: str, pooled_path: str | No
         "ise": metrics.ise(dens, truth_d, grid.cell_area) if answered else nan,
         "privacy_Z": float(att["Z"].mean()),
         "argmax_error": float(att["argmax_error"].mean()),
+        **_utility_and_bayes(dens if answered else None, truth_d, grid, workload_queries,
+                             float(est["density"].attrs["n_users"]), hotspot_k, pd.read_parquet(bayes_path)),
         "comm_per_user": mech.communication(params, grid),
         "n_users": float(est["density"].attrs["n_users"]),
         "guarantee_epsilon": float("nan") if g["epsilon"] is None else float(g["epsilon"]),
@@ -44,14 +50,35 @@ def run_metrics(run: dict, est_path: str, truth_path: str, pooled_path: str | No
     rows.insert(0, "dataset", run["dataset"])
     for k, v in run["params"].items():
         rows[k] = str(v)
-    io.write_parquet(rows, out_metrics)
+    for k in ("model", "relation", "non_private_inputs"):   # what guarantee_epsilon means
+        rows[f"guarantee_{k}"] = g[k]
+    io.write_parquet(rows, out_metrics, metadata={"range_workload_sha256": workload_sha})
 
 
-def summary(metric_paths: list[str], out_parquet: str, out_csv: str) -> None:
-    """Gather every run's tidy metrics; parameter columns a run lacks are empty."""
+def _utility_and_bayes(dens: np.ndarray | None, truth_d: np.ndarray, grid, queries: np.ndarray, n_users: float,
+                       hotspot_k: int, bayes: pd.DataFrame) -> dict[str, float]:
+    """The shared utility metrics (NaN for a refused query) and the Bayes adversary's means."""
+    nan = float("nan")
+    return {
+        "range_mre": nan if dens is None else metrics.range_mre(dens, truth_d, grid, queries, int(n_users)),
+        "hotspot_recall": nan if dens is None else metrics.hotspot_recall(dens, truth_d, int(hotspot_k)),
+        "bayes_expected_error": float(bayes["expected_error"].mean()),
+        "bayes_guess_error": float(bayes["guess_error"].mean()),
+        "bayes_hit_r": float(bayes["hit_r"].mean()),
+    }
+
+
+def summary(metric_paths: list[str], out_parquet: str, out_csv: str, audit_table: str | None = None) -> None:
+    """Gather every run's tidy metrics; parameter columns a run lacks are empty.
+
+    With the combined audit table (``locpriv.audit``), every run stating an ε also gets
+    ``audit_epsilon_lb`` (its empirical lower bound) and ``audit_confidence`` rows.
+    """
     frames = [pd.read_parquet(p) for p in sorted(metric_paths)]
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["dataset", "mechanism", "rep", "metric", "value"])
+    if audit_table:
+        table = pd.concat([table, audit_rows(table, audit_table)], ignore_index=True)
     fixed = ["dataset", "mechanism", "rep", "metric", "value"]
     params = sorted(c for c in table.columns if c not in fixed)
     table = table[fixed[:3] + params + fixed[3:]]
@@ -60,3 +87,66 @@ def summary(metric_paths: list[str], out_parquet: str, out_csv: str) -> None:
     io.write_parquet(table, out_parquet)
     with io.atomic_path(out_csv) as tmp:
         table.to_csv(tmp, index=False, float_format="%.10g")
+
+
+# Units of the tidy metrics, "{u}" standing for the dataset's distance unit; metrics not listed keep
+# their bare name.
+METRIC_UNITS = {
+    "spearman": "rank corr.", "spearman_pooled": "rank corr.", "ise": "1/{u}^2",
+    "privacy_Z": "{u}", "argmax_error": "{u}", "bayes_expected_error": "{u}", "bayes_guess_error": "{u}",
+    "bayes_hit_r": "probability", "range_mre": "fraction", "hotspot_recall": "fraction",
+    "comm_per_user": "numbers sent", "n_users": "users", "answered": "fraction of reps", "bandwidth": "{u}",
+}
+# the decision columns first: utility, then the adversary's error, then cost
+METRIC_ORDER = ["spearman", "range_mre", "hotspot_recall", "ise", "bayes_expected_error", "bayes_guess_error",
+                "bayes_hit_r", "privacy_Z", "argmax_error", "comm_per_user", "n_users", "answered"]
+
+
+def per_run(tidy: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The tidy summary as one row per run (metrics as columns) and its other (parameter) columns.
+
+    Only the runs that exist: no cross product of parameter values (``pivot_table(dropna=False)``
+    builds one, which exhausts memory once mechanisms declare a dozen parameters).
+    """
+    fixed = {"dataset", "mechanism", "rep", "metric", "value"}
+    params = sorted((c for c in tidy.columns if c not in fixed), key=lambda c: (c != "n", c))
+    key = ["dataset", "mechanism", *params, "rep"]
+    return tidy.set_index([*key, "metric"])["value"].unstack("metric").reset_index().rename_axis(
+        columns=None), params
+
+
+def runs_table(summary_parquet: str, units: dict[str, str], out_csv: str) -> pd.DataFrame:
+    """One row per dataset x mechanism x setting, metrics averaged over repetitions (``runs.csv``).
+
+    ``units`` maps each dataset to its distance unit; a metric column carries its unit in its name
+    (``privacy_Z [m]``), "[distance_unit]" when the datasets' units differ (the ``distance_unit``
+    column then says which).  ``epsilon_guaranteed`` is the recorded guarantee's epsilon (empty: no
+    formal DP), for the neighbouring relation ``epsilon_relation`` under ``epsilon_model`` when the
+    summary carries them (``guarantee_relation``, ``guarantee_model``); a parameter column such as
+    ``epsilon`` is the mechanism's setting, in the units its documentation states.
+    """
+    tidy = pd.read_parquet(summary_parquet)
+    wide, columns = per_run(tidy)
+    info = [c for c in columns if c.startswith("guarantee_")]   # per-run text, not a setting
+    params = [c for c in columns if c not in info]
+    key = ["dataset", "mechanism", *params]
+    wide = wide.rename(columns={"guarantee_epsilon": "epsilon_guaranteed"})
+    metrics = [m for m in METRIC_ORDER if m in wide] + sorted(
+        m for m in wide.columns if m not in METRIC_ORDER and m not in (*key, *info, "rep", "epsilon_guaranteed"))
+    grouped = wide.groupby(key, sort=True)
+    table = grouped[[c for c in ("epsilon_guaranteed", *metrics) if c in wide]].mean()
+    table.insert(0, "reps", grouped["rep"].nunique())
+    if info:
+        table = table.join(grouped[info].first().rename(columns=lambda c: c.replace("guarantee_", "epsilon_")))
+    table = table.reset_index()
+    # a synthetic box has no physical unit ("1"): name it so "[1]" is not read as a dimensionless number
+    named = {ds: "box unit" if u in ("", "1") else u for ds, u in units.items()}
+    table.insert(2, "distance_unit", table["dataset"].map(named).fillna("box unit"))
+    shared = table["distance_unit"].iloc[0] if table["distance_unit"].nunique() == 1 else "distance_unit"
+    eps = [c for c in ("epsilon_guaranteed", "epsilon_relation", "epsilon_model") if c in table]
+    table = table[["dataset", "mechanism", *params, "reps", "distance_unit", *eps, *metrics]]
+    table = table.rename(columns={m: f"{m} [{METRIC_UNITS[m].format(u=shared)}]"
+                                  for m in metrics if m in METRIC_UNITS})
+    with io.atomic_path(out_csv) as tmp:
+        table.to_csv(tmp, index=False, float_format="%.6g")
+    return table

@@ -103,7 +103,7 @@ def estimate(run: dict, agg_path: str, grid_path: str, bandwidth_json: str | Non
     # users who refused the query sent nothing: there is no estimate, not a zero one
     dens = np.full(grid.shape, np.nan) if n == 0 else mech.estimate(agg["sum"].values, n, params, grid)
     units = io.read_netcdf(grid_path).attrs["units"]
-    attrs = {"mechanism": mech.name, "params": params, "n_users": n, "guarantee": mech.guarantee(params),
+    attrs = {"mechanism": mech.name, "params": params, "n_users": n, "guarantee": mech.run_guarantee(run["params"], params),
              "units": f"1/{units}^2", **({"refusal": refusal} if refusal else {})}
     io.write_netcdf(grid.surface(dens, "density", attrs, units), out_est)
 

@@ -1,7 +1,9 @@
 # Location heatmaps under distributed DP with secure aggregation (seed 003, issue 6).
 #   ingest (population image) -> run (dp_heatmap = Alg. 2, or a baseline; per-round transcript
 #   and noisy sums) -> metrics -> summary -> Table 1 CSV, round strip, sweeps (Fig. 7, 8);
-#   optional multi-location users on Geolife (§5.7, Table 2's scale / clip bits).
+#   optional multi-location users on Geolife (§5.7, Table 2's scale / clip bits);
+#   `aggregation: secure` runs every sum through pairwise-masking secure aggregation (locpriv.secagg)
+#   and adds the protocol's bytes per client (plots/secagg_cost.png).
 
 from locpriv.heatmaps.study import run_dir as heatmaps_run_dir, runs as heatmaps_runs
 from locpriv.heatmaps.study import validate_config as heatmaps_validate
@@ -22,7 +24,9 @@ HEATMAPS_RUN = (HEATMAPS_DIR + "/runs/method~{method}/epsilon~{epsilon}/n~{n}/c~
                 "/dropout~{dropout}/rep~{rep}")
 HEATMAPS_CODE = code_fingerprint("locpriv.heatmaps.study", "locpriv.heatmaps.adaptive",
                                  "locpriv.heatmaps.baselines", "locpriv.heatmaps.aggregation",
-                                 "locpriv.heatmaps.polya", "locpriv.heatmaps.prefix_tree")
+                                 "locpriv.heatmaps.polya", "locpriv.heatmaps.prefix_tree",
+                                 "locpriv.heatmaps.clients", "locpriv.secagg.protocol", "locpriv.secagg.shamir",
+                                 "locpriv.secagg.crypto", "locpriv.secagg.graph")
 HEATMAPS_BASE_RUN = {"method": "dp_heatmap", **HEATMAPS["base"], "rep": 0}
 
 
@@ -60,9 +64,13 @@ rule heatmaps_run:
         heatmap=HEATMAPS_RUN + "/heatmap.nc",
         transcript=HEATMAPS_RUN + "/transcript.parquet",
         releases=HEATMAPS_RUN + "/releases.parquet",
+        # secure aggregation: every message the server received (empty in the other modes)
+        protocol=HEATMAPS_RUN + "/secagg_transcript.parquet",
     params:
         run=heatmaps_run,
         seed=config["seed"],
+        aggregation=HEATMAPS["aggregation"],
+        secagg=HEATMAPS["secagg"],
         code=HEATMAPS_CODE,
     threads: rule_resource("heatmaps_run", "threads", 1)
     resources:
@@ -147,6 +155,28 @@ rule heatmaps_figures:
         "../../../scripts/heatmaps_figures.py"
 
 
+rule heatmaps_secagg_cost:
+    input:
+        protocol=f"{HEATMAPS_DIR}/runs/{heatmaps_run_dir(HEATMAPS_BASE_RUN)}/secagg_transcript.parquet",
+        transcript=f"{HEATMAPS_DIR}/runs/{heatmaps_run_dir(HEATMAPS_BASE_RUN)}/transcript.parquet",
+    output:
+        report(f"{HEATMAPS_DIR}/plots/secagg_cost.png", caption="../../report/heatmaps-secagg.rst",
+               category="Location heatmaps (distributed DP)"),
+    params:
+        dpi=HEATMAPS["plots"]["dpi"],
+        code=code_fingerprint("locpriv.heatmaps.plots"),
+    threads: rule_resource("heatmaps_secagg_cost", "threads", 1)
+    resources:
+        mem_mb=rule_resource("heatmaps_secagg_cost", "mem_mb", 2000),
+        runtime=rule_resource("heatmaps_secagg_cost", "runtime", 30),
+    log:
+        f"logs/{HEATMAPS_DIR}/secagg_cost.log",
+    conda:
+        "../../../envs/locpriv.yaml"
+    script:
+        "../../../scripts/heatmaps_secagg_cost.py"
+
+
 rule heatmaps_multi:
     input:
         (HEATMAPS["multi_location"] or {}).get("path") or [],
@@ -175,5 +205,7 @@ STUDY_TARGETS["heatmaps"] = [f"{HEATMAPS_DIR}/summary.csv", f"{HEATMAPS_DIR}/tab
                              f"{HEATMAPS_DIR}/plots/sweeps.png"]
 if "dp_heatmap" in HEATMAPS["methods"]:
     STUDY_TARGETS["heatmaps"].append(f"{HEATMAPS_DIR}/plots/rounds.png")
+if "dp_heatmap" in HEATMAPS["methods"] and HEATMAPS["aggregation"] == "secure":
+    STUDY_TARGETS["heatmaps"].append(f"{HEATMAPS_DIR}/plots/secagg_cost.png")
 if HEATMAPS["multi_location"]:
     STUDY_TARGETS["heatmaps"].append(f"{HEATMAPS_DIR}/plots/multi_location.png")

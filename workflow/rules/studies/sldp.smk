@@ -15,6 +15,7 @@ except lpconfig.ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
 
 SLDP_DIR = "results/studies/sldp"
+SLDP_PROTOCOL_KEYS = ("delta", "threshold", "max_depth", "delta_constant", "split_rule", "calibration")
 SLDP_RUN = SLDP_DIR + "/runs/task~{task}/n~{n}/epsilon~{epsilon}/rep~{rep}"
 
 
@@ -29,8 +30,7 @@ def sldp_run(wc):
 
 def sldp_slice(wc):
     """The config a run uses: shared protocol settings plus its own task's section only."""
-    keys = ("delta", "threshold", "max_depth", "delta_constant", "split_rule")
-    return {**{k: SLDP[k] for k in keys}, wc.task: SLDP[wc.task]}
+    return {**{k: SLDP[k] for k in SLDP_PROTOCOL_KEYS}, wc.task: SLDP[wc.task]}
 
 
 def sldp_data(wc):
@@ -93,7 +93,7 @@ rule sldp_classify:
         SLDP_DIR + "/runs/task~classify/n~all/epsilon~{epsilon}/rep~{rep}/evaluation.parquet",
     params:
         run=lambda wc: {"task": "classify", "n": "all", "epsilon": float(wc.epsilon), "rep": int(wc.rep)},
-        cfg={**{k: SLDP[k] for k in ("delta", "threshold", "max_depth", "delta_constant", "split_rule")},
+        cfg={**{k: SLDP[k] for k in SLDP_PROTOCOL_KEYS},
              "classify": SLDP["classify"]},
         seed=config["seed"],
         code=code_fingerprint("locpriv.sldp.study"),
@@ -162,7 +162,7 @@ rule sldp_plot_partition:
                category="Semi-local DP"),
     params:
         run=SLDP_FIG1,
-        cfg={**{k: SLDP[k] for k in ("delta", "threshold", "max_depth", "delta_constant", "split_rule")},
+        cfg={**{k: SLDP[k] for k in SLDP_PROTOCOL_KEYS},
              "mean": SLDP["mean"]},
         seed=config["seed"],
         dpi=SLDP["plots"]["dpi"],

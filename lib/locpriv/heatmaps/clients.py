@@ -1,0 +1,107 @@
+"""The distributed heatmap client by client (Bagdasaryan et al. 2022 §4, §5.1), ideal or secure sum.
+
+``aggregation.SecAgg.mode`` selects how a sub-query's vectors are summed:
+
+* ``population`` (``aggregation``): per-pixel counts plus the exact law of the summed
+  noise; for 10^6-user sweeps.
+* ``per_client`` (here): the sampled users are dealt into shards in a random order,
+  each drops out independently, and each survivor builds its own vector: its one-hot
+  (or several +1 entries, e.g. the count-min rows) on the broadcast prefix tree, plus its
+  Pólya share Pólya(1/n_dp, a) − Pólya(1/n_dp, a), reduced mod m = 2^bits.  The
+  server gets each shard's sum mod m, read in [−m/2, m/2), and adds the shards.
+  Pólya laws add their r, so the summed noise has exactly the law the population mode
+  draws in one step; the user draw (uniform shard assignment, independent dropout) has
+  the law of ``aggregation.survive``.  The two modes therefore agree in distribution
+  whenever no shard sum leaves [−m/2, m/2) (tested).
+* ``secure``: the same vectors, built from the same random stream, summed by the
+  pairwise-masking protocol (``locpriv.secagg``) instead of by addition; its output is
+  the per-client mode's bit for bit (tested), and the server's transcript is kept.
+
+Accounting is the same in every mode (``aggregation.round_achieved_epsilon``): the
+DP noise and the dropout law are identical, and the modular reduction and masking
+are post-processing of the noisy sum (masks cancel exactly).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import secagg
+from ..secagg import crypto
+from . import polya
+
+# cap on entries of one (clients x vector length) block built at once
+BLOCK_ENTRIES = 1 << 22
+
+
+@dataclass(frozen=True)
+class ClientShards:
+    """The surviving clients of one sub-query: flat pixel, shard and id within the shard."""
+
+    pixel: np.ndarray
+    shard: np.ndarray
+    member: np.ndarray
+    shard_clients: np.ndarray   # clients dealt to each shard, survivors or not
+
+
+def deal(sample: np.ndarray, shard_size: int, dropout: float, rng: np.random.Generator) -> ClientShards:
+    """Users of a per-pixel sample in a uniformly random order, cut into shards; independent dropout."""
+    users = rng.permutation(np.repeat(np.arange(len(sample)), sample))
+    position = np.arange(len(users))
+    kept = rng.random(len(users)) >= dropout if dropout > 0 else np.ones(len(users), dtype=bool)
+    n_shards = max(1, -(-len(users) // shard_size))
+    clients = np.bincount(position // shard_size, minlength=n_shards)
+    return ClientShards(users[kept], position[kept] // shard_size, position[kept] % shard_size, clients)
+
+
+def client_vectors(index: np.ndarray, dim: int, epsilon: float, sensitivity: float, n_dp: int, bits: int,
+                   rng: np.random.Generator) -> np.ndarray:
+    """Each client's vector mod 2^bits: +1 at its ``index`` entries (shape (c,) or (c, w)) plus its Pólya share."""
+    index = np.asarray(index, dtype=np.int64).reshape(len(index), -1)
+    rows = np.repeat(np.arange(len(index)), index.shape[1])
+    counts = np.bincount(rows * dim + index.ravel(), minlength=len(index) * dim).reshape(len(index), dim)
+    noisy = counts + polya.client_shares(len(index), dim, epsilon, sensitivity, n_dp, rng)
+    return polya.reduce_mod(noisy, 1 << bits).astype(np.uint64)
+
+
+def centred(total: np.ndarray, bits: int) -> np.ndarray:
+    """A sum mod 2^bits read in [−2^(bits−1), 2^(bits−1))."""
+    return polya.secure_sum(np.asarray(total, dtype=np.int64)[None], 1 << bits)
+
+
+def shard_total(index: np.ndarray, member: np.ndarray, n_clients: int, dim: int, epsilon: float,
+                sensitivity: float, n_dp: int, config, context: bytes,
+                rng: np.random.Generator) -> tuple[np.ndarray, pd.DataFrame | None]:
+    """One shard: its survivors' vectors summed mod m, ideally or by the protocol (then with its transcript)."""
+    bits = config.protocol.bits
+    block = max(1, BLOCK_ENTRIES // max(dim, 1))
+    parts = [client_vectors(index[i:i + block], dim, epsilon, sensitivity, n_dp, bits, rng)
+             for i in range(0, len(index), block)]
+    vectors = np.concatenate(parts) if parts else np.zeros((0, dim), dtype=np.uint64)
+    if config.mode == "per_client":
+        return vectors.sum(axis=0, dtype=np.uint64) & np.uint64((1 << bits) - 1), None
+    params = dataclasses.replace(config.protocol, planned_dropout=config.plan)
+    return secagg.aggregate(vectors, member, n_clients, params, config.entropy, context)
+
+
+def client_sum(shards: ClientShards, index: np.ndarray, dim: int, epsilon: float, sensitivity: float,
+               n_dp: np.ndarray, config, rng: np.random.Generator) -> tuple[np.ndarray, pd.DataFrame | None]:
+    """Σ over shards of each shard's centred modular sum, and the servers' transcripts (secure mode)."""
+    total = np.zeros(dim, dtype=np.int64)
+    logs = []
+    call = crypto.random_bytes(config.entropy, 1, 16).tobytes() if config.mode == "secure" else b""
+    for j, n_clients in enumerate(shards.shard_clients):
+        mine = shards.shard == j
+        if not mine.any():
+            continue          # nobody reports: the shard adds nothing (no noise either)
+        context = call + b"|shard|" + int(j).to_bytes(4, "little")
+        shard_sum, log = shard_total(index[mine], shards.member[mine], int(n_clients), dim, epsilon, sensitivity,
+                                     int(n_dp[j]), config, context, rng)
+        total += centred(shard_sum, config.protocol.bits)
+        if log is not None:
+            logs.append(log.assign(shard=j))
+    return total, (pd.concat(logs, ignore_index=True) if logs else None)

@@ -1,0 +1,148 @@
+"""The Bayes adversary (Shokri et al. 2011): per-mechanism likelihoods and the metrics."""
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from locpriv import mechanisms
+from locpriv.adversary import bayes, likelihoods
+from locpriv.domain import Domain, Grid
+
+GRID = Grid.regular(Domain(-3, 3, -3, 3), 24, 20)
+
+
+def test_planar_and_product_laplace_densities_integrate_to_one():
+    # reports on a fine grid around one location; the tails beyond +-L carry < 1e-6
+    eps, b = 4.0, (0.3, 0.5)
+    t = np.linspace(-12, 12, 1201)
+    step = t[1] - t[0]
+    zx, zy = np.meshgrid(t, t, indexing="ij")
+    reports = np.column_stack([zx.ravel(), zy.ravel()])
+    one = Grid(np.array([0.0, 1.0]), np.array([0.0, 1.0]), Domain(-0.5, 1.5, -0.5, 1.5))
+    planar = np.exp(likelihoods.planar_laplace_logpdf(reports, one, eps))[:, 0, 0].sum() * step ** 2
+    product = np.exp(likelihoods.product_laplace_logpdf(reports, one, b))[:, 0, 0].sum() * step ** 2
+    assert planar == pytest.approx(1.0, abs=2e-3)
+    assert product == pytest.approx(1.0, abs=2e-3)
+
+
+def test_oue_probabilities_sum_to_one_over_bit_vectors():
+    p, q = 0.5, 1 / (math.exp(2.0) + 1)
+    for own in range(4):
+        total = sum(math.exp(likelihoods.oue_log_probability(np.array(bits), own, p, q))
+                    for bits in itertools.product([0, 1], repeat=4))
+        assert total == pytest.approx(1.0, abs=1e-12)
+
+
+def test_rff_phase_density_integrates_to_one_per_cell():
+    # line length / (|omega| cell area) is the density of the phase given x uniform in the cell
+    omega = np.array([[1.7, -0.6]])
+    phases = np.linspace(0, 2 * np.pi, 4001)[:-1]
+    lengths = np.stack([likelihoods.rff_line_lengths(omega, np.array([ph]), GRID)[0] for ph in phases])
+    density = lengths / (np.hypot(*omega[0]) * GRID.cell_area)
+    np.testing.assert_allclose(density.mean(axis=0) * 2 * np.pi, 1.0, atol=1e-3)
+
+
+def test_rff_axis_parallel_lines_have_the_cell_side_as_length():
+    # omega = (1, 0): the vertical lines x = phase + 2 pi k; each crossed cell holds a segment of its height
+    lengths = likelihoods.rff_line_lengths(np.array([[1.0, 0.0]]), np.array([0.1]), GRID)[0]
+    dy = GRID.y[1] - GRID.y[0]
+    crossed = np.abs(np.mod(GRID.x - 0.1 + np.pi, 2 * np.pi) - np.pi) < (GRID.x[1] - GRID.x[0]) / 2
+    np.testing.assert_allclose(lengths[crossed], dy, rtol=1e-6)
+    assert np.all(lengths[~crossed] == 0)
+
+
+def test_median_guess_matches_brute_force():
+    grid = Grid.regular(Domain(0, 3, 0, 2), 9, 7)
+    post = np.random.default_rng(0).dirichlet(np.ones(63) * 0.3, size=5).reshape(5, 9, 7)
+    gx, gy = np.meshgrid(grid.x, grid.y, indexing="ij")
+    cells = np.column_stack([gx.ravel(), gy.ravel()])
+    dist = np.hypot(*(cells[:, None, :] - cells[None, :, :]).transpose(2, 0, 1))
+    brute = post.reshape(5, -1) @ dist
+    median = bayes.MedianGuess(grid)
+    np.testing.assert_allclose(median.expected_distance(post).reshape(5, -1), brute, atol=1e-12)
+    i, j = median(post)
+    np.testing.assert_array_equal(np.ravel_multi_index((i, j), (9, 7)), brute.argmin(axis=1))
+
+
+def _truth_prior(grid):
+    gx, gy = np.meshgrid(grid.x, grid.y, indexing="ij")
+    return bayes.prior("population", np.exp(-(gx ** 2 + gy ** 2) / 2))
+
+
+def _attack(name, given, n=200, seed=3):
+    """Users at random cell centres; the Bayes attack on what the mechanism released of them."""
+    mech = mechanisms.get(name)
+    params = mech.validate(given, "test")
+    rng = np.random.default_rng(seed)
+    i, j = rng.integers(0, GRID.shape[0], n), rng.integers(0, GRID.shape[1], n)
+    pts = pd.DataFrame({"user": np.arange(n), "x": GRID.x[i], "y": GRID.y[j]})
+    view = mech.randomize(pts, params, GRID, np.random.default_rng(seed + 1))
+    lik = mech.likelihood(view, params, GRID)
+    assert lik.shape == (n, *GRID.shape) and (lik >= 0).all() and (lik.reshape(n, -1).max(axis=1) > 0).all()
+    return mech, params, pts, lik, (i, j)
+
+
+@pytest.mark.parametrize("name, given, n", [
+    ("geoind", {"h": 0.5, "epsilon": 2.0}, 200), ("laplace_ldp", {"h": 0.5, "epsilon": 4.0}, 200),
+    ("rff", {"h": 0.5, "B": 2, "risk": 0.999}, 200), ("ldp_oue_grid", {"epsilon": 2.0, "level": 3}, 200),
+    ("fedkde", {"h": 0.5}, 200),
+    # the protocol splits the root only with enough users: 200 stop at the whole domain
+    ("sldp", {"epsilon": 2.0, "max_depth": 4}, 2000)])
+def test_posterior_at_the_true_cell_beats_the_uniform_prior(name, given, n):
+    """Monte Carlo: E[posterior mass at the true cell] > prior mass (1 / PQ) for an informative report.
+
+    Under H0 (the report carries no information) the mean posterior mass equals the prior;
+    we reject H0 at 5 standard errors (one-sided alpha ~ 3e-7).
+    """
+    _, _, _, lik, (i, j) = _attack(name, given, n=n)
+    uniform = np.full(GRID.shape, 1 / np.prod(GRID.shape))
+    post = bayes.posterior(uniform, lik)
+    at_true = post[np.arange(len(i)), i, j]
+    se = at_true.std(ddof=1) / math.sqrt(len(at_true))
+    assert at_true.mean() - uniform[0, 0] > 5 * se
+
+
+def test_zero_mechanism_bayes_error_is_the_priors():
+    prior = _truth_prior(GRID)
+    mech, params, pts, lik, _ = _attack("zero", {})
+    xy = pts[["x", "y"]].to_numpy()
+    res = bayes.bayes_attack([(slice(0, len(pts)), lik)], prior, GRID, pts["user"].to_numpy(), xy, r=0.9)
+    dist = np.hypot(GRID.x[None, :, None] - xy[:, 0, None, None], GRID.y[None, None, :] - xy[:, 1, None, None])
+    np.testing.assert_allclose(res["expected_error"], (prior * dist).sum(axis=(1, 2)), rtol=1e-13)
+    np.testing.assert_allclose(res["hit_r"], (prior * (dist <= 0.9)).sum(axis=(1, 2)), rtol=1e-13)
+
+
+def test_fedkde_is_located_to_grid_resolution():
+    prior = _truth_prior(GRID)
+    users = 50
+    xy = np.random.default_rng(5).uniform(-3, 3, (users, 2))
+    pts = pd.DataFrame({"user": np.arange(users), "x": xy[:, 0], "y": xy[:, 1]})
+    mech = mechanisms.get("fedkde")
+    params = mech.validate({"h": 0.5}, "test")
+    lik = mech.likelihood(mech.randomize(pts, params, GRID, None), params, GRID)
+    res = bayes.bayes_attack([(slice(0, users), lik)], prior, GRID, pts["user"].to_numpy(), xy, r=0.0)
+    half_diag = np.hypot(GRID.x[1] - GRID.x[0], GRID.y[1] - GRID.y[0]) / 2
+    assert (res["expected_error"] <= half_diag + 1e-12).all()
+    np.testing.assert_allclose(res["expected_error"], res["guess_error"])
+
+
+@pytest.mark.parametrize("name", ["privtree"])
+def test_aggregate_only_mechanisms_leave_the_prior(name):
+    mech = mechanisms.get(name)
+    assert mech.aggregate_only
+    lik = mech.likelihood(pd.DataFrame({"user": [0, 1]}), {}, GRID)
+    assert lik.shape == (2, *GRID.shape) and np.all(lik == 1.0)
+
+
+def test_every_mechanism_declares_a_likelihood():
+    for name in mechanisms.names():
+        mech = mechanisms.get(name)
+        assert mech.aggregate_only or type(mech).likelihood is not mechanisms.Mechanism.likelihood, name
+
+
+def test_population_prior_needs_mass():
+    with pytest.raises(ValueError, match="no mass"):
+        bayes.prior("population", np.zeros((3, 3)))
