@@ -1,4 +1,4 @@
-"""Seed 004 findings and the cost of the deconvoluting 2-D KDE, measured in one run.
+"""[Deconv-LDP] findings and the cost of the deconvoluting 2-D KDE, measured in one run.
 
 1. 2-D deconvoluting Gaussian KDE of N Laplace-LDP reports on a P x P grid (the
    separable GEMM of locpriv.kde.kde_sum with the adjusted kernel) next to the

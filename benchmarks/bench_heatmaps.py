@@ -1,4 +1,4 @@
-"""Location heatmaps under distributed DP (seed 003 Table 1 setting): adaptive vs baselines.
+"""Location heatmaps under distributed DP ([DDP-Heatmaps] Table 1 setting): adaptive vs baselines.
 
 NYT Manhattan population image (1024 x 1024, pixel = users there), ε = 1 per
 user, 10^6 users per sub-query, SecAgg shards of 10 000, ideal aggregation.

@@ -1,4 +1,4 @@
-"""Seed 002 reproduction: federated radio map, WCL attack, uniform vs geometry-aligned noise.
+"""[GeoDP-Radio] reproduction: federated radio map, WCL attack, uniform vs geometry-aligned noise.
 
 Sections (each well under 5 min at paper scale on this machine; --quick: all in < 1 min):
   table1  FedAvg: WCL RMSE at epochs 1, T/2, T for nu in {1, 2, 5, 10, inf} (paper Table I)

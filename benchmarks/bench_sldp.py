@@ -1,4 +1,4 @@
-"""SLDP mean estimation of ||x||^2 (seed 001 §5.1) against LDP and central DP, and protocol speed.
+"""SLDP mean estimation of ||x||^2 ([SLDP] §5.1) against LDP and central DP, and protocol speed.
 
 Data N(0, 1.5^2 I) truncated to [-10, 10]^2, delta = 0.05, half of epsilon for the
 partition (per-child rule of the authors' code, Q = 0, depth 10), half for the

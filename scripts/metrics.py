@@ -6,4 +6,4 @@ with logged(snakemake):
                 optional_input(snakemake, "pooled"),
                 snakemake.input.attack, snakemake.input.grid, optional_input(snakemake, "bandwidth"),
                 snakemake.output[0], bayes_path=snakemake.input.bayes, workload_path=snakemake.input.workload,
-                hotspot_k=snakemake.params.hotspot_k)
+                hotspot_k=snakemake.params.hotspot_k, meta_json=snakemake.input.meta)

@@ -1,4 +1,4 @@
-"""WCL attack (seed 002 eq. 18) on every kept epoch of one run's transcript."""
+"""WCL attack ([GeoDP-Radio] eq. 18) on every kept epoch of one run's transcript."""
 from locpriv.radiomap.stages import attack
 from locpriv.smk import logged
 

@@ -1,4 +1,4 @@
-"""RSS measurements y = gamma(p; h*) + xi (seed 002 eq. 4)."""
+"""RSS measurements y = gamma(p; h*) + xi ([GeoDP-Radio] eq. 4)."""
 from locpriv.radiomap.stages import measure
 from locpriv.seeding import rng
 from locpriv.smk import logged

@@ -1,4 +1,4 @@
-"""Deconvoluting kernel estimators for Laplace-LDP data in 1-D (seed 004 eqs. 5–8)."""
+"""Deconvoluting kernel estimators for Laplace-LDP data in 1-D ([Deconv-LDP] eqs. 5–8)."""
 
 import math
 

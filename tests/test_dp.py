@@ -133,3 +133,26 @@ def test_leaked_guarantee_has_no_epsilon_and_names_every_leak():
     assert no_guarantee("why").epsilon is None
     with pytest.raises(ValueError, match="epsilon"):
         Guarantee(model="m", epsilon=-1.0, delta=0.0, relation="r", covers="c")
+
+
+def test_discrete_gaussian_follows_its_law_with_power():
+    """Chi-square of N_Z(0, σ²) draws against the exact pmf (α = 1e-6); a 10 % wider law is rejected."""
+    from locpriv.dp.gaussian import discrete_gaussian
+    sigma, n, edge = 2.5, 200_000, 9
+    k = np.arange(-edge, edge + 1)
+    full = np.arange(-60, 61)
+    pmf = np.exp(-full ** 2 / (2 * sigma ** 2))
+    pmf /= pmf.sum()
+    expected = np.r_[pmf[full < -edge].sum(), pmf[np.abs(full) <= edge], pmf[full > edge].sum()] * n
+
+    def counts(z):
+        return np.r_[(z < -edge).sum(), [(z == v).sum() for v in k], (z > edge).sum()]
+
+    crit = stats.chi2.ppf(1 - 1e-6, df=len(expected) - 1)
+    r = np.random.default_rng(3)
+    good = counts(discrete_gaussian(np.full(n, sigma), r))
+    assert ((good - expected) ** 2 / expected).sum() < crit
+    wide = counts(discrete_gaussian(np.full(n, 1.1 * sigma), r))
+    assert ((wide - expected) ** 2 / expected).sum() > crit
+    # sigma = 0 releases the value itself; the support is all integers for any sigma > 0
+    assert not discrete_gaussian(np.zeros(5), r).any()

@@ -1,4 +1,4 @@
-"""Adaptive hierarchical histograms (seed 003 Alg. 2), baselines, metrics, multi-location users."""
+"""Adaptive hierarchical histograms ([DDP-Heatmaps] Alg. 2), baselines, metrics, multi-location users."""
 
 import math
 

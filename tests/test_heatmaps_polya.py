@@ -1,4 +1,4 @@
-"""Distributed discrete Laplace (seed 003 §4): laws checked with chi-square at alpha = 1e-6."""
+"""Distributed discrete Laplace ([DDP-Heatmaps] §4): laws checked with chi-square at alpha = 1e-6."""
 
 import math
 

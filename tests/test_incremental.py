@@ -1,4 +1,4 @@
-"""Incremental re-runs (issue 8): a change re-runs exactly the jobs it affects.
+"""Incremental re-runs: a change re-runs exactly the jobs it affects.
 
 (a) adding a parameter value schedules only the new branch is asserted in
 test_workflow.py::test_full_run_is_byte_identical_across_core_counts; here (b) a
@@ -16,7 +16,8 @@ from test_workflow import planned_jobs
 
 pytestmark = pytest.mark.workflow
 
-PLOT_RULES = {"plot_summary", "plot_surfaces", "plot_rff_illustrations", "all"}
+# the frontier is a figure (and a table drawn from the same summary): it follows plot settings too
+PLOT_RULES = {"plot_summary", "plot_surfaces", "plot_rff_illustrations", "frontier", "all"}
 
 CONFIG = copy.deepcopy(TINY)
 CONFIG["experiments"]["density"]["mechanisms"] = {"fedkde": {"n": 300, "h": 0.55}, "zero": {"n": 300}}
@@ -72,7 +73,8 @@ def test_plot_setting_reruns_only_plots(project):
 
 
 @pytest.mark.parametrize("module, expected", [
-    ("mechanisms/zero.py", {"randomize", "aggregate", "estimate", "attack", "metrics", "summary"}),
+    ("mechanisms/zero.py", {"randomize", "aggregate", "estimate", "attack", "bayes_attack", "audit", "audit_table",
+                            "metrics", "summary"}),
     ("plots.py", {"plot_summary", "plot_surfaces"}),
 ])
 def test_edited_library_function_reruns_the_rules_that_use_it(project, module, expected):

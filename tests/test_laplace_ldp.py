@@ -1,4 +1,4 @@
-"""Laplace LDP and the deconvoluting KDE (seed 004) as the location branch uses them."""
+"""Laplace LDP and the deconvoluting KDE ([Deconv-LDP]) as the location branch uses them."""
 
 import math
 

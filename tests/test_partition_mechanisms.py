@@ -1,4 +1,4 @@
-"""Seed 001's mechanisms as location-DAG plugins: sldp, privtree, ldp_oue_grid."""
+"""[SLDP]'s mechanisms as location-DAG plugins: sldp, privtree, ldp_oue_grid."""
 
 import math
 

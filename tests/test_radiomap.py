@@ -1,4 +1,4 @@
-"""Unit tests of the radiomap study (seed 002): geometry, model, noise, attack, training."""
+"""Unit tests of the radiomap study ([GeoDP-Radio]): geometry, model, noise, attack, training."""
 
 import numpy as np
 import pytest
@@ -9,8 +9,8 @@ from locpriv.radiomap import scenario, validate_config
 from locpriv.radiomap.attack import localisation_error, wcl
 from locpriv.radiomap.geometry import CellGrid, traverse
 from locpriv.radiomap.model import hard_gain, local_gradients, smooth_gain
-from locpriv.radiomap.noise import (GeoSettings, clip, geo_variance, guarantee, objective_terms,
-                                    solve_offset, uniform_variance)
+from locpriv.radiomap.noise import (GeoSettings, clip, geo_variance, gradient_step, guarantee, objective_terms,
+                                    solve_offset, uniform_variance, upload)
 from locpriv.radiomap.training import Settings, train
 from locpriv.seeding import rng
 
@@ -147,10 +147,16 @@ def test_uniform_noise_energy_follows_the_budget_chi_square():
     mu = 3.0
     s2 = uniform_variance(gbar, mu)
     np.testing.assert_allclose(s2.sum(axis=1), mu * (gbar ** 2).sum(axis=1))
-    n = np.sqrt(s2) * r.standard_normal(s2.shape)
-    q = (n ** 2 / s2).sum(axis=1)
+    C = float(np.linalg.norm(gbar, axis=1).max())
+    n = upload(np.zeros_like(gbar), s2, C, r)          # the library's noise: discrete Gaussian on the grid
+    step = gradient_step(C, 400)
+    assert np.array_equal(n / step, np.rint(n / step))  # every released value is a grid point
     lo, hi = stats.chi2.ppf([1e-3 / 10, 1 - 1e-3 / 10], df=400)
+    q = (n ** 2 / s2).sum(axis=1)
     assert np.all((q > lo) & (q < hi))
+    # power: noise with 1.5x the variance is flagged for every user (mean 600 vs an upper bound near 510)
+    q_wide = (upload(np.zeros_like(gbar), 1.5 * s2, C, r) ** 2 / s2).sum(axis=1)
+    assert np.all(q_wide > hi)
 
 
 def test_spatial_variance_closed_form_matches_monte_carlo():
@@ -198,10 +204,12 @@ def test_guarantees_are_stated_and_only_uniform_noise_has_one():
 
 
 def test_uniform_guarantee_uses_sensitivity_2c_and_needs_full_clipping_and_frozen_theta():
-    """Local model: L2 sensitivity 2C, noise std sqrt(mu/M) C, so rho = T (2C)^2 / (2 mu C^2 / M) = 2 T M / mu."""
+    """Local model: L2 sensitivity 2C, noise std sqrt(mu/M) C, so rho = T (2C)^2 / (2 mu C^2 / M) = 2 T M / mu,
+    times (1 + 2^-20)^2 for rounding the uploads to the grid (sqrt(M) step <= 2C / 2^20)."""
     mu, M, T, delta = 10.0, 100, 10, 1e-5
     g = guarantee("radio_uniform", mu, M, delta, [1.0] * T, "frozen")
-    rho = 2 * T * M / mu
+    rho = 2 * T * M / mu * (1 + 2 ** -20) ** 2
+    assert np.sqrt(M) * gradient_step(1.0, M) <= 2.0 / 2 ** 20
     assert g["epsilon"] == pytest.approx(rho + 2 * np.sqrt(rho * np.log(1 / delta)))
     assert "local" in g["relation"] and g["delta"] == delta
     # one epoch with an unclipped user: the noise scale depends on its data, no epsilon at all

@@ -39,14 +39,18 @@ def test_radiomap_rules_run_and_extend_incrementally(make_workdir):
         assert (wd / t).stat().st_size > 0, t
     run = wd / OUT / "runs/scheme~radio_geo/mu~1/rho~1"
     transcript = pd.read_parquet(run / "transcript.parquet")
-    assert set(transcript["epoch"]) == {1, 4} and set(transcript["user"]) == set(range(6))
+    # kept epochs only (1 and 4); exact zeros are omitted, and in this tiny city the model saturates
+    # after epoch 1, so epoch 4's gradients (and the noise scaled to them) round to 0 on the release grid
+    assert 1 in set(transcript["epoch"]) <= {1, 4} and set(transcript["user"]) == set(range(6))
     assert len(pd.read_parquet(run / "model.parquet")) == 4 * 100   # h after every epoch, M = 100
     assert read_parquet_metadata(run / "history.parquet")["guarantee"]["epsilon"] is None
     # the uniform scheme with theta learned in the clear (the paper's protocol) claims nothing either
     uniform = read_parquet_metadata(wd / OUT / "runs/scheme~radio_uniform/mu~1/rho~0" / "history.parquet")
     assert uniform["guarantee"]["epsilon"] is None and "theta" in uniform["guarantee"]["note"]
     att = pd.read_parquet(wd / OUT / "summary/attack_rmse.parquet")
-    assert len(att) == 3 * 2 * 3 and att["rmse_m"].notna().all()
+    # every run x nu for each kept epoch with a nonzero upload (epoch 1 at least, see above)
+    assert 1 in set(att["epoch"]) <= {1, 4} and len(att) == 3 * 3 * att["epoch"].nunique()
+    assert att["rmse_m"].notna().all()
 
     # one more mu value schedules only that run's jobs and the summaries
     more = copy.deepcopy(SECTION)

@@ -1,4 +1,4 @@
-"""Federated RFF KDE (seed 000 Alg. 2/3): estimator, aggregation, and the user's query policy."""
+"""Federated RFF KDE ([RFF-KDE] Alg. 2/3): estimator, aggregation, and the user's query policy."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""The SLDP interactive quadtree (seed 001 Alg. 1/2)."""
+"""The SLDP interactive quadtree ([SLDP] Alg. 1/2)."""
 
 import math
 

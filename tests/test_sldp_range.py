@@ -1,4 +1,4 @@
-"""PrivTree, the LDP grid and range-query answering (seed 001 §5.2)."""
+"""PrivTree, the LDP grid and range-query answering ([SLDP] §5.2)."""
 
 import math
 

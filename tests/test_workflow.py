@@ -131,7 +131,8 @@ def test_bad_input_file_fails_cleanly_and_leaves_no_output(make_workdir):
     assert proc.returncode != 0
     assert "points.csv: field 'lon': column missing" in err and "Fix:" in err
     assert not (wd / "results/ingest/real/points.parquet").exists()
-    assert not list(wd.glob("results/**/*.parquet"))
+    # nothing of the failing dataset (the audit of a data-free mechanism such as zero may have run)
+    assert not list(wd.glob("results/ingest/**/*.parquet")) and not list(wd.glob("results/runs/**/*"))
 
 
 GEOLIFE = ROOT.parent / "shared/data/geolife_beijing/geolife_beijing_1min.csv.gz"
@@ -188,3 +189,23 @@ def test_rff_and_geoind_branches_with_a_refused_query(make_workdir):
     assert set(ldp["estimator"]) == {"naive", "deconv"} and (ldp["value"] == 8).all()
     for plot in ("tradeoff", "gain_per_cost", "rff-fig3-convergence", "rff-fig4-user-surfaces"):
         assert (wd / f"results/plots/{plot}.png").stat().st_size > 0
+
+
+def test_person_level_epsilon_is_reported_beside_the_row_level_one(make_workdir):
+    """With a user column and max_points_per_person k, the summary has k x epsilon per person."""
+    cfg = copy.deepcopy(TINY)
+    cfg["datasets"] = {"real": {"source": "points", "path": "points.csv", "user_column": "person",
+                                "max_points_per_person": 3, "lonlat_bbox": [116.15, 116.60, 39.75, 40.10],
+                                "knn_k": 5}}
+    cfg["experiments"]["density"] = {"datasets": ["real"], "reps": 1, "mechanisms": {
+        "geoind": {"n": "all", "h": 500.0, "epsilon": 0.01}, "fedkde": {"n": "all", "h": 500.0}}}
+    wd = make_workdir(cfg)
+    r = np.random.default_rng(0)
+    pd.DataFrame({"person": r.integers(0, 500, 4000), "lat": r.normal(39.9, 0.03, 4000),
+                  "lon": r.normal(116.35, 0.04, 4000)}).to_csv(wd / "points.csv", index=False)
+    run_snakemake(wd, "--cores", "2", "results/summary/metrics.csv")
+    table = pd.read_parquet(wd / "results/summary/metrics.parquet")
+    value = table.set_index(["mechanism", "metric"])["value"]
+    assert value[("geoind", "guarantee_epsilon")] == pytest.approx(0.01)
+    assert value[("geoind", "guarantee_epsilon_person")] == pytest.approx(0.03)   # 3 rows per person at most
+    assert np.isnan(value[("fedkde", "guarantee_epsilon_person")])                 # no row-level promise

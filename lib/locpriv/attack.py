@@ -1,6 +1,6 @@
 """Localisation attacks on what the server saw.
 
-The local-maxima attack of seed 000 §4.2.2 works on any report that is a
+The local-maxima attack of [RFF-KDE] §4.2.2 works on any report that is a
 surface on the grid: user i's local maxima e_ij at g_ij, kept if
 e_ij >= e_max / ratio (ratio = 1.1 in the paper), weighted by e_ij / sum e,
 give the privacy score Z_i = sum_j w_ij ||g_ij - d_i|| (eq. 16, read as the

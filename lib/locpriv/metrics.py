@@ -10,7 +10,7 @@ from .sldp.range_queries import mean_relative_error
 
 
 def spearman(estimate: np.ndarray, truth: np.ndarray) -> float:
-    """Rank correlation over grid cells (seed 000 §4.2.1).
+    """Rank correlation over grid cells ([RFF-KDE] §4.2.1).
 
     A constant surface has no ranks to correlate (scipy returns NaN); we define
     its Spearman as 0, the value of an uninformative estimate.

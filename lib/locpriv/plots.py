@@ -133,7 +133,7 @@ def surfaces(truth_path: str, estimate_paths: list[str], labels: list[str], out_
     _save(fig, out_png, settings)
 
 
-# Seed 000 scores utility against the same users' non-private KDE (§4.2.1).
+# [RFF-KDE] scores utility against the same users' non-private KDE (§4.2.1).
 UTILITY = "spearman_pooled"
 
 
@@ -144,7 +144,7 @@ def _mean_by(frame: pd.DataFrame, key: str) -> pd.DataFrame:
 
 
 def tradeoff(summary_path: str, out_png: str, settings: dict) -> None:
-    """Seed 000 Fig. 10-12: Spearman against privacy score Z, one panel per dataset and N.
+    """[RFF-KDE] Fig. 10-12: Spearman against privacy score Z, one panel per dataset and N.
 
     RFF is a curve over B and GeoInd a curve over epsilon (answered runs only);
     exact federated KDE and the 0-feature baseline are reference points.
@@ -191,7 +191,7 @@ def tradeoff(summary_path: str, out_png: str, settings: dict) -> None:
 
 
 def gain_per_cost(summary_path: str, out_png: str, settings: dict) -> None:
-    """Seed 000 Fig. 13: (S_B - S_1) / (Z_1 - Z_B) for B >= 2, one line per dataset and N.
+    """[RFF-KDE] Fig. 13: (S_B - S_1) / (Z_1 - Z_B) for B >= 2, one line per dataset and N.
 
     The paper defines the privacy cost as 'the privacy score with B minus that
     with one feature'; Z falls as B grows, so we take Z_1 - Z_B to make the cost

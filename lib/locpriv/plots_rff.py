@@ -1,4 +1,4 @@
-"""Illustrations of seed 000 §3.4-3.5: Fig. 3 (RFF KDE converges to KDE, 1-D) and
+"""Illustrations of [RFF-KDE] §3.4-3.5: Fig. 3 (RFF KDE converges to KDE, 1-D) and
 Fig. 4 (one user's response surfaces for several B).  Both are synthetic and
 stochastic, so they take the Generator they draw from."""
 

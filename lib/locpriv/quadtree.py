@@ -1,4 +1,4 @@
-"""Canonical quadtree over a box: cell ids as interleaved bit paths (shared by seeds 001 and 003).
+"""Canonical quadtree over a box: cell ids as interleaved bit paths (shared by [SLDP] and [DDP-Heatmaps]).
 
 A cell at level l is the 2 l-bit code of its path from the root, two bits per
 level, most significant first (digit 2 bx + by of the x and y bits at that

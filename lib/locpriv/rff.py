@@ -1,6 +1,6 @@
-"""Federated RFF KDE (seed 000, Alg. 2/3): user state, query policy, server aggregation.
+"""Federated RFF KDE ([RFF-KDE], Alg. 2/3): user state, query policy, server aggregation.
 
-Kernel convention (seed 000 §2.2, unnormalised): k_h(x, y) = exp(-||x - y||^2 / (2 h^2)).
+Kernel convention ([RFF-KDE] §2.2, unnormalised): k_h(x, y) = exp(-||x - y||^2 / (2 h^2)).
 By Bochner (eq. 2) k_h(x, y) = E cos(w^T (x - y)) with w ~ N(0, h^-2 I), so a user
 at d answers a query with the surface G'(d)(g) = sum_b cos(w_b^T (g - d)) (eq. 7, the
 B basis functions of eq. 4 summed); the server divides the sum over users by N B (eq. 6).

@@ -1,4 +1,4 @@
-"""A real one-node SLURM cluster on localhost runs the workflow (issue 8).
+"""A real one-node SLURM cluster on localhost runs the workflow.
 
 tools/slurm-localhost.sh starts slurmctld, slurmd, munge, slurmdbd and MariaDB;
 the test runs a small experiment through the SLURM executor plugin with the

@@ -35,6 +35,12 @@ wildcard_constraints:
 RUN_DIR = "results/runs/{dataset}/{mechanism}/{params}/rep~{rep}"
 
 
+def run_datasets():
+    """The config's datasets that some run uses (an unused dataset must not re-run the gathers)."""
+    used = {run.dataset for run in RUNS.values()}
+    return {ds: spec for ds, spec in config.get("datasets", {}).items() if ds in used}
+
+
 def dataset_spec(wc):
     return config["datasets"][wc.dataset]
 

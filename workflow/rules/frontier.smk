@@ -28,10 +28,6 @@ rule range_workload:
         "../../scripts/range_workload.py"
 
 
-def frontier_datasets():
-    return {ds: spec for ds, spec in config.get("datasets", {}).items() if ds in {r.dataset for r in RUNS.values()}}
-
-
 def frontier_targets():
     return ["results/summary/frontier.csv", "results/plots/frontier.png"] if RUNS else []
 
@@ -53,9 +49,9 @@ rule frontier:
     params:
         settings=lpfrontier.settings(config),
         levels=lambda wc: lpfrontier.dataset_levels(
-            frontier_datasets(), lpfrontier.settings(config)["levels"],
-            {ds: lpingest.domain_of(spec)[0] for ds, spec in frontier_datasets().items()}),
-        units=lambda wc: {ds: lpingest.domain_of(spec)[1] for ds, spec in frontier_datasets().items()},
+            run_datasets(), lpfrontier.settings(config)["levels"],
+            {ds: lpingest.domain_of(spec)[0] for ds, spec in run_datasets().items()}),
+        units=lambda wc: {ds: lpingest.domain_of(spec)[1] for ds, spec in run_datasets().items()},
         dpi=config["plots"].get("dpi", 110),
         code=code_fingerprint("locpriv.frontier"),
     threads: rule_resource("frontier", "threads", 1)

@@ -77,7 +77,7 @@ rule truth:
 
 
 rule pooled_kde:
-    # seed 000's utility reference: the non-private KDE of the same users and bandwidth
+    # [RFF-KDE]'s utility reference: the non-private KDE of the same users and bandwidth
     cache: True
     input:
         points="results/ingest/{dataset}/points.parquet",

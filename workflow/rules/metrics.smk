@@ -22,6 +22,7 @@ rule metrics:
         workload="results/ingest/{dataset}/range-workload.parquet",
         grid="results/encode/{dataset}/grid.nc",
         bandwidth=bandwidth_input,
+        meta="results/ingest/{dataset}/meta.json",
     output:
         RUN_DIR + "/metrics.parquet",
     params:
@@ -59,7 +60,7 @@ rule summary:
     params:
         code=code_fingerprint("locpriv.stages.metrics"),
         # distance unit per dataset, from the config alone (the wide table puts it in column names)
-        units=lambda wc: {ds: lpingest.domain_of(spec)[1] for ds, spec in config["datasets"].items()},
+        units=lambda wc: {ds: lpingest.domain_of(spec)[1] for ds, spec in run_datasets().items()},
     threads: rule_resource("summary", "threads", 1)
     resources:
         mem_mb=rule_resource("summary", "mem_mb", 2000),

@@ -34,7 +34,7 @@ def _offsets(reports: np.ndarray, grid: Grid) -> tuple[np.ndarray, np.ndarray]:
 
 
 def planar_laplace_logpdf(reports: np.ndarray, grid: Grid, epsilon: float) -> np.ndarray:
-    """log D_eps(c)(z) = log(eps^2 / 2 pi) - eps ||z - c|| (Andrés et al. 2013; seed 000 eq. 18), (n, P, Q)."""
+    """log D_eps(c)(z) = log(eps^2 / 2 pi) - eps ||z - c|| (Andrés et al. 2013; [RFF-KDE] eq. 18), (n, P, Q)."""
     dx, dy = _offsets(reports, grid)
     return np.log(epsilon ** 2 / (2 * np.pi)) - epsilon * np.hypot(dx, dy)
 

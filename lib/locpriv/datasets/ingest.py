@@ -68,7 +68,7 @@ def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.Dat
 
 
 def _users_note(meta: dict, has_persons: bool) -> str:
-    note = "each point is an independent virtual user (as seed 000 does with check-ins)"
+    note = "each point is an independent virtual user (as [RFF-KDE] does with check-ins)"
     if not has_persons:
         return note + "; no person column"
     if meta["person_cap"] is None:

@@ -1,4 +1,4 @@
-"""The RFF paper's synthetic population patterns (seed 000, §4.1.1).
+"""The RFF paper's synthetic population patterns ([RFF-KDE], §4.1.1).
 
 Both are equal-weight Gaussian mixtures, so sampling and the analytic density
 on the evaluation grid share one parametrisation (means, covariances).

@@ -1,4 +1,4 @@
-"""Deconvoluting kernel estimators for Laplace-LDP data (seed 004).
+"""Deconvoluting kernel estimators for Laplace-LDP data ([Deconv-LDP]).
 
 ``kernels``: Gaussian and Cauchy kernels and their closed-form deconvoluting
 versions; ``estimators``: naive / deconvoluting 1-D KDE, Nadaraya–Watson

@@ -1,4 +1,4 @@
-"""Inputs of the deconvolution study (seed 004 §Results): (x, y) pairs with public bounds of x.
+"""Inputs of the deconvolution study ([Deconv-LDP] §Results): (x, y) pairs with public bounds of x.
 
 Synthetic: x from (1/3) N(−1, 1) + (2/3) N(3/2, 1/2) truncated to [−3, 3]
 (N(μ, σ²): the second component has variance 1/2) or χ²(3) truncated to [0, 3];

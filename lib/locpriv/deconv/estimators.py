@@ -1,4 +1,4 @@
-"""Naive and deconvoluting kernel estimators in 1-D (seed 004 eqs. 2, 5, 7, 8).
+"""Naive and deconvoluting kernel estimators in 1-D ([Deconv-LDP] eqs. 2, 5, 7, 8).
 
 Every estimator takes the public Laplace scale b of the reports; b = 0 gives
 the ordinary (noiseless or naive) estimator with the same code path.  Sums over

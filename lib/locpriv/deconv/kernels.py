@@ -1,4 +1,4 @@
-"""Kernels K and their deconvoluting versions for Laplace(b) noise (seed 004 eq. 5).
+"""Kernels K and their deconvoluting versions for Laplace(b) noise ([Deconv-LDP] eq. 5).
 
 With Laplace noise of scale b the noise characteristic function is
 Φ_n(t) = 1 / (1 + b² t²), so the deconvoluting kernel at bandwidth h is the

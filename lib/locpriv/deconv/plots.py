@@ -1,4 +1,4 @@
-"""Seed 004 Fig. 1–9 for one dataset of the deconvolution study, as one PNG.
+"""[Deconv-LDP] Fig. 1–9 for one dataset of the deconvolution study, as one PNG.
 
 Per sample size n (a row): the fitted curves on noiseless data (Fig. 4, 7) and at
 the figure epsilon (Fig. 1, 2, 5, 8) over the test clients' true data, the three

@@ -1,4 +1,4 @@
-"""The ``studies.deconv`` workflow section (seed 004): validation and file-level stages.
+"""The ``studies.deconv`` workflow section ([Deconv-LDP]): validation and file-level stages.
 
 A run is (dataset, n, epsilon, rep); epsilon "inf" is the noiseless reference
 (reports = true inputs, b = 0) that the paper draws as horizontal lines.

@@ -1,4 +1,4 @@
-"""Location heatmaps under distributed DP with secure aggregation (seed 003).
+"""Location heatmaps under distributed DP with secure aggregation ([DDP-Heatmaps]).
 
 Modules:
 

@@ -1,4 +1,4 @@
-"""Adaptive hierarchical histograms (seed 003 §5.2–5.5, Alg. 2) at population scale.
+"""Adaptive hierarchical histograms ([DDP-Heatmaps] §5.2–5.5, Alg. 2) at population scale.
 
 Each sub-query t: sample n users (``aggregation.UserPool``), each survivor sends
 a one-hot over the current prefix tree's reporting nodes (K_t entries,

@@ -1,4 +1,4 @@
-"""One simulated secure-aggregation sub-query at population scale (seed 003 §4, Alg. 1).
+"""One simulated secure-aggregation sub-query at population scale ([DDP-Heatmaps] §4, Alg. 1).
 
 Shared by the adaptive algorithm (``adaptive``) and every baseline (``baselines``).
 

@@ -1,4 +1,4 @@
-"""Baselines of seed 003 §5.1 and §6.2, all through the same simulated SecAgg sub-query.
+"""Baselines of [DDP-Heatmaps] §5.1 and §6.2, all through the same simulated SecAgg sub-query.
 
 Every private baseline samples n users from the population image, adds the
 distributed discrete-Laplace noise of §4 (``aggregation.noisy_histogram``, Pólya

@@ -1,4 +1,4 @@
-"""Heatmap accuracy metrics on normalised maps (seed 003 §6.1; reference metrics.py).
+"""Heatmap accuracy metrics on normalised maps ([DDP-Heatmaps] §6.1; reference metrics.py).
 
 Both maps are normalised as the reference ``normalize`` does: negative entries
 clipped to 0, then divided by the sum, so each sums to 1.

@@ -1,4 +1,4 @@
-"""Users with several weighted locations (seed 003 §5.7) and SecAgg modular overflow (App. A.3).
+"""Users with several weighted locations ([DDP-Heatmaps] §5.7) and SecAgg modular overflow (App. A.3).
 
 A user's points (vector entries ``index`` with weights, e.g. visit counts or time
 spent) are normalised to L1 = 1 per user, scaled by a constant s and

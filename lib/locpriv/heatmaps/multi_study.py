@@ -1,4 +1,4 @@
-"""The heatmaps study's multi-location stage (seed 003 §5.7): Geolife users as weighted multisets.
+"""The heatmaps study's multi-location stage ([DDP-Heatmaps] §5.7): Geolife users as weighted multisets.
 
 Kept apart from ``study`` so that changing it does not re-run the single-location runs.
 """
@@ -49,6 +49,6 @@ def multi_stage(cfg: dict, seed: int, out: str) -> None:
                          "overflow_entries_without_noise": multi_location.overflow_count(exact, bits)})
     meta = {"users": int(u.max()) + 1, "points_read": report.rows_read, "points_dropped": report.dropped,
             "points_kept": int(w.sum()), "mass_dropped_by_max_points": dropped_mass,
-            "guarantee": {"model": "epsilon-DP per user, sensitivity ceil(s) + max_points (seed 003 §5.7)",
+            "guarantee": {"model": "epsilon-DP per user, sensitivity ceil(s) + max_points ([DDP-Heatmaps] §5.7)",
                           "epsilon": multi["epsilon"]}}
     io.write_parquet(pd.DataFrame(rows), out, metadata=meta)

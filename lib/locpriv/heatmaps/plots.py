@@ -1,4 +1,4 @@
-"""Seed 003 figures: the heatmap per round (the paper's animation as a strip), MSE sweeps
+"""[DDP-Heatmaps] figures: the heatmap per round (the paper's animation as a strip), MSE sweeps
 (Fig. 7, 8), Table 1 as CSV, the multi-location scale / clip-bits effect (Table 2), and the
 secure-aggregation protocol's bytes per client beside the heatmap's own vector."""
 

@@ -1,4 +1,4 @@
-"""Distributed discrete Laplace noise for secure aggregation (seed 003 §4, Alg. 1, Thm 4.2).
+"""Distributed discrete Laplace noise for secure aggregation ([DDP-Heatmaps] §4, Alg. 1, Thm 4.2).
 
 Pólya(r, a) is the negative binomial law P(k) = Γ(k + r) / (k! Γ(r)) a^k (1 − a)^r,
 k >= 0 (Definition 4.1; the extraction lost the formula, reconstructed from the

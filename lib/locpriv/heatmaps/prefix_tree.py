@@ -1,4 +1,4 @@
-"""Prefix-tree encoding of a 2^D x 2^D pixel grid (seed 003 §5.1, §5.6).
+"""Prefix-tree encoding of a 2^D x 2^D pixel grid ([DDP-Heatmaps] §5.1, §5.6).
 
 A node is a level l (0 = root) and a code of 2 l bits: the interleaved bit path
 of its pixels' coordinates, two bits per level, most significant first (digit

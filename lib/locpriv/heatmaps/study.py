@@ -1,4 +1,4 @@
-"""The ``studies.heatmaps`` workflow section (seed 003): validation and file-level stages.
+"""The ``studies.heatmaps`` workflow section ([DDP-Heatmaps]): validation and file-level stages.
 
 * ingest: the population image (pixel = users there): the NYT Manhattan crop
   (``.npy``) or a synthetic image (Gaussian hot spots on a uniform background,

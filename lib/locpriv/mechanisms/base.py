@@ -1,6 +1,6 @@
 """What every mechanism plugin declares and implements.
 
-Surface mechanisms (seed 000 and its baselines) answer a density query on
+Surface mechanisms ([RFF-KDE] and its baselines) answer a density query on
 the broadcast grid.  Their stages are:
 
 * ``randomize(points, params, grid, rng)`` – client side, one user shard in,
@@ -26,7 +26,7 @@ from ..dp import Guarantee
 from ..params import Param, validate_params
 
 BANDWIDTH = Param("h", "float", "Gaussian kernel bandwidth, in the dataset's distance units, or 'knn' "
-                  "for the k-th-nearest-neighbour rule of seed 000 §4.2.4", low=0.0, special=("knn",))
+                  "for the k-th-nearest-neighbour rule of [RFF-KDE] §4.2.4", low=0.0, special=("knn",))
 
 
 KNN_LEAK = "h: knn bandwidth computed from every user's raw location"
@@ -78,7 +78,7 @@ class Mechanism:
 
         None: every run draws fresh randomness (keyed by all its parameters).
         A dict: users keep one random state across every run that shares these
-        values (seed 000 Alg. 3: frequencies drawn once, reused for all queries),
+        values ([RFF-KDE] Alg. 3: frequencies drawn once, reused for all queries),
         so the client randomness is keyed by them alone.
         """
         return None

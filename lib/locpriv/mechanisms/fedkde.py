@@ -1,4 +1,4 @@
-"""Exact federated KDE (seed 000, Alg. 1): each user returns its Gaussian kernel on the grid.
+"""Exact federated KDE ([RFF-KDE], Alg. 1): each user returns its Gaussian kernel on the grid.
 
 The surface is a deterministic function of the location with a unique peak at
 it, so the server's exact view *is* the location: we store that, and the

@@ -1,4 +1,4 @@
-"""Geo-indistinguishability baseline (seed 000 §4.2.3): planar Laplace, then exact KDE.
+"""Geo-indistinguishability baseline ([RFF-KDE] §4.2.3): planar Laplace, then exact KDE.
 
 Each user moves its location by planar Laplace noise (eq. 18), released on a
 public grid (``locpriv.planar_laplace``: exact, Mironov-safe), and answers the

@@ -1,4 +1,4 @@
-"""Laplace local DP for locations (seed 004) as a branch of the location DAG.
+"""Laplace local DP for locations ([Deconv-LDP]) as a branch of the location DAG.
 
 Each user clamps its location to the public domain box (counted in the view's
 metadata; clamping is a public map, so the guarantee holds for every input) and
@@ -33,7 +33,7 @@ class LaplaceLDP(FedKDE):
     params = {"h": BANDWIDTH,
               "epsilon": Param("epsilon", "float", "LDP budget for the whole 2-D location", low=0.0),
               "estimator": Param("estimator", "choice", "server density estimator: naive KDE of the "
-                                 "reports or the deconvoluting KDE (seed 004 eq. 5)", default="deconv",
+                                 "reports or the deconvoluting KDE ([Deconv-LDP] eq. 5)", default="deconv",
                                  choices=("naive", "deconv"))}
 
     def guarantee(self, params):

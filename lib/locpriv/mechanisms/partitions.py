@@ -1,10 +1,10 @@
-"""Seed 001's mechanisms as branches of the location DAG: ``sldp``, ``privtree``, ``ldp_oue_grid``.
+"""[SLDP]'s mechanisms as branches of the location DAG: ``sldp``, ``privtree``, ``ldp_oue_grid``.
 
 Each releases a partition of the domain with per-cell counts, i.e. a
 piecewise-constant density; averaged over the grid cells it is one separable
 product (``quadtree.cell_overlaps``).
 
-* ``sldp`` (interactive, seed 001 Alg. 1/2): the protocol needs every user's
+* ``sldp`` (interactive, [SLDP] Alg. 1/2): the protocol needs every user's
   answers each round, so the run is one shard holding all its users
   (``interactive``).  The server learns the partition with noisy counts and, per
   user, its privacy region (where the user stopped answering): the attack's
@@ -16,8 +16,9 @@ product (``quadtree.cell_overlaps``).
   Guarantee (Kroshnin & Suvorikova 2025, Thm 4.1, ``all_children`` = Alg. 2 as
   printed): (eps, delta)-DP for replacing one user's location by another inside
   its privacy region U*(X), the cell of the ideal partition holding it; the
-  region itself is revealed.  ``all_children`` is the default; ``per_child`` (the
-  authors' code, kept to reproduce their figures) has no proof: its record has no epsilon ("none proven").
+  region itself is revealed.  ``per_child`` (the authors' code, the default: Alg. 2 as
+  printed stops a parent as soon as any child is sparse, which on concentrated data
+  leaves every user at level 1) has no proof: its record has no epsilon ("none proven").
 * ``privtree`` (central DP, Zhang et al. 2016): a trusted curator holds the raw
   points (one shard); nothing per user is released, so every user's attack
   surface is the published density (the attack learns what it learns about
@@ -95,7 +96,7 @@ class SLDP(_Released):
                              low=0.0, high=0.5),
               "max_depth": Param("max_depth", "int", "deepest quadtree level", default=8, low=0, high=20),
               "split_rule": Param("split_rule", "choice", "per_child (authors' code; no privacy proof) or "
-                                  "all_children (Alg. 2 as printed, Thm 4.1)", default="all_children",
+                                  "all_children (Alg. 2 as printed, Thm 4.1)", default="per_child",
                                   choices=SPLIT_RULES),
               "threshold": Param("threshold", "float", "split threshold Q: least users per privacy region "
                                  "(the paper's k)", default=DEFAULT_THRESHOLD, low=0.0),

@@ -1,4 +1,4 @@
-"""Federated KDE with random Fourier features (seed 000, Alg. 2 and 3).
+"""Federated KDE with random Fourier features ([RFF-KDE], Alg. 2 and 3).
 
 Each user draws ``max_features`` frequencies at the base bandwidth h0 once and
 keeps them (``state_params``: every run sharing h0 and the policy reuses them);

@@ -1,4 +1,4 @@
-"""The 0-feature baseline (seed 000 §4.2.3): every user answers with a constant.
+"""The 0-feature baseline ([RFF-KDE] §4.2.3): every user answers with a constant.
 
 Best possible privacy (the answer does not depend on the location) and no
 information: the estimate is the uniform density over the domain.

@@ -1,4 +1,4 @@
-"""Federated radio-map construction with geometry-aligned DP and the WCL attack (seed 002).
+"""Federated radio-map construction with geometry-aligned DP and the WCL attack ([GeoDP-Radio]).
 
 Modules: ``geometry`` (grid, exact vectorised link traversal, sparse storage),
 ``environment`` (synthetic city), ``scenario`` (config -> environment, links,

@@ -1,4 +1,4 @@
-"""Weighted-centroid localisation (WCL) of seed 002 eq. (18) on uploaded gradients."""
+"""Weighted-centroid localisation (WCL) of [GeoDP-Radio] eq. (18) on uploaded gradients."""
 
 from __future__ import annotations
 

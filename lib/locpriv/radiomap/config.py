@@ -1,6 +1,6 @@
 """Validation of the ``studies.radiomap`` config section, with defaults filled in.
 
-Defaults are the paper's setting where it states one (seed 002 §V: 300 m
+Defaults are the paper's setting where it states one ([GeoDP-Radio] §V: 300 m
 area, 3 m cells, heights 10-130 m, 100 users, 200 stations at 50 m, 200
 measurements, C = 1, nu in {1, 2, 5, 10, inf}) and this project's choice
 otherwise (marked "ours" in DEFAULTS' comments).

@@ -1,4 +1,4 @@
-"""Synthetic urban environment of seed 002 §V: buildings, users, aerial stations.
+"""Synthetic urban environment of [GeoDP-Radio] §V: buildings, users, aerial stations.
 
 Buildings are circles, rotated cuboids (rectangular footprints) and
 irregular star-shaped polygons with heights drawn uniformly in a range

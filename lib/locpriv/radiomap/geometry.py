@@ -1,7 +1,7 @@
 """Virtual-obstacle grid and the cells under each user-station link.
 
 For a link p = (p_u, p_d) the model needs B(p), the grid cells the link
-passes over, and z_m(p), the link height above each of them (seed 002 §II-A2,
+passes over, and z_m(p), the link height above each of them ([GeoDP-Radio] §II-A2,
 eq. 1).  The traversal is exact for straight links: the horizontal segment is
 cut at every vertical and horizontal grid line it crosses, each piece lies in
 one cell, and z_m is the link height at the middle of that piece.  Cuts are

@@ -1,4 +1,4 @@
-"""Smoothed virtual-obstacle radio map (seed 002 eqs. 1-3) and its gradients (8)-(9).
+"""Smoothed virtual-obstacle radio map ([GeoDP-Radio] eqs. 1-3) and its gradients (8)-(9).
 
 theta = (alpha0, beta0, alpha1, beta1); LOS gain beta0 + alpha0 log10 d,
 NLOS gain beta1 + alpha1 log10 d.  S(p; h) = prod_m psi((z_m - h_m) / s) over

@@ -1,4 +1,4 @@
-"""Clipping and noise allocation for the uploaded obstacle gradients (seed 002 §IV).
+"""Clipping and noise allocation for the uploaded obstacle gradients ([GeoDP-Radio] §IV).
 
 Three schemes, registered by name in ``SCHEMES``:
 
@@ -38,6 +38,24 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..dp import Guarantee
+from ..dp import gaussian
+from ..dp.grid import grid_step
+
+
+# grid of the released gradients: rounding moves two clipped uploads apart by at most
+# sqrt(M) step <= 2C / GRID_CELLS in L2 (see dp.gaussian), i.e. inflates the sensitivity 2C by 2^-20;
+# a fine grid because gradients are often orders of magnitude below C (a coarse one zeroes them)
+GRID_CELLS = 2 ** 20
+
+
+def gradient_step(C: float, M: int) -> float:
+    """Power-of-two grid step of the uploads: sqrt(M) * step <= 2C / GRID_CELLS."""
+    return grid_step(2.0 * C / np.sqrt(M), GRID_CELLS)
+
+
+def upload(gbar: np.ndarray, s2: np.ndarray, C: float, rng: np.random.Generator) -> np.ndarray:
+    """The noisy uploads: clipped gradients on the public grid plus discrete Gaussian noise of variance s2."""
+    return gaussian.release(gbar, np.sqrt(s2), gradient_step(C, gbar.shape[1]), rng)
 
 
 def clip(g: np.ndarray, C: float) -> tuple[np.ndarray, np.ndarray]:
@@ -196,8 +214,8 @@ def noise_variance(scheme: str, gbar, centres, users, size, mu, rho, settings: G
 
 
 THETA_MODES = ("learned", "frozen")
-DISCRETISATION = ("none: continuous Gaussian noise on doubles; the (epsilon, delta) is that of the real-valued "
-                  "Gaussian mechanism (floating-point effects are not accounted)")
+DISCRETISATION = ("uploads rounded to a power-of-two grid (sqrt(M) step <= 2C/2^20) plus discrete Gaussian "
+                  "noise in grid units (Canonne, Kamath & Steinke 2020): every grid point reachable from every input")
 
 
 def guarantee(scheme: str, mu: float, M: int, delta: float, clipped: list[float], theta: str) -> dict:
@@ -235,7 +253,9 @@ def guarantee(scheme: str, mu: float, M: int, delta: float, clipped: list[float]
     if short:
         return none(f"{len(short)} of {len(clipped)} epochs (first: {short[0]}) have a clipped fraction below "
                     "1: there the noise scale depends on the user's own gradient norm, so no bound holds")
-    rho = len(clipped) * 2.0 * M / mu
+    # discrete Gaussian of std sqrt(mu/M) C on integer vectors whose L2 distance is at most 2C + sqrt(M) step
+    # (rounding): rho per epoch = (2C + sqrt(M) step)^2 / (2 (mu/M) C^2) <= (2M/mu) (1 + 1/GRID_CELLS)^2
+    rho = len(clipped) * 2.0 * M / mu * (1.0 + 1.0 / GRID_CELLS) ** 2
     eps = rho + 2 * np.sqrt(rho * np.log(1 / delta))
     return Guarantee(
         model="(epsilon, delta)-LDP per user, Gaussian mechanism under zCDP composition", epsilon=float(eps),
@@ -243,5 +263,6 @@ def guarantee(scheme: str, mu: float, M: int, delta: float, clipped: list[float]
         covers="the user's measurements and location through its h-gradient uploads over all epochs; theta is "
                "public and frozen",
         discretisation=DISCRETISATION,
-        note=f"L2 sensitivity 2C, noise std sqrt(mu/M) C = {np.sqrt(mu / M):.4g} C per cell, "
+        note=f"L2 sensitivity 2C (2C (1 + 2^-20) after rounding to the grid), discrete Gaussian noise std "
+             f"sqrt(mu/M) C = {np.sqrt(mu / M):.4g} C per cell, "
              f"rho = {rho:.4g} over {len(clipped)} epochs, every epoch fully clipped").as_dict()

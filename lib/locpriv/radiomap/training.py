@@ -1,4 +1,4 @@
-"""Federated radio-map training (seed 002 §II-B, eqs. 8-11) with clipped, noised uploads.
+"""Federated radio-map training ([GeoDP-Radio] §II-B, eqs. 8-11) with clipped, noised uploads.
 
 Per epoch: broadcast (h, theta); every user computes its gradients (8)-(9)
 (vectorised over users); the obstacle gradient is clipped to norm C (20) and
@@ -17,7 +17,7 @@ import numpy as np
 
 from .geometry import Links
 from .model import local_gradients, smooth_gain
-from .noise import GeoSettings, clip, noise_variance
+from .noise import GeoSettings, clip, noise_variance, upload
 
 
 @dataclass
@@ -85,8 +85,8 @@ def train(problem: Problem, s: Settings, rng: np.random.Generator, keep_epochs=(
         gbar, was_clipped = clip(g, s.clip)
         s2, _ = noise_variance(s.scheme, gbar, problem.centres, problem.users, problem.size,
                                s.mu, s.rho, s.geo)
-        upload = gbar + np.sqrt(s2) * rng.standard_normal(gbar.shape)
-        h = h - s.eta_h * (weight @ upload)                            # eq. (10)
+        sent = upload(gbar, s2, s.clip, rng)                           # on a grid, discrete Gaussian noise
+        h = h - s.eta_h * (weight @ sent)                              # eq. (10)
         if s.theta == "learned":
             theta = theta - s.eta_theta * (weight @ g_theta)         # eq. (11)
         hist.loss.append(float(weight @ loss))
@@ -95,6 +95,6 @@ def train(problem: Problem, s: Settings, rng: np.random.Generator, keep_epochs=(
         hist.heights.append(h.copy())
         hist.theta.append(theta.copy())
         if epoch in keep:
-            hist.uploads[epoch] = upload
+            hist.uploads[epoch] = sent
             hist.clean[epoch] = gbar
     return hist

@@ -1,4 +1,4 @@
-"""Classification under location privacy (seed 001 §5.2): California housing.
+"""Classification under location privacy ([SLDP] §5.2): California housing.
 
 Features are the coordinates scaled to [0, 1]^2, the label is house value above
 the global median; mechanisms perturb the 70 % training features only:

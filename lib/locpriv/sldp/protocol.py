@@ -1,4 +1,4 @@
-"""The SLDP interactive quadtree (seed 001, Alg. 1 client / Alg. 2 server), vectorised over users.
+"""The SLDP interactive quadtree ([SLDP], Alg. 1 client / Alg. 2 server), vectorised over users.
 
 Each round the server broadcasts the frontier: the four children of every
 active cell.  Every user still active answers for the children of its current

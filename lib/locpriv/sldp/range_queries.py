@@ -1,4 +1,4 @@
-"""Rectangular range queries over a partition (seed 001 §5.2, App. A.2).
+"""Rectangular range queries over a partition ([SLDP] §5.2, App. A.2).
 
 Answers are area-weighted sums of cell counts (uniformity inside a cell), as one
 (queries x cells) overlap matrix product.  The anchored multi-scale workload of

@@ -31,7 +31,7 @@ from .protocol import guarantee as protocol_guarantee
 
 DEFAULTS = {
     "mean": {"n": [2000, 16000], "epsilon": [1.0, 4.0], "box": [-10.0, 10.0, -10.0, 10.0], "sd": 1.5,
-             "partition_share": 0.5},                       # seed 001 §5.1
+             "partition_share": 0.5},                       # [SLDP] §5.1
     # App. A.2; grid level ours.  path + lonlat_bbox: real lon/lat points (e.g. Geolife), scaled to
     # the unit square, N drawn per repetition; without them, synthetic clustered points
     "range": {"n": [5000], "epsilon": [1.0], "queries": 200, "grid_level": 4, "path": None, "lonlat_bbox": None,
@@ -40,12 +40,12 @@ DEFAULTS = {
     "classify": {"path": None, "epsilon": [0.5, 5.0], "mechanisms": list(classify.MECHANISMS), "k": [],
                  "k_epsilon": 1.0},
     "reps": 2,
-    "delta": 0.05,                                          # seed 001 §5.1
+    "delta": 0.05,                                          # [SLDP] §5.1
     "threshold": DEFAULT_THRESHOLD,                         # Q = k = 20 users per region (§5.2, App. A.2)
     "calibration": "sensitivity2",                          # "paper": Alg. 1's Laplace(1/eps), 2 eps per round
     "max_depth": 10,
     "delta_constant": 6.0,                                  # Alg. 2 line 14
-    "split_rule": "all_children",                           # Alg. 2 as printed (Thm 4.1); "per_child" = authors' code, no proof
+    "split_rule": "per_child",                              # authors' code (no proof); "all_children" = Alg. 2 (Thm 4.1)
     "plots": {"dpi": 110},
 }
 TASKS = ("mean", "range")   # tasks with a sample size N; "classify" uses its whole dataset
@@ -261,7 +261,7 @@ def plot_stage(summary_path: str, out_png: str, dpi: int) -> None:
 
 def plot_partition(run: dict, cfg: dict, seed: int, regions_path: str, partition_path: str, out_png: str,
                    dpi: int) -> None:
-    """Seed 001 Fig. 1: the private partition over the data, and what users release under SLDP
+    """[SLDP] Fig. 1: the private partition over the data, and what users release under SLDP
     (region centre + Laplace over the region, the task half of epsilon) vs LDP (Laplace over the
     whole box per coordinate, the whole epsilon)."""
     from ..plots import _save, plt

@@ -7,6 +7,7 @@ import pandas as pd
 
 from .. import io, mechanisms, metrics
 from ..audit.stage import audit_rows
+from ..datasets.persons import person_level_epsilon
 from .prepare import load_grid
 from .run import resolve_params
 from .utility import read_workload
@@ -14,7 +15,7 @@ from .utility import read_workload
 
 def run_metrics(run: dict, est_path: str, truth_path: str, pooled_path: str | None, attack_path: str,
                 grid_path: str, bandwidth_json: str | None, out_metrics: str, *, bayes_path: str,
-                workload_path: str, hotspot_k: int) -> None:
+                workload_path: str, hotspot_k: int, meta_json: str) -> None:
     mech = mechanisms.get(run["mechanism"])
     params = resolve_params(run["params"], bandwidth_json)
     grid = load_grid(grid_path)
@@ -25,7 +26,7 @@ def run_metrics(run: dict, est_path: str, truth_path: str, pooled_path: str | No
     workload_queries, workload_sha = read_workload(workload_path)
     g = mech.run_guarantee(run["params"], params)   # void (no epsilon) if a private input leaked
     answered = bool(np.isfinite(dens).all())
-    # the pooled reference is the same users' exact KDE (seed 000's score); a mechanism
+    # the pooled reference is the same users' exact KDE ([RFF-KDE]'s score); a mechanism
     # without a bandwidth answers a constant, whose rank correlation with anything is 0
     pooled_d = io.read_netcdf(pooled_path)["density"].values if pooled_path else truth_d
     nan = float("nan")
@@ -42,6 +43,10 @@ def run_metrics(run: dict, est_path: str, truth_path: str, pooled_path: str | No
         "n_users": float(est["density"].attrs["n_users"]),
         "guarantee_epsilon": float("nan") if g["epsilon"] is None else float(g["epsilon"]),
     }
+    meta = io.read_json(meta_json)
+    if "persons" in meta:   # rows come from fewer people: the person-level epsilon beside the row-level one
+        person = person_level_epsilon(g["epsilon"] if not g["delta"] else None, meta.get("person_cap"))
+        values["guarantee_epsilon_person"] = nan if person is None else person
     if "h" in params:
         values["bandwidth"] = float(params["h"])
     rows = pd.DataFrame({"metric": list(values), "value": list(values.values())})

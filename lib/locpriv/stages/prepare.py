@@ -57,7 +57,7 @@ def bandwidth(points_path: str, name: str, k: int, seed: int, out_json: str) -> 
     pts = pd.read_parquet(points_path, columns=["x", "y"]).to_numpy()
     h = kde.knn_bandwidth(pts, int(k), make_rng(seed, "bandwidth", name, int(k)))
     io.write_json({"h": h, "k": int(k), "sample_fraction": 0.1, "n_points": len(pts),
-                   "rule": "mean distance from a 10% sample to the k-th nearest neighbour (seed 000 §4.2.4)"},
+                   "rule": "mean distance from a 10% sample to the k-th nearest neighbour ([RFF-KDE] §4.2.4)"},
                   out_json)
 
 
@@ -77,9 +77,9 @@ def truth(spec: dict, points_path: str, grid_path: str, bandwidth_json: str | No
 
 
 def pooled_kde(points_path: str, n_users: int, h: float, grid_path: str, out_nc: str) -> None:
-    """Exact KDE of the first ``n_users`` users at bandwidth h: seed 000's reference.
+    """Exact KDE of the first ``n_users`` users at bandwidth h: [RFF-KDE]'s reference.
 
-    Seed 000 §4.2.1 scores every private estimate against 'Federated KDE on the full
+    [RFF-KDE] §4.2.1 scores every private estimate against 'Federated KDE on the full
     (pooled) dataset', i.e. the non-private estimate from the same users and
     bandwidth; its Spearman then isolates what privacy costs, apart from the KDE's
     own smoothing bias against the analytic density.

@@ -1,4 +1,4 @@
-# Laplace LDP with deconvoluting KDE and Nadaraya-Watson regression (seed 004, issue 4).
+# Laplace LDP with deconvoluting KDE and Nadaraya-Watson regression ([Deconv-LDP]).
 #   split (clients' true x, y; train/test) -> randomize (Laplace reports, per epsilon)
 #   -> fit (LOO-CV bandwidth, deconvoluting NW vs linear/logistic, densities) -> summary -> plots
 # The 2-D location branch of the same mechanism is the `laplace_ldp` mechanism of the main DAG.

@@ -1,4 +1,4 @@
-# Location heatmaps under distributed DP with secure aggregation (seed 003, issue 6).
+# Location heatmaps under distributed DP with secure aggregation ([DDP-Heatmaps]).
 #   ingest (population image) -> run (dp_heatmap = Alg. 2, or a baseline; per-round transcript
 #   and noisy sums) -> metrics -> summary -> Table 1 CSV, round strip, sweeps (Fig. 7, 8);
 #   optional multi-location users on Geolife (§5.7, Table 2's scale / clip bits);

@@ -1,4 +1,4 @@
-# Federated radio-map construction with geometry-aligned DP and the WCL attack (seed 002, issue 7).
+# Federated radio-map construction with geometry-aligned DP and the WCL attack ([GeoDP-Radio]).
 #   ingest (city, users, stations) -> geometry (cells under each link; cached)
 #   -> measure (RSS, eq. 4) -> train (protocol per scheme/mu/rho; transcript)
 #   -> attack (WCL, eq. 18) -> summary (Table I/II, Fig. 4/6 data, guarantees) -> plots
@@ -189,13 +189,13 @@ rule radiomap_plots:
         transcripts=radiomap_run_files("transcript.parquet"),
     output:
         mae=report(f"{RADIOMAP_DIR}/plots/mae.png", caption="../../report/radiomap-mae.rst",
-                   category="Federated radio map (seed 002)"),
+                   category="Federated radio map ([GeoDP-Radio])"),
         fig4=report(f"{RADIOMAP_DIR}/plots/fig4_error_vs_mu.png", caption="../../report/radiomap-fig4.rst",
-                    category="Federated radio map (seed 002)"),
+                    category="Federated radio map ([GeoDP-Radio])"),
         fig5=report(f"{RADIOMAP_DIR}/plots/fig5_gradient_maps.png", caption="../../report/radiomap-fig5.rst",
-                    category="Federated radio map (seed 002)"),
+                    category="Federated radio map ([GeoDP-Radio])"),
         fig6=report(f"{RADIOMAP_DIR}/plots/fig6_error_vs_rho.png", caption="../../report/radiomap-fig6.rst",
-                    category="Federated radio map (seed 002)"),
+                    category="Federated radio map ([GeoDP-Radio])"),
     log:
         f"logs/{RADIOMAP_DIR}/plots.log",
     params:

@@ -1,4 +1,4 @@
-# Semi-local DP (seed 001): interactive private quadtree, mean estimation, range queries.
+# Semi-local DP ([SLDP]): interactive private quadtree, mean estimation, range queries.
 #   protocol (client data, Alg. 1/2 transcript, partition) -> evaluate (task answers vs baselines)
 #   -> summary -> plot
 
