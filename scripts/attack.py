@@ -1,8 +1,10 @@
 from locpriv.smk import logged, optional_input
-from locpriv.stages.attack import attack
+from locpriv.stages.attack import attacks_of_run
 
 with logged(snakemake):
-    attack(snakemake.params.run, snakemake.params.seed, snakemake.params.attack,
-           snakemake.params.users_per_shard, list(snakemake.input.views), snakemake.input.points,
-           snakemake.input.meta, snakemake.input.grid, optional_input(snakemake, "bandwidth"),
-           snakemake.output[0])
+    attacks_of_run(run=snakemake.params.run, seed=snakemake.params.seed, attack_cfg=snakemake.params.attack,
+                   adversary_cfg=snakemake.params.adversary, users_per_shard=snakemake.params.users_per_shard,
+                   view_paths=list(snakemake.params.views), points_path=snakemake.input.points,
+                   meta_json=snakemake.input.meta, grid_path=snakemake.input.grid, truth_path=snakemake.input.truth,
+                   bandwidth_json=optional_input(snakemake, "bandwidth"),
+                   out_local_maxima=snakemake.output.local_maxima, out_bayes=snakemake.output.bayes)

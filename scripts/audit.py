@@ -2,6 +2,6 @@ from locpriv.smk import logged
 from locpriv.audit.stage import run_audit
 
 with logged(snakemake):
-    run_audit(snakemake.wildcards.mechanism, snakemake.params.setting,
-              dict(zip(snakemake.params.datasets, snakemake.input.grids)), snakemake.params.draws,
-              snakemake.params.seed, snakemake.output[0])
+    run_audit(mechanism=snakemake.wildcards.mechanism, params=snakemake.params.setting,
+              grid_paths=dict(zip(snakemake.params.datasets, snakemake.input.grids)),
+              draws=snakemake.params.draws, seed=snakemake.params.seed, out_path=snakemake.output[0])

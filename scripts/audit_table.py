@@ -2,4 +2,5 @@ from locpriv.smk import logged
 from locpriv.audit.stage import audit_table
 
 with logged(snakemake):
-    audit_table(list(snakemake.input), snakemake.output.parquet, snakemake.output.csv, snakemake.output.html)
+    audit_table(audit_paths=list(snakemake.input), out_parquet=snakemake.output.parquet,
+                out_csv=snakemake.output.csv, out_html=snakemake.output.html)

@@ -1,8 +1,9 @@
-from locpriv.heatmaps.study import run_stage
+"""Every rep of one heatmaps setting: the protocol run (map, transcript, noisy sums), then its metrics."""
+from locpriv.heatmaps.study import setting_stage
 from locpriv.smk import logged
 
 with logged(snakemake):
-    o = snakemake.output
-    p = snakemake.params
-    run_stage(p.run, p.seed, snakemake.input[0], o.heatmap, o.transcript, o.releases, o.protocol,
-              p.aggregation, p.secagg)
+    o, p = snakemake.output, snakemake.params
+    setting_stage(setting=p.setting, reps=p.reps, seed=p.seed, population_path=snakemake.input[0],
+                  out={k: list(o[k]) for k in ("heatmap", "transcript", "releases", "protocol", "metrics")},
+                  aggregation=p.aggregation, secagg=p.secagg, adaptive=p.adaptive)

@@ -2,8 +2,9 @@ from locpriv.smk import logged, optional_input
 from locpriv.stages.metrics import run_metrics
 
 with logged(snakemake):
-    run_metrics(snakemake.params.run, snakemake.input.estimate, snakemake.input.truth,
-                optional_input(snakemake, "pooled"),
-                snakemake.input.attack, snakemake.input.grid, optional_input(snakemake, "bandwidth"),
-                snakemake.output[0], bayes_path=snakemake.input.bayes, workload_path=snakemake.input.workload,
-                hotspot_k=snakemake.params.hotspot_k, meta_json=snakemake.input.meta)
+    run_metrics(run=snakemake.params.run, est_path=snakemake.input.estimate, truth_path=snakemake.input.truth,
+                pooled_path=optional_input(snakemake, "pooled"), attack_path=snakemake.input.attack,
+                bayes_path=snakemake.input.bayes, workload_path=snakemake.input.workload,
+                grid_path=snakemake.input.grid, bandwidth_json=optional_input(snakemake, "bandwidth"),
+                meta_json=snakemake.input.meta, hotspot_k=snakemake.params.hotspot_k,
+                out_metrics=snakemake.output[0])

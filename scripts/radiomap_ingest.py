@@ -1,8 +1,7 @@
-"""Synthetic city, users, stations and measurement pairs of the radiomap study."""
-from locpriv.radiomap.stages import ingest
-from locpriv.seeding import rng
+"""Synthetic city, users, stations and measurement pairs, the cells under every link and the RSS
+measurements of the radiomap study."""
+from locpriv.radiomap.stages import setup_stage
 from locpriv.smk import logged
 
 with logged(snakemake):
-    cfg = snakemake.params.cfg
-    ingest(cfg, rng(snakemake.params.seed, "radiomap", "environment"), dict(snakemake.output))
+    setup_stage(cfg=snakemake.params.cfg, seed=snakemake.params.seed, out=dict(snakemake.output))

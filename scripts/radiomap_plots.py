@@ -1,7 +1,6 @@
-"""Table II curves, Fig. 4, Fig. 5 and Fig. 6 of the radiomap study."""
-from locpriv.radiomap.stages import plot_all
+"""Table II curves, Fig. 4, Fig. 5 and Fig. 6 of the radiomap study, from the summary tables."""
+from locpriv.radiomap.plots import study_figures
 from locpriv.smk import logged
 
 with logged(snakemake):
-    plot_all(snakemake.params.cfg, snakemake.params.runs, dict(snakemake.input), snakemake.input.transcripts,
-             dict(snakemake.output))
+    study_figures(cfg=snakemake.params.cfg, tables=dict(snakemake.input), out=dict(snakemake.output))

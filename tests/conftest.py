@@ -78,3 +78,26 @@ def write_config(workdir: Path, config: dict) -> None:
 
 def copy_results(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst)
+
+
+def assert_figure(path, panels: tuple[int, int] = (1, 1), min_colours: int = 8, min_data: int = 12,
+                  skip: tuple = ()) -> None:
+    """A PNG that shows data: enough distinct colours and, in every cell of a ``panels`` (rows,
+    columns) layout, at least ``min_data`` chromatic pixels (lines, markers, colour maps: axes,
+    ticks and text are grey, so empty axes have none and fail).
+
+    A blank figure, or one whose data went missing, fails; ``st_size > 0`` does not.  ``skip``
+    lists (row, column) cells not checked: drawn in greys by design, or left empty by the layout.
+    """
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(path).convert("RGB")).astype(int)
+    colours = len(np.unique(pixels.reshape(-1, 3), axis=0))
+    assert colours >= min_colours, f"{path}: {colours} distinct colours (blank figure?)"
+    data = pixels.max(axis=2) - pixels.min(axis=2) > 40
+    rows, cols = panels
+    for r, band in enumerate(np.array_split(data, rows, axis=0)):
+        for c, tile in enumerate(np.array_split(band, cols, axis=1)):
+            assert (r, c) in skip or tile.sum() >= min_data, \
+                f"{path}: panel ({r}, {c}) has {tile.sum()} data pixels (empty?)"

@@ -146,3 +146,20 @@ def test_every_mechanism_declares_a_likelihood():
 def test_population_prior_needs_mass():
     with pytest.raises(ValueError, match="no mass"):
         bayes.prior("population", np.zeros((3, 3)))
+
+
+def test_a_person_no_single_cell_explains_falls_back_to_the_mixture_of_their_reports():
+    """Exact reports in two cells rule out every cell together: the mixture, counted; else the product."""
+    from locpriv.adversary.bayes import person_likelihoods
+
+    lik = np.zeros((4, 3, 3))
+    lik[0, 0, 0] = lik[1, 2, 2] = 1.0          # person 0: exact reports in two different cells
+    lik[2] = lik[3] = np.full((3, 3), 0.5)     # person 1: two flat reports ...
+    lik[3, 1, 1] = 2.0                          # ... the second favouring the centre
+    joint, moved = person_likelihoods([(slice(0, 4), lik)], np.array([0, 0, 1, 1]), 2)
+    assert moved == 1
+    expected_mixture = np.zeros((3, 3))
+    expected_mixture[0, 0] = expected_mixture[2, 2] = 1.0
+    np.testing.assert_allclose(joint[0], expected_mixture)
+    product = lik[2] * lik[3]
+    np.testing.assert_allclose(joint[1], product / product.max())

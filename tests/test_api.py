@@ -38,7 +38,7 @@ GRID = Grid.regular(Domain(0.0, 1.0, 0.0, 1.0), 64, 64)
 CONFIGS = {"fedkde": dict(h=0.05), "geoind": dict(epsilon=50.0, h=0.05), "zero": {},
            "laplace_ldp": dict(epsilon=40.0, h=0.1), "rff": dict(h=0.05, B=2), "sldp": dict(epsilon=2.0),
            "privtree": dict(epsilon=2.0), "ldp_oue_grid": dict(epsilon=2.0, level=3),
-           "dp_heatmap": dict(epsilon=2.0, depth=4), "heatmap_flat": dict(epsilon=2.0, depth=4),
+           "ldp_kdtree": dict(epsilon=2.0, height=3), "dp_heatmap": dict(epsilon=2.0, depth=4), "heatmap_flat": dict(epsilon=2.0, depth=4),
            "heatmap_hierarchical": dict(epsilon=2.0, depth=4)}
 CLASSES = {cls._name: cls for cls in (getattr(api, name) for name in api.__all__)}
 

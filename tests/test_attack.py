@@ -47,3 +47,27 @@ def test_ratio_below_one_is_rejected():
     with pytest.raises(ValueError, match="ratio"):
         attack.local_maxima_batch(np.ones((1, 4, 4)), Grid.regular(Domain(0, 1, 0, 1), 4, 4),
                                   np.zeros((1, 2)), ratio=0.9)
+
+
+# ---- person-level attack: a person is attacked with all their points' reports
+
+def test_person_targets_measure_to_the_nearest_of_the_persons_points():
+    persons = attack.PersonTargets([np.array([[0.0, 0.0], [2.0, 0.0]]), np.array([[-1.0, -1.0]])])
+    d = persons.distance(np.array([0, 0, 1]), np.array([1.9, -0.5, -1.0]), np.array([0.0, 0.0, 2.0]))
+    np.testing.assert_allclose(d, [0.1, 0.5, 3.0], rtol=1e-12)
+    field = persons.field(GRID)
+    assert field.shape == (2, *GRID.shape)
+    X, Y = np.meshgrid(GRID.x, GRID.y, indexing="ij")
+    np.testing.assert_allclose(field[0], np.minimum(np.hypot(X, Y), np.hypot(X - 2, Y)), rtol=1e-12)
+
+
+def test_a_person_whose_surface_peaks_at_one_of_their_points_is_located():
+    pts = np.array([[GRID.x[10], GRID.y[10]], [GRID.x[50], GRID.y[40]]])
+    # the surface peaks at the person's second point only: still located (Z = 0)
+    surface = kde.kernel_surfaces(pts[1:], GRID.x, GRID.y, 0.2)
+    res = attack.local_maxima_batch(surface, GRID, attack.PersonTargets([pts]))
+    assert res["n_maxima"][0] == 1 and res["Z"][0] == pytest.approx(0.0, abs=1e-12)
+    assert res["argmax_error"][0] == pytest.approx(0.0, abs=1e-12)
+    # against the first point alone the same guess is far off: the person target is what changed
+    single = attack.local_maxima_batch(surface, GRID, pts[:1])
+    assert single["Z"][0] == pytest.approx(np.hypot(*(pts[1] - pts[0])), rel=1e-9)

@@ -11,12 +11,14 @@ failing dataset's ingest (or bandwidth) job for real.
 import copy
 import gzip
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from conftest import TINY, run_snakemake, write_config
+from conftest import ROOT, TINY, run_snakemake, write_config
 
 pytestmark = pytest.mark.workflow
 
@@ -239,3 +241,37 @@ def test_optional_keys_are_optional(shared):
         assert "results/ingest/bad/bandwidth.json" in proc.stdout + proc.stderr  # k defaults (500)
     finally:
         write_config(shared, TINY)
+
+
+def check_config(*paths) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "locpriv.check_config", *map(str, paths)],
+                          capture_output=True, text=True)
+
+
+def test_configfile_yaml_error_gets_line_and_column(tmp_path):
+    """Snakemake reads --configfile before the workflow starts and names no position;
+    python -m locpriv.check_config (the README's advice) gives file, line and column."""
+    bad = tmp_path / "mine.yaml"
+    bad.write_text("seed: 1\ngrid:\n  P: 24\n\tQ: 20\n")
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    write_config(wd, TINY)
+    proc = run_snakemake(wd, "--dry-run", "--configfile", str(bad), check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stdout + proc.stderr
+    checked = check_config(ROOT / "config.yaml", bad)
+    assert checked.returncode == 1
+    [line] = checked.stderr.splitlines()
+    assert f"{bad}, line 4, column 1" in line and "YAML syntax error" in line
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "workflow/configs").glob("*.yaml")))
+def test_check_config_accepts_the_shipped_configs(name):
+    proc = check_config(ROOT / "workflow/configs" / name)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_check_config_names_the_key_of_a_merged_bad_value(tmp_path):
+    override = tmp_path / "override.yaml"
+    override.write_text("grid: {P: 1}\n")
+    proc = check_config(ROOT / "config.yaml", override)
+    assert proc.returncode == 1 and "config key 'grid.P'" in proc.stderr

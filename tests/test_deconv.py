@@ -154,3 +154,26 @@ def test_cv_at_true_voids_the_guarantee_and_names_the_leak(tmp_path):
     study.fit_stage(run, cfg, 7, p["reports"], p["train"], p["test"], p["metrics"], p["curves"])
     guarantee = read_parquet_metadata(p["metrics"])["guarantee"]
     assert guarantee["epsilon"] is None and "cv_at: true" in guarantee["non_private_inputs"]
+
+
+def test_one_job_per_split_writes_the_bytes_of_the_separate_stages(tmp_path):
+    """split_run_stage (the deconv_run rule) = split, then per epsilon randomize + fit, byte for byte."""
+    cfg = study.validate_config({"datasets": {"m": {"source": "synthetic", "n": [300], "test_size": 200}},
+                                 "epsilon": [5.0], "bandwidth": {"count": 4, "cv_points": 100}})
+    labels = study.epsilon_labels(cfg)
+    assert labels == ["5.0", "inf"]
+    joint = {"train": str(tmp_path / "train.parquet"), "test": str(tmp_path / "test.parquet"),
+             **{k: [str(tmp_path / f"{k}-{e}.parquet") for e in labels] for k in ("reports", "metrics", "curves")}}
+    study.split_run_stage(dataset="m", n="300", rep=0, cfg=study.fit_config(cfg, "m"), seed=7, out=joint)
+    alone = {k: str(tmp_path / f"alone-{k}.parquet") for k in ("train", "test", "reports", "metrics", "curves")}
+    ds = cfg["datasets"]["m"]
+    study.split_stage("m", "300", 0, ds, 7, alone["train"], alone["test"])
+    for k in ("train", "test"):
+        assert open(joint[k], "rb").read() == open(alone[k], "rb").read(), k
+    for i, eps in enumerate((5.0, "inf")):
+        run = {"dataset": "m", "n": "300", "epsilon": eps, "rep": 0}
+        study.randomize_stage(run, ds, 7, alone["train"], alone["reports"])
+        study.fit_stage(run, study.fit_config(cfg, "m"), 7, alone["reports"], alone["train"], alone["test"],
+                        alone["metrics"], alone["curves"])
+        for k in ("reports", "metrics", "curves"):
+            assert open(joint[k][i], "rb").read() == open(alone[k], "rb").read(), (k, eps)

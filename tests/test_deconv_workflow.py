@@ -5,7 +5,7 @@ import copy
 import pandas as pd
 import pytest
 
-from conftest import ROOT, TINY, run_snakemake
+from conftest import ROOT, TINY, assert_figure, run_snakemake
 
 LENDINGCLUB = ROOT.parent / "shared/data/lendingclub_loan_data/loan_data.csv"
 
@@ -22,6 +22,8 @@ def test_deconv_study_runs_with_noiseless_reference(make_workdir):
     wd = make_workdir(cfg)
     run_snakemake(wd, "--cores", "2", "results/studies/deconv/summary.csv",
                   *[f"results/studies/deconv/plots/{d}.png" for d in datasets])
+    for d in datasets:   # one row of four panels per n; the density panel (column 2) is drawn in greys
+        assert_figure(wd / f"results/studies/deconv/plots/{d}.png", (1, 4), skip=((0, 2),))
     table = pd.read_parquet(wd / "results/studies/deconv/summary.parquet")
     assert set(table["epsilon"]) == {"5.0", "inf"} and set(table["dataset"]) == set(datasets)
     mse = table[table["metric"] == "mse"]

@@ -1,5 +1,6 @@
 """Adaptive hierarchical histograms ([DDP-Heatmaps] Alg. 2), baselines, metrics, multi-location users."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -228,3 +229,29 @@ def test_baselines_return_normalised_maps():
                    baselines.sampling_floor(image, 5000, rng)):
         assert result.heatmap.shape == (16, 16) and result.heatmap.sum() == pytest.approx(1.0)
         assert (result.heatmap >= 0).all() and result.communication >= 2
+
+
+def test_authors_options_threshold_start_and_collapse_floor():
+    paper = AdaptiveParams(secagg=SecAgg(shard_size=1000), threshold="paper", start="root")
+    authors = AdaptiveParams(secagg=SecAgg(shard_size=1000), threshold="authors", start="children",
+                             collapse_floor=5.0)
+    # Eq. 6 at 4 shards: paper sigma(max(eps_t, R_t+1)) = sigma(0.5), authors sigma(eps_t) = sigma(0.1)
+    assert paper.split_threshold(4000, 0.1, 0.5) == pytest.approx(2 * 2 * dlap_std(0.5))
+    assert authors.split_threshold(4000, 0.1, 0.5) == pytest.approx(2 * 2 * dlap_std(0.1))
+    assert authors.split_threshold(4000, 0.5, 0.1) == paper.split_threshold(4000, 0.5, 0.1)
+    # collapse at max(5, tau / 4)
+    assert authors.collapse_threshold(8.0) == 5.0 and authors.collapse_threshold(40.0) == 10.0
+    assert paper.collapse_threshold(8.0) == 2.0
+    assert len(authors.start_tree(3, 0).levels) == 1     # no node may go below the root: start there
+    for params, first in ((authors, 4), (paper, 1)):
+        params = dataclasses.replace(params, users_per_round=20_000, sampling="fixed")
+        result = run_adaptive(blob_image(), params, np.random.default_rng(3))
+        assert result.transcript["vector_length"].iloc[0] == first == len(result.rounds[0].levels)
+        assert result.epsilon_spent == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("field,value", [("threshold", "median"), ("start", "leaves"), ("combine", "mean"),
+                                         ("collapse_floor", math.nan)])
+def test_bad_option_names_its_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        AdaptiveParams(**{field: value})

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import ROOT, TINY, run_snakemake
+from conftest import ROOT, TINY, assert_figure, run_snakemake
 from locpriv.config import ConfigError
 from locpriv.errors import InputError
 from locpriv.heatmaps import study
@@ -80,6 +80,8 @@ def test_heatmaps_study_runs_every_method(make_workdir):
     targets = ["summary.csv", "table1.csv", "plots/sweeps.png", "plots/rounds.png"]
     targets += ["plots/multi_location.png"] if GEOLIFE.exists() else []
     run_snakemake(wd, "--cores", "2", *[f"results/studies/heatmaps/{t}" for t in targets])
+    for figure in targets[2:]:
+        assert_figure(wd / f"results/studies/heatmaps/{figure}")
     table = pd.read_csv(wd / "results/studies/heatmaps/table1.csv", index_col=0)
     assert set(table.index) == set(study.METHODS)
     assert (table.loc[table.index != "nonprivate", "epsilon_spent_mean"] <= 1.0 + 1e-12).all()
@@ -121,6 +123,7 @@ def secure_study(make_workdir, tmp_path, users, shard, secagg=None):
     wd = make_workdir(cfg)
     run_snakemake(wd, "--cores", "2", "results/studies/heatmaps/summary.csv",
                   "results/studies/heatmaps/plots/secagg_cost.png")
+    assert_figure(wd / "results/studies/heatmaps/plots/secagg_cost.png")
     run = {**study.validate_config(cfg["studies"]["heatmaps"])["base"], "method": "dp_heatmap", "rep": 0}
     secure = wd / "results/studies/heatmaps/runs" / study.run_dir(run)
     ideal = tmp_path / "ideal"
@@ -158,3 +161,24 @@ def test_secure_study_matches_per_client_summation_small(make_workdir, tmp_path)
 @pytest.mark.workflow
 def test_secure_study_matches_per_client_summation_on_1000_client_shards(make_workdir, tmp_path):
     assert_same_map_and_epsilon(*secure_study(make_workdir, tmp_path, 3000, 1000))
+
+
+def test_one_job_per_setting_writes_the_bytes_of_the_separate_stages(tmp_path):
+    """setting_stage (the heatmaps_run rule: every rep, run then metrics) = the stages one rep at a time."""
+    cfg = study.validate_config({"population": {"source": "synthetic", "depth": 4, "users": 20_000},
+                                 "base": {"users_per_round": 2000, "shard_size": 500}, "reps": 2})
+    pop = str(tmp_path / "population.nc")
+    study.ingest_stage(cfg, 3, pop)
+    files = ("heatmap", "transcript", "releases", "protocol", "metrics")
+    ext = {"heatmap": "nc"}
+    for method in ("dp_heatmap", "flat"):
+        setting = {"method": method, **cfg["base"]}
+        out = {k: [str(tmp_path / f"{method}-{k}-{rep}.{ext.get(k, 'parquet')}") for rep in range(2)] for k in files}
+        study.setting_stage(setting=setting, reps=2, seed=3, population_path=pop, out=out)
+        for rep in range(2):
+            run = {**setting, "rep": rep}
+            alone = {k: str(tmp_path / f"alone-{k}.{ext.get(k, 'parquet')}") for k in files}
+            study.run_stage(run, 3, pop, alone["heatmap"], alone["transcript"], alone["releases"], alone["protocol"])
+            study.metrics_stage(run, pop, alone["heatmap"], alone["transcript"], alone["metrics"])
+            for k in files:
+                assert open(out[k][rep], "rb").read() == open(alone[k], "rb").read(), (method, rep, k)

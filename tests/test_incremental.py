@@ -54,9 +54,9 @@ def test_changed_mechanism_parameter_reruns_only_that_mechanism(project):
         planned = jobs(root, wd)
     finally:
         write_config(wd, CONFIG)
-    # the one fedkde run (300 users in 200-user shards: 2 shards); the zero run untouched
-    assert planned["metrics"] == 1 and planned["estimate"] == 1 and planned["attack"] == 1
-    assert planned["randomize"] == 2 and planned["pooled_kde"] == 1
+    # the one fedkde run (300 users in 200-user shards: 2 shards, one randomize job); the zero run untouched
+    assert planned["metrics"] == 1 and planned["aggregate_estimate"] == 1 and planned["attack"] == 1
+    assert planned["randomize"] == 1 and planned["pooled_kde"] == 1
     assert not {"ingest", "truth", "encode_grid", "bandwidth"} & set(planned)
 
 
@@ -73,8 +73,8 @@ def test_plot_setting_reruns_only_plots(project):
 
 
 @pytest.mark.parametrize("module, expected", [
-    ("mechanisms/zero.py", {"randomize", "aggregate", "estimate", "attack", "bayes_attack", "audit", "audit_table",
-                            "metrics", "summary"}),
+    ("mechanisms/zero.py", {"randomize", "aggregate_estimate", "attack", "audit", "audit_table", "metrics",
+                            "summary"}),
     ("plots.py", {"plot_summary", "plot_surfaces"}),
 ])
 def test_edited_library_function_reruns_the_rules_that_use_it(project, module, expected):
@@ -103,7 +103,7 @@ def test_between_workflow_cache_reuses_deterministic_stages(tmp_path):
         write_config(wd, CONFIG)
         outs.append(run_snakemake(wd, "--cores", "2", "--cache", env=env))
     log = outs[1].stdout + outs[1].stderr
-    for path in ("results/ingest/gauss9/points.parquet", "results/encode/gauss9/grid.nc",
+    for path in ("results/ingest/gauss9/points.parquet", "results/encode/gauss9/grid~24x20/grid.nc",
                  "results/ingest/gauss9/truth.nc"):
         assert f"{path} from cache" in log
     summary = "results/summary/metrics.parquet"

@@ -82,6 +82,18 @@ def test_tiled_sum_equals_dense_sum(h, b, regular):
     assert np.max(np.abs(got - expect)) <= 1e-12 * np.max(np.abs(expect))
 
 
+@pytest.mark.parametrize("d", [0.0168, 0.5, 1.675, 4.0])       # one segment of 200 rows ... many short ones
+def test_geometric_factor_rows_are_the_gaussian_to_2e13(d):
+    """The recurrence's rows times its scale equal exp(-u^2/2) entry by entry (the docstring's bound;
+    np.exp's own reference carries about u^2/2 ulps, ~6e-14 at |u| = 24, so the bound is not tighter)."""
+    width = min(200, int(kde.SAFE_U / d))
+    v = -rng(9, "kde-test", d).uniform(0, kde.SAFE_U - width * d, 500)  # every |u| <= SAFE_U, as factors() checks
+    rows, scale = kde._gaussian_rows(v, d, width)
+    expect = np.exp(-0.5 * np.add.outer(d * np.arange(width), v) ** 2)
+    assert np.isfinite(rows).all() and rows.min() >= np.finfo(float).tiny   # normal floats only
+    np.testing.assert_allclose(rows * scale[:, None], expect, rtol=2e-13, atol=0)
+
+
 def test_single_grid_line_equals_dense_sum():
     """A grid with one line on an axis (a 1-D slice, as the RFF illustration draws) has no step."""
     pts = rng(6, "kde-test", "line").normal(size=(500, 2))
@@ -135,3 +147,73 @@ def test_binned_sum_is_close_to_exact_and_converges(h):
 def test_binned_rejects_irregular_grid():
     with pytest.raises(ValueError, match="regular grids"):
         kde.kde_binned(np.zeros((3, 2)), np.array([0.0, 1.0, 3.0]), np.arange(3.0), 0.5)
+
+
+# ---- the `kde: exact | binned` option of the density mechanisms ------------------------------------
+
+KDE_MECHANISMS = ("fedkde", "geoind", "laplace_ldp")
+
+
+def _default_config():
+    import yaml
+    from pathlib import Path
+    return yaml.safe_load((Path(__file__).parents[1] / "config.yaml").read_text())
+
+
+def _runs(cfg):
+    from locpriv.config import expand_runs
+    return {run.path: run.params for run in expand_runs(cfg)}
+
+
+def _with_kde(cfg, value):
+    import copy
+    cfg = copy.deepcopy(cfg)
+    for exp in cfg["experiments"].values():
+        for name in KDE_MECHANISMS:
+            if name in exp["mechanisms"]:
+                exp["mechanisms"][name] = {**(exp["mechanisms"][name] or {}), "kde": value}
+    return cfg
+
+
+def test_kde_option_at_its_default_keeps_every_run_path_and_parameter():
+    """The default config names no `kde`; writing `kde: exact` changes no run (path, seeds, tables)."""
+    cfg = _default_config()
+    default = _runs(cfg)
+    assert any(f"/{m}/" in path for path in default for m in KDE_MECHANISMS)   # the check has runs to bite on
+    assert not any("kde~" in path or "kde" in params for path, params in default.items())
+    assert _runs(_with_kde(cfg, "exact")) == default
+
+
+def test_kde_binned_gives_distinct_paths_and_a_mixed_list_keeps_the_exact_ones():
+    cfg = _default_config()
+    default = _runs(cfg)
+    binned = {p: v for p, v in _runs(_with_kde(cfg, "binned")).items() if v.get("kde") == "binned"}
+    assert binned and all("kde~binned" in p and p not in default for p in binned)
+    both = _runs(_with_kde(cfg, ["exact", "binned"]))
+    assert set(default) <= set(both) and set(binned) <= set(both)   # no 'kde~nan' from a mixed grid
+    assert len(both) == len(default) + len(binned)
+
+
+def test_kde_binned_rejects_unknown_value():
+    from locpriv.config import ConfigError, expand_runs
+    with pytest.raises(ConfigError, match=r"fedkde\.kde.*allowed: one of \['exact', 'binned'\]"):
+        expand_runs(_with_kde(_default_config(), "fft"))
+
+
+@pytest.mark.parametrize("name", ["fedkde", "laplace_ldp"])
+def test_kde_binned_partial_is_within_the_binning_bound_of_exact(name):
+    """Same view, both server estimators: |binned - exact| <= (fine step / h)^2 of the peak (refine 4)."""
+    import pandas as pd
+    from locpriv import mechanisms
+    from locpriv.domain import Domain, Grid
+    grid = Grid.regular(Domain(-4.0, 4.0, -4.0, 4.0), 80, 80)
+    xy = rng(8, "kde-test", name).normal(size=(20000, 2))
+    view = pd.DataFrame({"user": np.arange(len(xy)), "x": xy[:, 0], "y": xy[:, 1]})
+    mech = mechanisms.get(name)
+    base = {"h": 0.4, "epsilon": 4.0, "estimator": "naive"} if name == "laplace_ldp" else {"h": 0.4}
+    exact = mech.partial(view, mech.validate(base, "t"), grid)
+    binned = mech.partial(view, mech.validate({**base, "kde": "binned"}, "t"), grid)
+    np.testing.assert_array_equal(exact, mech.partial(view, base, grid))  # absent = the default: exact
+    err = np.abs(binned - exact).max() / exact.max()
+    step = grid.x[1] - grid.x[0]
+    assert 0 < err <= (step / 4 / 0.4) ** 2    # binned, and within its second-order bound

@@ -28,7 +28,8 @@ def _run(name, n=4000, seed=1, **given):
 
 
 @pytest.mark.parametrize("name, given", [("sldp", {"epsilon": 2.0}), ("privtree", {"epsilon": 2.0}),
-                                         ("ldp_oue_grid", {"epsilon": 2.0})])
+                                         ("ldp_oue_grid", {"epsilon": 2.0}), ("ldp_kdtree", {"epsilon": 2.0}),
+                                         ("sldp", {"epsilon": 2.0, "leaves": "children"})])
 def test_estimate_is_a_pdf_peaked_at_the_data(name, given):
     _, _, _, view, est = _run(name, **given)
     assert est.min() >= 0 and est.sum() * GRID.cell_area == pytest.approx(1.0)
@@ -40,6 +41,7 @@ def test_estimate_is_a_pdf_peaked_at_the_data(name, given):
 def test_interactive_mechanisms_run_as_one_shard():
     assert shard_count(20000, shard_size("sldp", 5000)) == 1
     assert shard_count(20000, shard_size("privtree", 5000)) == 1
+    assert shard_count(20000, shard_size("ldp_kdtree", 5000)) == 1
     assert shard_count(20000, shard_size("ldp_oue_grid", 5000)) == 4
 
 
@@ -101,13 +103,15 @@ def test_partition_mechanisms_are_branches_of_the_location_dag(make_workdir):
     cfg["experiments"]["density"]["mechanisms"] = {
         "sldp": {"n": [600], "epsilon": [2.0], "max_depth": 6},
         "privtree": {"n": [600], "epsilon": [2.0]},
-        "ldp_oue_grid": {"n": [600], "epsilon": [2.0], "level": 3}}
+        "ldp_oue_grid": {"n": [600], "epsilon": [2.0], "level": 3},
+        "ldp_kdtree": {"n": [600], "epsilon": [2.0], "height": 3}}
     wd = make_workdir(cfg)
     run_snakemake(wd, "--cores", "2", "results/summary/metrics.csv")
     table = pd.read_csv(wd / "results/summary/metrics.csv")
-    for mech in ("sldp", "privtree", "ldp_oue_grid"):
+    for mech in ("sldp", "privtree", "ldp_oue_grid", "ldp_kdtree"):
         rows = table[table["mechanism"] == mech].set_index("metric")["value"]
         assert rows["answered"] == 1 and np.isfinite(rows["privacy_Z"]) and rows["spearman"] > 0
     # one randomize job for the interactive ones (600 users), 3 shards of 200 for the LDP grid
     views = [p.relative_to(wd / "results/runs/gauss9").parts[0] for p in wd.glob("results/runs/**/shard~*.parquet")]
     assert views.count("sldp") == 1 and views.count("privtree") == 1 and views.count("ldp_oue_grid") == 3
+    assert views.count("ldp_kdtree") == 1

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import TINY, run_snakemake, write_config
+from conftest import TINY, assert_figure, run_snakemake, write_config
 
 from locpriv import io, plots
 from locpriv.domain import Domain, Grid
@@ -61,6 +61,7 @@ def test_tradeoff_legend_names_the_swept_parameter(tmp_path, monkeypatch):
 
     monkeypatch.setattr(plt.Axes, "legend", spy)
     plots.tradeoff(str(_summary(tmp_path)), str(tmp_path / "t.png"), {"dpi": 40})
+    assert_figure(tmp_path / "t.png")
     assert "laplace_ldp over epsilon (estimator=deconv)" in seen
     assert "laplace_ldp over epsilon (estimator=naive)" in seen
     assert not any("(" in label and "'" in label for label in seen), seen
@@ -100,6 +101,7 @@ def test_surfaces_grid_has_colour_bars_and_a_robust_scale(tmp_path, monkeypatch)
     assert (np.clip(shown, 0, 1) > 0.2).mean() > 0.05   # min-max scaling would leave ~0 % above 0.2
     png = plt.imread(out)
     assert png.shape[1] < 2.5 * png.shape[0]          # no 10:1 strip
+    assert_figure(out, (2, 4), skip=((1, 2), (1, 3)))  # every panel shows its surface (4 + 2 layout)
 
 
 def test_runs_table_is_one_row_per_setting_with_units_and_relation(tmp_path):

@@ -2,6 +2,7 @@
 what the server holds, and failure modes."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -35,6 +36,19 @@ def test_exact_modular_sum_with_and_without_dropouts(params, n, dropped):
     expected = np.array([sum(int(v) for v in col) % (1 << params.bits) for col in x[survivors].T], dtype=object)
     assert (total.astype(object) == expected).all()
     assert set(transcript.loc[transcript["kind"] == "masked_vector", "sender"]) == set(survivors.tolist())
+
+
+@pytest.mark.parametrize("params, n", [(ProtocolParams(bits=20, graph="harary", degree=8), 60),
+                                       (ProtocolParams(bits=12, graph="complete"), 15)])
+def test_client_bytes_are_what_the_transcript_counts(params, n):
+    survivors = np.arange(3, n)
+    _, transcript = run(inputs(n, 33, params.bits), survivors, params)
+    sent = transcript.groupby(["sender", "step"])["bytes"].sum().unstack(fill_value=0)
+    expected = protocol.client_bytes(n, 33, params)
+    assert (sent.loc[survivors, list(expected)] == pd.Series(expected)).all().all()
+    # a client that drops before step 2 sends its keys and sealed shares only
+    assert sent.loc[0, ["masked_input", "unmasking"]].sum() == 0
+    assert sent.loc[0, "share_keys"] == expected["share_keys"]
 
 
 def test_n_minus_t_is_the_most_dropouts_a_complete_graph_survives():

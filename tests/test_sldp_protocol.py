@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from locpriv.dp.sampling import discrete_laplace
@@ -129,6 +130,28 @@ def test_split_needs_every_child_above_threshold_plus_margin():
 def test_out_of_box_points_are_an_error():
     with pytest.raises(ValueError, match="outside the quadtree box"):
         run_protocol(np.array([[11.0, 0.0]]), BOX, 1.0, 10, 3, 0.05, np.random.default_rng(0))
+
+
+def test_leaves_option_only_changes_the_released_cells():
+    """Same transcript either way (post-processing); merge releases, for each parent whose
+    children all stopped, one cell with n(parent) where children releases its four n_hat."""
+    pts = sample(20000, seed=9)
+    kw = dict(box=BOX, epsilon=1.0, threshold=20, max_depth=8, delta=0.05, split_rule="per_child")
+    merged = run_protocol(pts, rng=np.random.default_rng(10), leaves="merge", **kw)
+    kept = run_protocol(pts, rng=np.random.default_rng(10), leaves="children", **kw)
+    for a, b in ((merged.reports, kept.reports), (merged.rounds, kept.rounds), (merged.user_cell, kept.user_cell)):
+        pd.testing.assert_frame_equal(a, b)
+    whole = merged.rounds[merged.rounds["children_split"] == 0]
+    assert len(whole) > 0 and len(kept.cells) == len(merged.cells) + 3 * len(whole)
+    parents = merged.cells.merge(whole, on=["level", "code"])
+    np.testing.assert_array_equal(parents["count"], parents["n_parent"])
+    cells = kept.cells[kept.cells["level"] > 0]
+    children = pd.DataFrame({"level": cells["level"].to_numpy() - 1, "code": cells["code"].to_numpy() >> 2,
+                             "count": cells["count"].to_numpy()})
+    found = children.merge(whole, on=["level", "code"]).groupby(["level", "code"])
+    assert (found.size() == 4).all() and found.ngroups == len(whole)
+    hats = whole.set_index(["level", "code"])[[f"n_hat_{c}" for c in range(4)]].sum(axis=1)
+    np.testing.assert_allclose(found["count"].sum(), hats.loc[found["count"].sum().index])
 
 
 def test_per_child_rule_refines_dense_children_past_sparse_siblings():

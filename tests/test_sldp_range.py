@@ -73,3 +73,15 @@ def test_anchored_queries_contain_their_anchor_and_uniform_ones_stay_inside():
     assert (w >= 1 / 256 - 1e-12).all() and (w <= 1 / 8 + 1e-12).all()
     u = range_queries.uniform_workload(BOX, 500, rng)
     assert (u[:, 0] >= 0).all() and (u[:, 1] <= 1).all() and (u[:, 2] >= 0).all() and (u[:, 3] <= 1).all()
+
+
+def test_study_defaults_are_the_papers_thresholds_and_merged_leaves():
+    from locpriv.config import ConfigError
+    from locpriv.sldp import study
+    cfg = study.validate_config({"classify": {"path": "housing.csv"}})
+    assert (cfg["mean"]["threshold"], cfg["range"]["threshold"], cfg["classify"]["threshold"]) == (100, 20, 20)
+    assert cfg["leaves"] == "merge" and cfg["range"]["kdtree_height"] == 4
+    with pytest.raises(ConfigError, match="studies.sldp.threshold': moved into each task"):
+        study.validate_config({"threshold": 20})
+    with pytest.raises(ConfigError, match="studies.sldp.leaves"):
+        study.validate_config({"leaves": "parent"})

@@ -5,7 +5,7 @@ import copy
 import pandas as pd
 import pytest
 
-from conftest import ROOT, TINY, run_snakemake
+from conftest import ROOT, TINY, assert_figure, run_snakemake
 from locpriv.io import read_parquet_metadata
 
 HOUSING = ROOT.parent / "shared/data/california_housing/housing.csv"
@@ -26,9 +26,12 @@ def test_sldp_study_runs_and_reports_every_method(make_workdir):
     wd = make_workdir(cfg)
     run_snakemake(wd, "--cores", "2", "results/studies/sldp/summary.csv", "results/studies/sldp/plots/mse-mre.png",
                   "results/studies/sldp/plots/partition.png")
+    # mean estimation, range queries and (with the housing data) classification, one panel each
+    assert_figure(wd / "results/studies/sldp/plots/mse-mre.png", (1, 3), skip=() if HOUSING.exists() else ((0, 2),))
+    assert_figure(wd / "results/studies/sldp/plots/partition.png", (1, 3))   # data + partition, SLDP, LDP
     table = pd.read_parquet(wd / "results/studies/sldp/summary.parquet")
     methods = set(table["method"])
-    assert {"sldp", "ldp", "central", "privtree", "ldp_oue_grid"} <= methods
+    assert {"sldp", "ldp", "central", "privtree", "ldp_oue_grid", "ldp_kdtree"} <= methods
     if HOUSING.exists():
         classified = table[table["task"] == "classify"]
         f1 = classified[classified["metric"] == "f1"].set_index("method")["value"]
@@ -39,7 +42,12 @@ def test_sldp_study_runs_and_reports_every_method(make_workdir):
     reports = pd.read_parquet(run / "transcript-reports.parquet")
     assert set(reports.columns) == {"round", "user", "level", "code", "y"}
     # the default per-child rule has no proof: the run records no epsilon, but says what it spent
-    guarantee = read_parquet_metadata(run / "partition.parquet")["guarantee"]
+    meta = read_parquet_metadata(run / "partition.parquet")
+    assert meta["threshold"] == 100 and meta["leaves"] == "merge"    # the paper's Q for mean estimation
+    range_meta = read_parquet_metadata(wd / "results/studies/sldp/runs/task~range/n~3000/epsilon~1.0/rep~0"
+                                       / "partition.parquet")
+    assert range_meta["threshold"] == 20
+    guarantee = meta["guarantee"]
     assert guarantee["epsilon"] is None and guarantee["model"].startswith("none proven")
     assert "partition 1 (calibration sensitivity2) + mean task (Ex. 3.1) 1" in guarantee["note"]
 
@@ -49,3 +57,23 @@ def test_bad_sldp_section_names_the_key(make_workdir):
     cfg["studies"] = {"sldp": {"split_rule": "sometimes"}}
     proc = run_snakemake(make_workdir(cfg), "--dry-run", check=False)
     assert proc.returncode != 0 and "studies.sldp.split_rule" in proc.stderr + proc.stdout
+
+
+@pytest.mark.parametrize("task, n", [("mean", 400), ("range", 600)])
+def test_one_job_per_setting_writes_the_bytes_of_the_separate_stages(tmp_path, task, n):
+    """setting_stage (the sldp_run rule: every rep, protocol then evaluation) = the stages rep by rep."""
+    from locpriv.sldp import study
+
+    cfg = study.validate_config({"mean": {"n": [400], "epsilon": [2.0]}, "range": {"n": [600], "epsilon": [2.0]},
+                                 "reps": 2, "max_depth": 6})
+    run_cfg = study.protocol_config(cfg, task)
+    files = ("partition", "rounds", "reports", "regions", "evaluation")
+    out = {k: [str(tmp_path / f"{k}-{rep}.parquet") for rep in range(2)] for k in files}
+    study.setting_stage(task=task, n=n, epsilon=2.0, reps=2, cfg=run_cfg, seed=5, out=out)
+    for rep in range(2):
+        run = {"task": task, "n": n, "epsilon": 2.0, "rep": rep}
+        alone = {k: str(tmp_path / f"alone-{k}.parquet") for k in files}
+        study.protocol_stage(run, run_cfg, 5, alone["partition"], alone["rounds"], alone["reports"], alone["regions"])
+        study.evaluate_stage(run, run_cfg, 5, alone["partition"], alone["regions"], alone["evaluation"])
+        for k in files:
+            assert open(out[k][rep], "rb").read() == open(alone[k], "rb").read(), (rep, k)

@@ -4,6 +4,7 @@ import copy
 import json
 import re
 
+import matplotlib.image as mpimg
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,7 +12,7 @@ import xarray as xr
 
 import yaml
 
-from conftest import ROOT, TINY, run_snakemake, write_config
+from conftest import ROOT, TINY, copy_results, run_snakemake, write_config
 
 pytestmark = pytest.mark.workflow
 
@@ -34,14 +35,38 @@ def test_dry_run_lists_the_dag(make_workdir):
     assert not (wd / "results").exists()
 
 
-def test_full_run_is_byte_identical_across_core_counts(make_workdir):
-    one, two = make_workdir(name="one"), make_workdir(name="two")
-    run_snakemake(one, "--cores", "1")
-    run_snakemake(two, "--cores", "2")
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """The tiny config run to the end twice, on 1 and on 2 cores (shared by the tests below)."""
+    one, two = (tmp_path_factory.mktemp(name) for name in ("one", "two"))
+    for wd, cores in ((one, "1"), (two, "2")):
+        write_config(wd, TINY)
+        run_snakemake(wd, "--cores", cores)
+    return one, two
+
+
+@pytest.fixture
+def changed_config(finished):
+    """Write a changed config into the finished directory; the tiny config is put back after."""
+    one = finished[0]
+    yield lambda cfg: write_config(one, cfg)
+    write_config(one, TINY)
+
+
+def not_blank(png) -> bool:
+    """More than one colour in the image (a failed plot can leave an empty white canvas)."""
+    pixels = mpimg.imread(str(png))[..., :3]
+    return float(pixels.std()) > 0.01
+
+
+def test_summary_is_byte_identical_across_core_counts(finished):
+    one, two = finished
     for f in ["results/summary/metrics.parquet", "results/summary/metrics.csv"]:
         assert (one / f).read_bytes() == (two / f).read_bytes(), f
 
-    table = pd.read_parquet(one / "results/summary/metrics.parquet")
+
+def test_summary_holds_every_run_with_its_values(finished):
+    table = pd.read_parquet(finished[0] / "results/summary/metrics.parquet")
     assert list(table.columns[:3]) == ["dataset", "mechanism", "rep"]
     assert {"h", "n", "metric", "value"} <= set(table.columns)
     wide = table.pivot_table(index=["mechanism", "h", "n"], columns="metric", values="value")
@@ -51,36 +76,138 @@ def test_full_run_is_byte_identical_across_core_counts(make_workdir):
     assert wide.loc[("zero", "", "600"), "spearman"] == 0.0
     # the knn bandwidth was resolved from the data and recorded
     assert 0 < wide.loc[("fedkde", "knn", "600"), "bandwidth"] < 3
-    assert (one / "results/plots/metrics_vs_n.png").stat().st_size > 0
-    assert (one / "results/plots/surfaces-gauss9.png").stat().st_size > 0
 
-    # incremental re-runs, on the finished directory
-    assert planned_jobs(one) == {}
 
+def test_figures_are_drawn(finished):
+    for name in ("metrics_vs_n", "tradeoff", "surfaces-gauss9", "frontier"):
+        assert not_blank(finished[0] / f"results/plots/{name}.png"), name
+
+
+def test_ingest_counts_table(finished):
+    counts = pd.read_csv(finished[0] / "results/summary/ingest.csv")
+    assert counts.to_dict("records") == [
+        {"dataset": "gauss9", "source": "synthetic:gauss9", "count": "read", "rows": 600},
+        {"dataset": "gauss9", "source": "synthetic:gauss9", "count": "kept (users)", "rows": 600}]
+
+
+def test_every_rule_records_a_benchmark(finished):
+    """Snakemake's own wall time and memory per job, under benchmarks/<results_dir>/."""
+    tsv = sorted((finished[0] / "benchmarks/results").rglob("*.tsv"))
+    assert {"summary.tsv", "frontier.tsv", "metrics.tsv"} <= {p.name for p in tsv}
+    bench = pd.read_csv(tsv[0], sep="\t")
+    assert {"s", "max_rss"} <= set(bench.columns) and (bench["s"] > 0).all()
+
+
+def test_grid_size_is_in_the_encode_path(finished):
+    assert (finished[0] / "results/encode/gauss9/grid~24x20/grid.nc").is_file()
+
+
+def test_finished_run_has_nothing_to_do(finished):
+    assert planned_jobs(finished[0]) == {}
+
+
+def test_unused_dataset_reruns_nothing(finished, changed_config):
     unrelated = copy.deepcopy(TINY)
     unrelated["datasets"]["unused"] = dict(TINY["datasets"]["gauss9"], n_users=50)
-    write_config(one, unrelated)
-    assert planned_jobs(one) == {}
+    changed_config(unrelated)
+    assert planned_jobs(finished[0]) == {}
 
+
+def test_new_parameter_value_runs_only_its_branch(finished, changed_config):
     new_value = copy.deepcopy(TINY)
     new_value["experiments"]["density"]["mechanisms"]["fedkde"]["h"] = [0.55, "knn", 0.8]
-    write_config(one, new_value)
-    jobs = planned_jobs(one)
-    # only the new branch (2 values of n x 2 shards... ) and the gathers below it
-    assert jobs["estimate"] == 2 and jobs["metrics"] == 2 and jobs["attack"] == 2
-    assert jobs["randomize"] == 2 + 3  # n=300: 2 shards, n=600: 3 shards
+    changed_config(new_value)
+    jobs = planned_jobs(finished[0])
+    assert jobs["aggregate_estimate"] == 2 and jobs["metrics"] == 2 and jobs["attack"] == 2
     assert "ingest" not in jobs and "truth" not in jobs and "bandwidth" not in jobs
     assert jobs["summary"] == 1
 
+
+def test_attack_change_reruns_the_attacks_only(finished, changed_config):
     attack_change = copy.deepcopy(TINY)
     attack_change["attack"]["users"] = 20
-    write_config(one, attack_change)
-    jobs = planned_jobs(one)
-    assert "randomize" not in jobs and "estimate" not in jobs
+    changed_config(attack_change)
+    jobs = planned_jobs(finished[0])
+    assert "randomize" not in jobs and "aggregate_estimate" not in jobs
     assert jobs["attack"] == 6 and jobs["metrics"] == 6
 
-    report = run_snakemake(one, "--report", "report.html")
-    assert report.returncode == 0 and (one / "report.html").stat().st_size > 10_000
+
+def test_report_of_a_finished_run(finished):
+    report = run_snakemake(finished[0], "--report", "report.html")
+    assert report.returncode == 0 and (finished[0] / "report.html").stat().st_size > 10_000
+
+
+def test_report_before_any_run_and_after_another_config(finished, tmp_path, make_workdir):
+    """The README's report command works whatever the directory holds (the outputs that exist)."""
+    fresh = make_workdir()
+    assert run_snakemake(fresh, "--report", "report.html").returncode == 0
+    other = copy.deepcopy(TINY)
+    other["datasets"] = {"octagon8": {"source": "synthetic", "pattern": "octagon8", "n_users": 600,
+                                      "bbox": [-6, 6, -6, 6], "knn_k": 50}}
+    other["experiments"]["density"]["datasets"] = ["octagon8"]
+    wd = tmp_path / "other"
+    copy_results(finished[0], wd)
+    write_config(wd, other)
+    proc = run_snakemake(wd, "--report", "report.html", check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_failed_replot_keeps_the_previous_figures(finished, tmp_path):
+    """A plot job that raises (here: a readable summary without the metric columns) restores
+    the figures of the last good run and prints one line naming the failed rule."""
+    wd = tmp_path / "wd"
+    copy_results(finished[0], wd)
+    figures = {p: p.read_bytes() for p in (wd / "results/plots").glob("*.png")}
+    pd.DataFrame({"dataset": ["gauss9"]}).to_parquet(wd / "results/summary/metrics.parquet")
+    proc = run_snakemake(wd, "--cores", "1", "--keep-going", check=False)
+    console = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert re.search(r"^Error in (plot_summary|frontier): .*\(traceback: logs/results/", console, re.M), console[-3000:]
+    assert "Traceback" not in console
+    assert {p: p.read_bytes() for p in figures} == figures  # every figure back, byte for byte
+
+
+def test_failed_summary_keeps_the_previous_summary(finished, tmp_path):
+    """The summary job fails on a readable but wrong per-run table: the last summary stays."""
+    wd = tmp_path / "wd"
+    copy_results(finished[0], wd)
+    tables = {p: p.read_bytes() for p in (wd / "results/summary").iterdir()}
+    run = next((wd / "results/runs").rglob("metrics.parquet"))
+    pd.DataFrame({"unexpected": [1.0]}).to_parquet(run)
+    proc = run_snakemake(wd, "--cores", "1", "--keep-going", check=False)
+    console = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert re.search(r"^Error in summary: ", console, re.M), console[-3000:]
+    assert {p: p.read_bytes() for p in tables} == tables
+
+
+def test_figures_of_another_config_are_removed(finished, tmp_path):
+    """Two configs in one results_dir: the second run's figures are its own only."""
+    wd = tmp_path / "wd"
+    copy_results(finished[0], wd)
+    stale = wd / "results/plots/surfaces-octagon8.png"
+    stale.write_bytes((wd / "results/plots/tradeoff.png").read_bytes())
+    (wd / "results/plots/tradeoff.png").unlink()  # one job to run, so the run ends in success
+    proc = run_snakemake(wd, "--cores", "1")
+    assert not stale.exists() and "surfaces-octagon8.png" in proc.stderr
+    assert (wd / "results/plots/tradeoff.png").exists()
+
+
+def test_results_dir_moves_outputs_logs_and_benchmarks(make_workdir):
+    cfg = dict(copy.deepcopy(TINY), results_dir="out/small")
+    out = run_snakemake(make_workdir(cfg), "--dry-run").stdout
+    paths = set(re.findall(r"(?:output|log|benchmark): (.*)", out))
+    files = {f.strip() for line in paths for f in line.split(",")}
+    assert files and all(f.startswith(("out/small/", "logs/out/small/", "benchmarks/out/small/"))
+                         for f in files), sorted(files)[:5]
+    assert "out/small/encode/gauss9/grid~24x20/grid.nc" in files
+
+
+@pytest.mark.parametrize("value", ["/tmp/x", "../x", "a/../../b", "."])
+def test_results_dir_outside_the_working_directory_is_refused(make_workdir, value):
+    proc = run_snakemake(make_workdir(dict(copy.deepcopy(TINY), results_dir=value)), "--dry-run",
+                         check=False)
+    assert proc.returncode != 0 and "config key 'results_dir'" in proc.stdout + proc.stderr
 
 
 def test_negative_bandwidth_stops_before_any_job(make_workdir):

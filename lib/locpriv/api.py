@@ -24,7 +24,7 @@ import pandas as pd
 from . import mechanisms
 from .domain import Domain, Grid
 
-__all__ = ["DPHeatmap", "FedKDE", "GeoInd", "HeatmapFlat", "HeatmapHierarchical", "LaplaceLDP",
+__all__ = ["DPHeatmap", "FedKDE", "GeoInd", "HeatmapFlat", "HeatmapHierarchical", "LDPKDTree", "LaplaceLDP",
            "OUEGrid", "PrivTree", "RFF", "SLDP", "Zero"]
 
 
@@ -155,7 +155,7 @@ class RFF(_APIMechanism):
 
 class SLDP(_APIMechanism):
     """Semi-local DP partition (Kroshnin & Suvorikova 2025). Parameters: epsilon, delta, max_depth,
-    split_rule, threshold, calibration."""
+    split_rule, threshold, calibration, leaves."""
     _name = "sldp"
 
 
@@ -167,6 +167,12 @@ class PrivTree(_APIMechanism):
 class OUEGrid(_APIMechanism):
     """Optimized unary encoding over a 2^level grid (Wang et al. 2017). Parameters: epsilon, level."""
     _name = "ldp_oue_grid"
+
+
+class LDPKDTree(_APIMechanism):
+    """LDP kd-tree with private medians (Alptekin, Balioglu & Gursoy 2025). Parameters: epsilon, height,
+    buckets."""
+    _name = "ldp_kdtree"
 
 
 class DPHeatmap(_APIMechanism):

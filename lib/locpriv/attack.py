@@ -8,6 +8,11 @@ weighted mean the text describes; the printed 1/K_i factor would double-count
 the normalised weights).  A constant surface makes every grid point a
 maximum with equal weight, so the same code yields the 0-feature score, the
 mean distance to all grid points, without a special case.
+
+A person-level attack (data with a person column) targets everything one person
+sent: the person's surface is the sum of their reports' surfaces, and distances
+are to the nearest of the person's true points (:class:`PersonTargets`), so
+locating any one of them counts.
 """
 
 from __future__ import annotations
@@ -25,14 +30,52 @@ RESULT_COLUMNS = {"user": "int64", "Z": "float64", "guess_x": "float64", "guess_
                   "argmax_error": "float64", "n_maxima": "int64"}
 
 
+class PersonTargets:
+    """The attacked persons' true points: ``points[k]`` is person k's (m_k, 2) array.
+
+    Stands where a batch of single-point targets (an (n, 2) array) does: slicing gives
+    the persons of a batch, and distances are to the nearest of each person's points.
+    """
+
+    def __init__(self, points: list[np.ndarray]):
+        self.points = points
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def __getitem__(self, sl: slice) -> "PersonTargets":
+        return PersonTargets(self.points[sl])
+
+    def distance(self, who: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Distance from (x[t], y[t]) to the nearest point of person who[t]."""
+        out = np.empty(len(who))
+        for k in np.unique(who):
+            at, pts = who == k, self.points[k]
+            out[at] = np.hypot(x[at, None] - pts[:, 0], y[at, None] - pts[:, 1]).min(axis=1)
+        return out
+
+    def field(self, grid: Grid) -> np.ndarray:
+        """(n, P, Q): distance from every grid point to each person's nearest point."""
+        X, Y = (a.ravel() for a in np.meshgrid(grid.x, grid.y, indexing="ij"))
+        return np.stack([self.distance(np.full(X.size, k), X, Y).reshape(grid.shape) for k in range(len(self))])
+
+
+def target_distance(target, who: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Distance from (x, y) to target ``who``: a row of an (n, 2) array of true points, or a person."""
+    if isinstance(target, PersonTargets):
+        return target.distance(who, x, y)
+    return np.hypot(x - target[who, 0], y - target[who, 1])
+
+
 def _per_user_mean(user: np.ndarray, values: np.ndarray, weights: np.ndarray | None, n: int) -> np.ndarray:
     return np.bincount(user, weights=values if weights is None else weights * values, minlength=n) / \
         np.bincount(user, weights=weights, minlength=n)
 
 
-def local_maxima_batch(surfaces: np.ndarray, grid: Grid, true_xy: np.ndarray,
-                       ratio: float = 1.1) -> dict[str, np.ndarray]:
+def local_maxima_batch(surfaces: np.ndarray, grid: Grid, true_xy, ratio: float = 1.1) -> dict[str, np.ndarray]:
     """Z, best-guess error and maxima count for a batch of surfaces (n, P, Q).
+
+    ``true_xy``: the targets' true locations (n, 2), or :class:`PersonTargets`.
 
     Plateaus count as maxima (>= every 8-neighbour).  Where the global maximum
     is not positive the paper's e_max/ratio filter and e-proportional weights
@@ -52,18 +95,18 @@ def local_maxima_batch(surfaces: np.ndarray, grid: Grid, true_xy: np.ndarray,
     keep &= surfaces >= thr[:, None, None]
     u, i, j = np.nonzero(keep)
     weights = np.where(positive[u], surfaces[u, i, j], 1.0)
-    dist = np.hypot(grid.x[i] - true_xy[u, 0], grid.y[j] - true_xy[u, 1])
+    dist = target_distance(true_xy, u, grid.x[i], grid.y[j])
     Z = _per_user_mean(u, dist, weights, n)
 
     scale = np.maximum(np.abs(surfaces).reshape(n, -1).max(axis=1), np.finfo(float).tiny)
     tu, ti, tj = np.nonzero(surfaces >= (emax - 1e-12 * scale)[:, None, None])
     guess = np.stack([_per_user_mean(tu, grid.x[ti], None, n), _per_user_mean(tu, grid.y[tj], None, n)], axis=1)
     return {"Z": Z, "guess_x": guess[:, 0], "guess_y": guess[:, 1],
-            "argmax_error": np.hypot(*(guess - true_xy).T),
+            "argmax_error": target_distance(true_xy, np.arange(n), guess[:, 0], guess[:, 1]),
             "n_maxima": np.bincount(u, minlength=n)}
 
 
-def local_maxima_attack(surface_batches, grid: Grid, users: np.ndarray, true_xy: np.ndarray,
+def local_maxima_attack(surface_batches, grid: Grid, users: np.ndarray, true_xy,
                         ratio: float = 1.1) -> pd.DataFrame:
     """Run the attack over an iterable of (slice, surfaces) batches; one row per user."""
     parts = []

@@ -9,8 +9,6 @@ and what is allowed.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -22,6 +20,7 @@ import yaml
 from snakemake.utils import Paramspace
 
 from . import mechanisms
+from .params import explicit_params
 
 
 class ConfigError(ValueError):
@@ -29,7 +28,13 @@ class ConfigError(ValueError):
 
 
 class StudySection:
-    """Checks shared by the ``studies.<name>`` sections; every error names the full key."""
+    """The one validation dialect of the ``studies.<name>`` sections.
+
+    Every error is one line, ``config key 'studies.<study>.<key>': <problem>; allowed: <allowed>``,
+    the same shape :func:`check_schema` gives for the main DAG.  ``reps`` means the same in every
+    study: one positive integer, the number of repetitions of every setting (a list is an error, as
+    it is for ``experiments.<name>.reps``).
+    """
 
     def __init__(self, study: str):
         self.study = study
@@ -37,31 +42,64 @@ class StudySection:
     def error(self, key: str, problem: str, allowed: str) -> ConfigError:
         return ConfigError(f"config key 'studies.{self.study}.{key}': {problem}; allowed: {allowed}")
 
-    def merge(self, given: dict | None, defaults: dict, prefix: str = "") -> dict:
-        """Defaults overridden by ``given``; an unknown key is an error."""
-        given = given or {}
-        unknown = sorted(set(given) - set(defaults))
+    def merge(self, given: dict | None, defaults: dict, prefix: str = "", nested: tuple = ()) -> dict:
+        """Defaults overridden by ``given``; an unknown key or a non-mapping is an error.
+
+        Keys named in ``nested`` hold sub-sections that are merged the same way (recursively).
+        """
+        given = {} if given is None else given
+        if not isinstance(given, dict):
+            raise self.error(prefix.rstrip(".") or "<section>", f"got {given!r}",
+                             f"a mapping with keys among {sorted(defaults)}")
+        unknown = sorted(set(given) - set(defaults), key=str)
         if unknown:
             raise self.error(f"{prefix}{unknown[0]}", "unknown key", str(sorted(defaults)))
-        return {**defaults, **given}
+        out = {**defaults, **given}
+        for key in nested:
+            if isinstance(defaults.get(key), dict):
+                out[key] = self.merge(given.get(key), defaults[key], f"{prefix}{key}.",
+                                      tuple(k for k, v in defaults[key].items() if isinstance(v, dict)))
+        return out
+
+    def reps(self, value, key: str = "reps") -> int:
+        """The number of repetitions: one positive integer (lists are refused everywhere)."""
+        return self.number(value, key, integer=True, low=1)
+
+    def number(self, value, key: str, integer: bool = False, low: float = -math.inf, high: float = math.inf,
+               open_low: bool = False, open_high: bool = False):
+        """A finite number (an int when ``integer``) in the interval given; booleans are refused."""
+        kind = int if integer else (int, float)
+        ok = (isinstance(value, kind) and not isinstance(value, bool) and math.isfinite(value)
+              and (value > low if open_low else value >= low) and (value < high if open_high else value <= high))
+        if not ok:
+            what = "an integer" if integer else "a finite number"
+            if low == -math.inf and high == math.inf:
+                span = ""
+            elif high == math.inf:
+                span = f" {'>' if open_low else '>='} {low:g}"
+            else:
+                span = f" in {'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
+            raise self.error(key, f"got {value!r}", what + span)
+        return value
+
+    def bounded(self, value, key: str, kind, low: float, high: float = math.inf, open_low: bool = True):
+        """A number (``kind`` int or (int, float)) in (low, high] or [low, high]."""
+        return self.number(value, key, integer=kind is int, low=low, high=high, open_low=open_low)
+
+    def choice(self, value, key: str, options) -> str:
+        if isinstance(value, (list, dict)) or value not in options:
+            raise self.error(key, f"got {value!r}", str(list(options)))
+        return value
 
     def positive_list(self, value, key: str, integer: bool = False) -> list:
         """A positive number (integer) or a non-empty list of them, as a list."""
         values = value if isinstance(value, list) else [value]
         kind = int if integer else (int, float)
-        if not values or not all(isinstance(v, kind) and not isinstance(v, bool) and v > 0 for v in values):
-            raise self.error(key, f"{value!r} is not allowed",
+        if not values or not all(isinstance(v, kind) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+                                 for v in values):
+            raise self.error(key, f"got {value!r}",
                              f"a positive {'integer' if integer else 'number'} or a non-empty list of them")
         return [int(v) if integer else float(v) for v in values]
-
-    def bounded(self, value, key: str, kind, low: float, high: float = float("inf"), open_low: bool = True):
-        """A number (``kind`` int or (int, float)) in (low, high] or [low, high]."""
-        ok = (isinstance(value, kind) and not isinstance(value, bool)
-              and (value > low if open_low else value >= low) and value <= high)
-        if not ok:
-            raise self.error(key, f"{value!r}", f"{'an integer' if kind is int else 'a number'} in "
-                             f"{'(' if open_low else '['}{low}, {high}]")
-        return value
 
 
 def _key(path) -> str:
@@ -73,11 +111,43 @@ def check_schema(config: dict, schema_path: str | Path) -> None:
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.path), list(map(str, e.path))))
     if errors:
-        err = errors[0]
-        hint = err.schema.get("description", "") if isinstance(err.schema, dict) else ""
-        message = err.message if len(err.message) <= 200 else err.message[:200] + "..."
-        raise ConfigError(f"config key '{_key(err.absolute_path)}': {message}"
-                          + (f" ({hint})" if hint else ""))
+        raise _schema_error(errors[0])
+
+
+def _schema_error(err) -> ConfigError:
+    """The study sections' one-line style: ``config key '<key>': <problem>; allowed: <allowed>``."""
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    path = list(err.absolute_path)
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        known = sorted(schema.get("properties", {}))
+        extra = sorted(set(err.instance) - set(known), key=str)
+        return ConfigError(f"config key '{_key(path + extra[:1])}': unknown key; allowed: {known}")
+    message = err.message if len(err.message) <= 200 else err.message[:200] + "..."
+    return ConfigError(f"config key '{_key(path)}': {message}; allowed: {_schema_allowed(schema)}")
+
+
+def _schema_allowed(schema: dict) -> str:
+    """What a schema node accepts, in words (its type, bounds, choices and description)."""
+    parts = []
+    if "enum" in schema:
+        parts.append(str(schema["enum"]))
+    if "type" in schema:
+        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        parts.append(" or ".join(types))
+    for key, sign in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<")):
+        if key in schema:
+            parts.append(f"{sign} {schema[key]}")
+    if "maxItems" in schema:
+        parts.append(f"of {schema.get('minItems', 0)} to {schema['maxItems']} items")
+    elif "minItems" in schema:
+        parts.append(f"of at least {schema['minItems']} items")
+    if "required" in schema:
+        parts.append(f"with keys {schema['required']}")
+    if "propertyNames" in schema and "enum" in schema["propertyNames"]:
+        parts.append(f"keys among {schema['propertyNames']['enum']}")
+    text = " ".join(parts)
+    hint = schema.get("description", "")
+    return f"{text} ({hint})" if text and hint else (text or hint or "see workflow/schemas/config.schema.yaml")
 
 
 # Defaults of optional keys (the schema documents them).
@@ -89,7 +159,8 @@ _ATTACK_ARRAYS = 3
 
 
 def check_values(config: dict) -> None:
-    """What the schema cannot check: box order, one box per dataset, memory estimate."""
+    """What the schema cannot check: box order, one box per dataset, memory estimate, results_dir."""
+    check_results_dir(config.get("results_dir", "results"))
     for name, spec in config.get("datasets", {}).items():
         if spec["source"] == "points" and ("lonlat_bbox" in spec) == ("bbox" in spec):
             raise ConfigError(f"config key 'datasets.{name}': give exactly one of 'lonlat_bbox' (lon/lat "
@@ -101,6 +172,14 @@ def check_values(config: dict) -> None:
             if key in spec:
                 check_box(spec[key], f"datasets.{name}.{key}", lonlat=key == "lonlat_bbox")
     check_memory(config)
+
+
+def check_results_dir(path: str) -> None:
+    """A relative folder inside the working directory: Snakemake's paths and its cleanup stay in it."""
+    parts = Path(path).parts
+    if Path(path).is_absolute() or ".." in parts or not parts or parts == (".",):
+        raise ConfigError(f"config key 'results_dir': {path!r} is not allowed; allowed: a relative folder "
+                          "inside the working directory without '..' (e.g. results or results/paper)")
 
 
 def check_box(box, key: str, lonlat: bool = False) -> None:
@@ -177,7 +256,21 @@ class Run:
 
     @property
     def path(self) -> str:
-        return f"results/runs/{self.dataset}/{self.mechanism}/{self.pstr}/rep~{self.rep}"
+        """The run's folder relative to the results directory (config key results_dir)."""
+        return f"runs/{self.dataset}/{self.mechanism}/{self.pstr}/rep~{self.rep}"
+
+
+def _patterns(rows: list[dict]) -> list[str]:
+    """Each row's ``{params}`` path component (Paramspace), rows with the same keys together:
+    a row without an omitted default must not get a 'kde~nan' column from its neighbours."""
+    out, groups = [""] * len(rows), {}
+    for i, row in enumerate(rows):
+        groups.setdefault(tuple(row), []).append(i)
+    for idx in groups.values():
+        space = Paramspace(pd.DataFrame([rows[i] for i in idx]), filename_params="*", single_wildcard="params")
+        for i, pstr in zip(idx, space.instance_patterns):
+            out[i] = pstr
+    return out
 
 
 def _grid(spec: dict) -> list[dict]:
@@ -205,7 +298,7 @@ def expand_runs(config: dict) -> list[Run]:
                 rows = []
                 for combo in _grid(grid):
                     try:
-                        params = mech.validate(combo, where)
+                        params = explicit_params(mech.params, mech.validate(combo, where))
                     except ValueError as exc:
                         raise ConfigError(f"config key {exc}") from None
                     for n in (n_values if isinstance(n_values, list) else [n_values]):
@@ -214,9 +307,7 @@ def expand_runs(config: dict) -> list[Run]:
                                               "allowed: a positive integer or 'all'")
                         rows.append({"n": n, **params})
                     check_run_params(params, where)
-                space = Paramspace(pd.DataFrame(rows), filename_params="*",
-                                   single_wildcard="params")
-                for row, pstr in zip(rows, space.instance_patterns):
+                for row, pstr in zip(rows, _patterns(rows)):
                     for rep in range(int(exp.get("reps", 1))):
                         runs.append(Run(exp_name, ds, mech_name, row, pstr, rep))
     seen = {}
@@ -239,18 +330,3 @@ def check_dataset_paths(config: dict, base: Path) -> None:
                                   "allowed: a path (absolute or relative to the working directory) to a "
                                   "CSV, CSV.gz or Parquet file of points")
 
-
-def module_fingerprint(*modules: str) -> str:
-    """Hash of the source of the named ``locpriv`` modules.
-
-    Snakemake does not see edits inside imported code; passing this as a
-    rule param makes such an edit re-run exactly the rules that use it.
-    """
-    digest = hashlib.sha256()
-    for name in sorted(set(modules)):
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
-            raise ConfigError(f"code fingerprint: module {name!r} not found")
-        digest.update(name.encode())
-        digest.update(Path(spec.origin).read_bytes())
-    return digest.hexdigest()[:16]

@@ -7,9 +7,13 @@ entry of the dense factors is zero or subnormal, so:
 
 * the kernel is cut at |u| = cut (``gaussian_cut``): a point touches only the
   grid rows/columns within cut * h of it;
-* points are sorted into tiles by the grid cell of their window, and each tile
-  does the GEMM on factors restricted to the union of its points' windows, in
-  user chunks (memory O(chunk * span));
+* points are sorted into tiles of ``side`` grid cells (one 16-bit radix sort and one
+  gather of (x, y) pairs), and each tile does the GEMM on factors restricted to the
+  union of its points' windows, in user chunks (memory O(chunk * span));
+* factors are stored transposed, (grid rows, points), and on a regular grid the
+  plain Gaussian's are a geometric sequence per point (``_gaussian_rows``): one
+  multiply per entry and two exps per point per segment, with the per-row constant
+  applied to each tile's small GEMM result instead of to the factors;
 * inside a tile every |u| is at most about cut + (tile side + 1) step / h
   <= cut + 8 + step / h; factors are checked against SAFE_U (|u| <= 30, so
   exp(-u^2/2) >= 1e-196) and otherwise built with the cut applied entry by entry,
@@ -25,6 +29,7 @@ deconvoluting kernel, 1 otherwise).  So for any grid node
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -37,6 +42,8 @@ TAIL = 1e-13          # dropped terms are below this fraction of the kernel's pe
 TILE_REACH = 8.0      # a tile's side is at most this many h: bounds |u| inside its span
 MIN_TILE_USERS = 2048  # fewer, larger tiles when N is small: each tile costs a GEMM call
 SAFE_U = 30.0  # |u| below this: exp(-u^2/2) >= 1e-196, a normal float (subnormals start near 1e-308)
+SEGMENT = 24.0        # a factor recurrence restarts every SEGMENT / d rows: intermediates <= exp(288)
+SEGMENT_ROWS = 256    # and at least every 256 rows: its rounding error grows with the row count
 
 
 def kernel_factor(coord: np.ndarray, grid: np.ndarray, h: float, laplace_b: float = 0.0) -> np.ndarray:
@@ -90,29 +97,51 @@ class _Axis:
         hi = np.floor((coord + reach - self.grid[0]) / self.step) + 1
         return (np.clip(lo, 0, p).astype(np.int64), np.clip(hi, 0, p).astype(np.int64))
 
-    def factors(self, coord: np.ndarray, j0: np.ndarray, width: int) -> np.ndarray:
-        """(n, width) kernel factors, row i against grid[j0_i : j0_i + width].
+    def reaches(self, coord: np.ndarray) -> np.ndarray:
+        """Whether each coordinate is within cut * h of the grid."""
+        reach = self.cut * self.h
+        return (coord >= self.grid[0] - reach) & (coord <= self.grid[-1] + reach)
 
-        Regular grid: u_ij = v_i + j d (v_i = (grid[j0_i] - x_i) / h, d = step / h), three
-        array passes and one exp per entry, no gather.  Inside a tile |u| stays below
-        cut + TILE_REACH + d, so where |u| <= SAFE_U no entry is subnormal and the cut
-        need not be applied; otherwise (h far below the grid step) ``_direct`` cuts.
+    def tile(self, coord: np.ndarray, side: int) -> np.ndarray:
+        """Index of the block of ``side`` grid cells holding each coordinate (clipped to the
+        grid), as floats: exact small integers, three passes on a regular grid."""
+        if self.step is None:
+            block = (np.searchsorted(self.grid, coord, "right") - 1) // side
+        else:
+            block = (coord - self.grid[0]) * (1.0 / (self.step * side))
+        np.clip(block, 0, (self.grid.size - 1) // side, out=block)
+        return np.floor(block, out=block) if block.dtype.kind == "f" else block.astype(float)
+
+    def factors(self, coord: np.ndarray, j0: np.ndarray, width: int,
+                buffer: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """(width, n) kernel factors, column i against grid[j0_i : j0_i + width], and a row scale.
+
+        The factors are rows * scale[:, None] (scale None: 1); the caller applies the scale
+        to the GEMM's small result instead of to the factors.  Transposed (one grid node
+        per row) so every step is a pass over contiguous memory and the tile GEMM reads
+        row blocks without a copy.  Inside a tile |u| stays below cut + TILE_REACH + 2 d
+        (d = step / h); where it stays below SAFE_U no entry is subnormal and the cut need
+        not be applied, otherwise (h far below the grid step, or an irregular grid)
+        ``_direct`` cuts entry by entry.  ``buffer`` (at least width x n): where the rows
+        are written on the fast path, reused across chunks (fresh pages cost page faults).
         """
         v = (self.grid[j0] - coord) / self.h
         if self.step is None or not v.size:
-            return self._direct(coord, j0, width)
+            return self._direct(coord, j0, width), None
         d = self.step / self.h
         if max(-v.min(), v.max() + width * d) > SAFE_U:
-            return self._direct(coord, j0, width)
-        u2 = np.add.outer(v, d * np.arange(width))
-        np.square(u2, out=u2)
-        return adjusted_from_square("gaussian", u2, self.c, normalised=False)
+            return self._direct(coord, j0, width), None
+        if self.c:  # deconvoluting kernel: its polynomial factor per entry, one exp per entry
+            u2 = np.add.outer(d * np.arange(width), v)
+            np.square(u2, out=u2)
+            return adjusted_from_square("gaussian", u2, self.c, normalised=False), None
+        return _gaussian_rows(v, d, width, None if buffer is None else buffer[:width, :v.size])
 
     def _direct(self, coord: np.ndarray, j0: np.ndarray, width: int) -> np.ndarray:
-        """Per-entry exps with the cut applied (irregular grids, or h far below the step)."""
+        """Per-entry exps with the cut applied (irregular grids, or h far below the step), (width, n)."""
         padded = np.r_[self.grid, np.full(width, np.inf)]  # beyond the grid: cut
-        u2 = padded[np.add.outer(j0, np.arange(width))]
-        u2 -= coord[:, None]
+        u2 = padded[np.add.outer(np.arange(width), j0)]
+        u2 -= coord
         np.square(u2, out=u2)
         u2 *= 1.0 / (self.h * self.h)
         outside = u2 > self.cut ** 2
@@ -122,12 +151,36 @@ class _Axis:
         return k
 
 
+def _gaussian_rows(v: np.ndarray, d: float, width: int, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """exp(-(v_i + j d)^2 / 2) as (rows, scale): rows[j, i] * scale[j], one multiply per entry.
+
+    exp(-(v + k d)^2 / 2) = exp(-v^2 / 2) r^k exp(-(k d)^2 / 2) with r = exp(-v d): a
+    geometric sequence in k per point (``rows``), times a constant per row (``scale``).
+    Rows go in segments of at most SEGMENT / d (and SEGMENT_ROWS) rows, each restarted
+    at its own v with k = 0, so every row entry lies in [exp(-SAFE_U^2 / 2),
+    exp(SEGMENT^2 / 2)] and every scale in [exp(-SEGMENT^2 / 2), 1] (normal floats, and a
+    product of two rows cannot overflow).  Rounding: k multiplications by r, whose
+    exponent carries |v d| ulps, so a few hundred ulps: below 2e-13 relative per entry (tested).
+    """
+    rows = np.empty((width, v.size)) if rows is None else rows
+    seg = max(1, min(SEGMENT_ROWS, int(SEGMENT / d)))
+    k = d * (np.arange(width) % seg)
+    for j0 in range(0, width, seg):
+        vs = v + j0 * d
+        r = np.exp(-d * vs)
+        np.exp(-0.5 * vs * vs, out=rows[j0])
+        for j in range(j0 + 1, min(j0 + seg, width)):
+            np.multiply(rows[j - 1], r, out=rows[j])
+    return rows, np.exp(-0.5 * k * k)
+
+
 @dataclass(frozen=True)
 class Tiling:
     """Points sorted by tile, and each tile's rows [start, stop) and grid block."""
 
     order: np.ndarray                    # indices into the points, tile by tile
-    points: np.ndarray                   # the points in that order
+    x: np.ndarray                        # the points' coordinates in that order
+    y: np.ndarray
     bounds: np.ndarray                   # (tiles + 1,) row offsets into ``order``
     x0: np.ndarray
     x1: np.ndarray
@@ -161,26 +214,35 @@ def tiling(points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float,
 
 
 def _tiling(points: np.ndarray, ax: _Axis, ay: _Axis) -> Tiling:
-    lox, hix = ax.window(points[:, 0])
-    loy, hiy = ay.window(points[:, 1])
-    rows = np.flatnonzero((hix > lox) & (hiy > loy))  # beyond the cut of the whole grid: adds nothing
-    tx, ty = _tile_side(rows.size, ax), _tile_side(rows.size, ay)
-    ny = -(-ay.grid.size // ty)
-    key = (lox[rows] // tx) * ny + loy[rows] // ty
+    """Each point's tile is the block of ``side`` grid cells holding it (points beyond an
+    edge go to the edge tile); O(N) passes, one 16-bit radix sort and one gather."""
+    x, y = points[:, 0], points[:, 1]
+    reach = ax.reaches(x) & ay.reaches(y)
+    valid = int(np.count_nonzero(reach))
+    if not valid:
+        none = np.zeros(0, np.int64)
+        return Tiling(none, x[:0], y[:0], np.zeros(1, np.int64), none, none, none, none)
+    sx, sy = _tile_side(valid, ax), _tile_side(valid, ay)
+    ny, nx = -(-ay.grid.size // sy), -(-ax.grid.size // sx)
+    key = ax.tile(x, sx)
+    key *= ny
+    key += ay.tile(y, sy)
+    np.copyto(key, nx * ny, where=~reach)  # beyond the cut of the whole grid: sorted last, dropped
+    key = key.astype(np.uint16 if nx * ny < 2 ** 16 else np.int64)
     # stable (a radix sort for 16-bit keys): same tiles, same sums, for the same input
-    order = np.argsort(key.astype(np.uint16 if key.size and key.max() < 2 ** 16 else np.int64), kind="stable")
-    rows, key = rows[order], key[order]
-    pts = points[rows]
-    if not rows.size:
-        return Tiling(rows, pts, np.zeros(1, np.int64), *(np.zeros(0, np.int64),) * 4)
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    order = np.argsort(key, kind="stable")[:valid]
+    counts = np.bincount(key, minlength=nx * ny + 1)[:nx * ny]
+    bounds = np.r_[0, np.cumsum(counts[counts > 0])]
+    xy = np.take(points, order, axis=0)  # one gather of (x, y) pairs (8x faster than points[order])
+    x, y = xy[:, 0], xy[:, 1]
+    starts = bounds[:-1]
     # windows grow with the coordinate: a tile's block runs from its smallest
     # coordinate's window start to its largest one's window end
-    x0 = ax.window(np.minimum.reduceat(pts[:, 0], starts))[0]
-    x1 = ax.window(np.maximum.reduceat(pts[:, 0], starts))[1]
-    y0 = ay.window(np.minimum.reduceat(pts[:, 1], starts))[0]
-    y1 = ay.window(np.maximum.reduceat(pts[:, 1], starts))[1]
-    return Tiling(rows, pts, np.r_[starts, rows.size], x0, x1, y0, y1)
+    x0 = ax.window(np.minimum.reduceat(x, starts))[0]
+    x1 = ax.window(np.maximum.reduceat(x, starts))[1]
+    y0 = ay.window(np.minimum.reduceat(y, starts))[0]
+    y1 = ay.window(np.maximum.reduceat(y, starts))[1]
+    return Tiling(order, x, y, bounds, x0, x1, y0, y1)
 
 
 def kde_sum(points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float,
@@ -200,19 +262,25 @@ def kde_sum(points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float,
     total = np.zeros((ax.grid.size, ay.grid.size))
     if not len(t):
         return total
-    pts = t.points
-    tile_of_row = np.repeat(np.arange(len(t)), np.diff(t.bounds))
     wx, wy = (t.x1 - t.x0).tolist(), (t.y1 - t.y0).tolist()
     # Python ints for the per-tile loop: numpy scalar indexing is its main overhead at small h
     bounds, x0, y0 = t.bounds.tolist(), t.x0.tolist(), t.y0.tolist()
-    for b0 in range(0, pts.shape[0], chunk):
-        b1 = min(b0 + chunk, pts.shape[0])
-        first, last = int(tile_of_row[b0]), int(tile_of_row[b1 - 1]) + 1
-        fx = ax.factors(pts[b0:b1, 0], t.x0[tile_of_row[b0:b1]], max(wx[first:last]))
-        fy = ay.factors(pts[b0:b1, 1], t.y0[tile_of_row[b0:b1]], max(wy[first:last]))
+    n = min(chunk, t.x.size)
+    bx, by = np.empty((max(wx), n)), np.empty((max(wy), n))
+    for b0 in range(0, t.x.size, chunk):
+        b1 = min(b0 + chunk, t.x.size)
+        first, last = bisect_right(bounds, b0) - 1, bisect_right(bounds, b1 - 1)
+        rows = np.diff(np.clip(t.bounds[first:last + 1], b0, b1))  # each tile's rows in the chunk
+        fx, sx = ax.factors(t.x[b0:b1], np.repeat(t.x0[first:last], rows), max(wx[first:last]), bx)
+        fy, sy = ay.factors(t.y[b0:b1], np.repeat(t.y0[first:last], rows), max(wy[first:last]), by)
+        scale = None if sx is None and sy is None else np.outer(
+            np.ones(fx.shape[0]) if sx is None else sx, np.ones(fy.shape[0]) if sy is None else sy)
         for k in range(first, last):
             s, e = max(bounds[k], b0) - b0, min(bounds[k + 1], b1) - b0
-            total[x0[k]:x0[k] + wx[k], y0[k]:y0[k] + wy[k]] += fx[s:e, :wx[k]].T @ fy[s:e, :wy[k]]
+            block = fx[:wx[k], s:e] @ fy[:wy[k], s:e].T
+            if scale is not None:
+                block *= scale[:wx[k], :wy[k]]
+            total[x0[k]:x0[k] + wx[k], y0[k]:y0[k] + wy[k]] += block
     return total
 
 
@@ -252,7 +320,7 @@ def kde_binned(points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float, ref
         for dy, fy in ((0, 1 - wy), (1, wy)):
             mass += np.bincount((ix + dx) * my + iy + dy, fx * fy, minlength=mx * my)
     kx, ky = (axis._direct(node, np.zeros(node.size, np.int64), axis.grid.size) for axis, node in zip(axes, nodes))
-    return kx.T @ (mass.reshape(mx, my) @ ky)
+    return kx @ (mass.reshape(mx, my) @ ky.T)
 
 
 def kernel_surfaces(points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float) -> np.ndarray:
@@ -265,7 +333,7 @@ def kernel_surfaces(points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float
     start = np.zeros(len(points), dtype=np.int64)
     kx = ax._direct(points[:, 0], start, ax.grid.size)
     ky = ay._direct(points[:, 1], start, ay.grid.size)
-    return kx[:, :, None] * ky[:, None, :]
+    return kx.T[:, :, None] * ky.T[:, None, :]
 
 
 def normaliser(h: float) -> float:

@@ -12,6 +12,9 @@ class Param:
 
     ``kind`` is "float", "int" or "choice"; ``special`` lists string values
     accepted as-is (e.g. "knn" for a bandwidth chosen from the data).
+    ``omit_default``: an option added after runs existed; at its default it is left
+    out of a run's parameters (``explicit_params``), so those runs keep their paths,
+    seeds and tables; read it with ``value``.
     """
 
     name: str
@@ -22,6 +25,11 @@ class Param:
     high: float | None = None         # inclusive upper bound
     choices: tuple = ()
     special: tuple = ()
+    omit_default: bool = False
+
+    def value(self, params: dict):
+        """This parameter in a run's parameters (absent means the default: ``omit_default``)."""
+        return params.get(self.name, self.default)
 
     def allowed(self) -> str:
         if self.kind == "choice":
@@ -59,3 +67,9 @@ def validate_params(declared: dict[str, Param], given: dict, where: str) -> dict
     if unknown:
         raise ValueError(f"'{where}': unknown parameter(s) {unknown}; allowed: {sorted(declared)}")
     return {name: p.validate(given.get(name), where) for name, p in declared.items()}
+
+
+def explicit_params(declared: dict[str, Param], params: dict) -> dict:
+    """Validated ``params`` without the ``omit_default`` parameters that are at their default."""
+    return {k: v for k, v in params.items()
+            if not (k in declared and declared[k].omit_default and v == declared[k].default)}

@@ -84,7 +84,7 @@ def logged(snakemake):
                                 format="%(asctime)s %(levelname)s %(message)s")
             start = time.perf_counter()
             yield
-            # read by benchmarks/bench_scale.py; peak RSS is the job process's high-water mark
+            # read by perf/bench_scale.py; peak RSS is the job process's high-water mark
             logging.info("job finished: wall %.3f s, peak RSS %.1f MB", time.perf_counter() - start,
                          resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     except Exception as exc:  # noqa: BLE001 - every failure becomes one line + exit status 1
@@ -204,3 +204,23 @@ def remove_damaged(results: str = "results") -> list[str]:
                 os.remove(path)
                 lines.append(f"locpriv: removed damaged {path} ({why}); it is made again when needed")
     return lines
+
+
+def remove_stale_plots(folder: str, targets: list[str]) -> list[str]:
+    """Remove the figures in ``folder`` that this config's run does not make.
+
+    Two configs run in the same results_dir share results/plots: the second
+    run's summary holds only its runs, so the first one's per-dataset figures
+    would pass for its own.  Called after a successful run (Snakefile ``onsuccess``).
+    """
+    if not os.path.isdir(folder):
+        return []
+    keep = {os.path.normpath(t) for t in targets}
+    stale = sorted(name for name in os.listdir(folder)
+                   if name.endswith(".png") and os.path.normpath(os.path.join(folder, name)) not in keep)
+    for name in stale:
+        os.remove(os.path.join(folder, name))
+    if not stale:
+        return []
+    return [f"locpriv: removed {len(stale)} figure(s) of another config from {folder}: {', '.join(stale)} "
+            "(give each config its own results_dir to keep both)"]

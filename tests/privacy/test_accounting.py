@@ -93,9 +93,10 @@ def test_sldp_partition_plus_task_stays_within_epsilon(tmp_path):
     for i in range(CONFIGS // 2):
         eps, share = float(rng.uniform(0.2, 6)), float(rng.uniform(0.1, 0.9))
         calibration = ("sensitivity2", "paper")[i % 2]
-        cfg = sldp_study.validate_config({"mean": {"n": [200], "epsilon": [eps], "partition_share": share},
+        cfg = sldp_study.validate_config({"mean": {"n": [200], "epsilon": [eps], "partition_share": share,
+                                                   "threshold": 5},
                                           "range": {"n": [200], "epsilon": [eps]}, "calibration": calibration,
-                                          "split_rule": "all_children", "threshold": 5, "max_depth": 3})
+                                          "split_rule": "all_children", "max_depth": 3})
         run = {"task": "mean", "n": 200, "epsilon": eps, "rep": 0}
         out = [str(tmp_path / f"{i}-{name}.parquet") for name in ("partition", "rounds", "reports", "regions")]
         sldp_study.protocol_stage(run, cfg, 1, *out)

@@ -1,23 +1,25 @@
-# aggregate: the server merges shard partials with the mechanism's combine
+# aggregate -> estimate: the server side of one run in one job.  The server merges the
+# shards' partials with the mechanism's combine (aggregate.nc), then turns the sum into the
+# density on the evaluation grid with its guarantee in the attrs (estimate.nc).
 
 
-rule aggregate:
+rule aggregate_estimate:
     input:
-        views=view_files,
-        grid="results/encode/{dataset}/grid.nc",
+        views=view_dirs,
+        grid=GRID_FILE,
         bandwidth=bandwidth_input,
     output:
-        RUN_DIR + "/aggregate.nc",
-    params:
-        run=run_of,
-        code=lambda wc: mechanism_code(wc, "run"),
-    threads: rule_resource("aggregate", "threads", 1)
-    resources:
-        mem_mb=rule_resource("aggregate", "mem_mb", 2000),
-        runtime=rule_resource("aggregate", "runtime", 30),
+        aggregate=run_path("aggregate.nc"),
+        estimate=run_path("estimate.nc"),
     log:
-        "logs/" + RUN_DIR + "/aggregate.log",
+        run_path("aggregate_estimate.log", logs),
+    benchmark:
+        run_path("aggregate_estimate.tsv", benchmarks)
     conda:
         "../../envs/locpriv.yaml"
+    params:
+        run=run_of,
+        views=view_files,
+        code=lambda wc: mechanism_code(wc, "run"),
     script:
         "../../scripts/aggregate.py"

@@ -1,41 +1,26 @@
 # audit: an empirical lower bound on epsilon beside every claimed guarantee (locpriv.audit).
 # One cached job per mechanism x privacy-relevant parameter setting whose guarantee states an
 # epsilon; settings without a formal guarantee get none.  The summary joins the bounds.
-
-from locpriv.audit import stage as lpaudit
-
-AUDITS = lpaudit.settings(RUNS.values())
-AUDIT_DRAWS = config.get("audit", {}).get("draws", lpaudit.DEFAULT_DRAWS)
-
-
-def audit_targets():
-    return [f"results/audit/{mech}/{label}.parquet" for mech, label in AUDITS]
-
-
-def audit_summary_input():
-    """The combined audit table the summary joins (none when nothing claims an epsilon)."""
-    return "results/audit/audit.parquet" if AUDITS else []
+# (AUDITS, audit_targets and the input functions: workflow/rules/common.smk)
 
 
 rule audit:
     input:
-        grids=lambda wc: [f"results/encode/{ds}/grid.nc" for ds in AUDITS[(wc.mechanism, wc.params)]["datasets"]],
+        grids=audit_grids,
     output:
-        "results/audit/{mechanism}/{params}.parquet",
+        results("audit/{mechanism}/{params}.parquet"),
+    log:
+        logs("audit/{mechanism}/{params}.log"),
+    benchmark:
+        benchmarks("audit/{mechanism}/{params}.tsv")
+    conda:
+        "../../envs/locpriv.yaml"
     params:
         setting=lambda wc: AUDITS[(wc.mechanism, wc.params)]["params"],
         datasets=lambda wc: AUDITS[(wc.mechanism, wc.params)]["datasets"],
         seed=config["seed"],
         draws=AUDIT_DRAWS,
-        code=lambda wc: code_fingerprint("locpriv.audit.stage", type(lpmechanisms.get(wc.mechanism)).__module__),
-    threads: rule_resource("audit", "threads", 1)
-    resources:
-        mem_mb=rule_resource("audit", "mem_mb", 2000),
-        runtime=rule_resource("audit", "runtime", 30),
-    log:
-        "logs/audit/{mechanism}/{params}.log",
-    conda:
-        "../../envs/locpriv.yaml"
+        code=audit_code,
     script:
         "../../scripts/audit.py"
 
@@ -44,22 +29,23 @@ rule audit_table:
     input:
         audit_targets(),
     output:
-        parquet="results/audit/audit.parquet",
-        html=report(
-            "results/audit/audit.html",
-            caption="../report/audit.rst",
-            category="Privacy audit",
+        # update(): a failed re-run restores the previous table instead of deleting it
+        parquet=update(results("audit/audit.parquet")),
+        html=update(
+            report(
+                results("audit/audit.html"),
+                caption="../report/audit.rst",
+                category="Privacy audit",
+            )
         ),
-        csv="results/audit/audit.csv",
-    params:
-        code=code_fingerprint("locpriv.audit.stage"),
-    threads: rule_resource("audit_table", "threads", 1)
-    resources:
-        mem_mb=rule_resource("audit_table", "mem_mb", 1000),
-        runtime=rule_resource("audit_table", "runtime", 10),
+        csv=update(results("audit/audit.csv")),
     log:
-        "logs/audit/table.log",
+        logs("audit/table.log"),
+    benchmark:
+        benchmarks("audit/table.tsv")
     conda:
         "../../envs/locpriv.yaml"
+    params:
+        code=code_fingerprint("locpriv.audit.stage"),
     script:
         "../../scripts/audit_table.py"

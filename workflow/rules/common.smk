@@ -8,20 +8,45 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from locpriv import config as lpconfig
+from locpriv import frontier as lpfrontier
 from locpriv import mechanisms as lpmechanisms
+from locpriv.adversary import bayes as lpbayes
+from locpriv.audit import stage as lpaudit
+from locpriv.datasets import ingest as lpingest
 from locpriv.datasets import registry
 from locpriv.fingerprint import code_fingerprint
+from locpriv.stages import utility as lputility
 
 try:
-    lpconfig.check_schema(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
+    lpconfig.check_schema(
+        config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml"
+    )
     lpconfig.check_values(config)
-    _unusable = registry.check_real_files(config, Path.cwd())  # real data: missing or other bytes
+    # real data: missing, or other bytes than the registry's checksum
+    _unusable = registry.check_real_files(config, Path.cwd())
     if _unusable:
         raise lpconfig.ConfigError("config key '{}': {}".format(*_unusable[0]))
     lpconfig.check_dataset_paths(config, Path.cwd())
     RUNS = {run.key: run for run in lpconfig.expand_runs(config)}
 except lpconfig.ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
+
+
+# Path helpers (the PyPSA-Eur idiom): every rule names its files through these, so one
+# `results_dir` key moves a config's outputs, logs and Snakemake benchmark records together.
+RESULTS = config.get("results_dir", "results")
+
+
+def results(path):
+    return f"{RESULTS}/{path}"
+
+
+def logs(path):
+    return f"logs/{RESULTS}/{path}"
+
+
+def benchmarks(path):
+    return f"benchmarks/{RESULTS}/{path}"
 
 
 wildcard_constraints:
@@ -32,7 +57,19 @@ wildcard_constraints:
     shard=r"\d+",
 
 
-RUN_DIR = "results/runs/{dataset}/{mechanism}/{params}/rep~{rep}"
+# one run's folder, relative to results/, logs/ and benchmarks/ alike
+RUN = "runs/{dataset}/{mechanism}/{params}/rep~{rep}"
+RUN_DIR = results(RUN)
+
+
+def run_path(path, base=results):
+    """A file of one run: run_path("metrics.parquet"), run_path("metrics.log", logs)."""
+    return base(f"{RUN}/{path}")
+
+
+# the grid's size is part of its path: a config with another grid never overwrites this one
+GRID_ID = "grid~{P}x{Q}".format(**config["grid"])
+GRID_FILE = results(f"encode/{{dataset}}/{GRID_ID}/grid.nc")
 
 
 def run_datasets():
@@ -48,7 +85,12 @@ def dataset_spec(wc):
 def run_of(wc):
     """The run this job belongs to, as the plain dict the stage functions take."""
     run = RUNS[(wc.dataset, wc.mechanism, wc.params, int(wc.rep))]
-    return {"dataset": run.dataset, "mechanism": run.mechanism, "params": run.params, "rep": run.rep}
+    return {
+        "dataset": run.dataset,
+        "mechanism": run.mechanism,
+        "params": run.params,
+        "rep": run.rep,
+    }
 
 
 def needs_bandwidth(wc):
@@ -59,14 +101,36 @@ def needs_bandwidth(wc):
     return run_of(wc)["params"].get("h") == "knn"
 
 
-def bandwidth_input(wc):
-    return f"results/ingest/{wc.dataset}/bandwidth.json" if needs_bandwidth(wc) else []
+def bandwidth_file(wc):
+    return results(f"ingest/{wc.dataset}/bandwidth.json")
 
+
+def bandwidth_input(wc):
+    return bandwidth_file(wc) if needs_bandwidth(wc) else []
+
+
+def ingest_source(wc):
+    spec = dataset_spec(wc)
+    return spec["path"] if spec["source"] == "points" else []
+
+
+def dataset_units(wc):
+    """Distance unit per dataset, from the config alone."""
+    return {ds: lpingest.domain_of(spec)[1] for ds, spec in run_datasets().items()}
+
+
+def frontier_levels(wc):
+    domains = {ds: lpingest.domain_of(spec)[0] for ds, spec in run_datasets().items()}
+    return lpfrontier.dataset_levels(
+        run_datasets(), lpfrontier.settings(config)["levels"], domains
+    )
 
 
 def mechanism_code(wc, stage):
     # the plugin's own module (one module may define several mechanisms)
-    return code_fingerprint(f"locpriv.stages.{stage}", type(lpmechanisms.get(wc.mechanism)).__module__)
+    return code_fingerprint(
+        f"locpriv.stages.{stage}", type(lpmechanisms.get(wc.mechanism)).__module__
+    )
 
 
 def n_shards(wc):
@@ -74,23 +138,146 @@ def n_shards(wc):
 
     meta = checkpoints.ingest.get(dataset=wc.dataset).output.meta
     run = run_of(wc)
-    return shard_count(n_users_of(run["params"], meta), shard_size(run["mechanism"], config["users_per_shard"]))
+    return shard_count(
+        n_users_of(run["params"], meta),
+        shard_size(run["mechanism"], config["users_per_shard"]),
+    )
+
+
+SHARDS_PER_JOB = config.get("shards_per_job", 8)
+
+
+def shard_batch(wc):
+    """The shards one randomize job makes: batch k holds shards k*SHARDS_PER_JOB onwards."""
+    from locpriv.stages.run import shard_batches
+
+    return list(shard_batches(n_shards(wc), SHARDS_PER_JOB)[int(wc.batch)])
+
+
+def view_dirs(wc):
+    """The randomize jobs' folders of one run (a run of few shards is one job)."""
+    count = -(-n_shards(wc) // SHARDS_PER_JOB)
+    return [run_path(f"view/batch~{k}").format(**wc) for k in range(count)]
 
 
 def view_files(wc):
-    return expand(
-        RUN_DIR.format(**wc) + "/view/shard~{shard}.parquet", shard=range(n_shards(wc))
+    """Every shard's view, in shard order, inside the randomize folders."""
+    return [
+        run_path(f"view/batch~{i // SHARDS_PER_JOB}/shard~{i}.parquet").format(**wc)
+        for i in range(n_shards(wc))
+    ]
+
+
+def pooled_input(wc):
+    """The run's non-private reference (same users, same bandwidth); none without a bandwidth."""
+    params = run_of(wc)["params"]
+    if "h" not in params:
+        return []
+    return results(f"ingest/{wc.dataset}/pooled-kde/n~{params['n']}_h~{params['h']}.nc")
+
+
+# ---- the privacy audit (workflow/rules/audit.smk): one job per mechanism x privacy-relevant setting
+
+AUDITS = lpaudit.settings(RUNS.values())
+AUDIT_DRAWS = config.get("audit", {}).get("draws", lpaudit.DEFAULT_DRAWS)
+
+
+def audit_targets():
+    return [results(f"audit/{mech}/{label}.parquet") for mech, label in AUDITS]
+
+
+def audit_summary_input(wc):
+    """The combined audit table the summary joins (none when nothing claims an epsilon)."""
+    return results("audit/audit.parquet") if AUDITS else []
+
+
+def audit_grids(wc):
+    return [
+        GRID_FILE.format(dataset=ds)
+        for ds in AUDITS[(wc.mechanism, wc.params)]["datasets"]
+    ]
+
+
+def audit_code(wc):
+    return code_fingerprint(
+        "locpriv.audit.stage", type(lpmechanisms.get(wc.mechanism)).__module__
     )
 
 
 def run_targets(filename):
-    return [f"{run.path}/{filename}" for run in RUNS.values()]
+    return [results(f"{run.path}/{filename}") for run in RUNS.values()]
 
 
-def rule_resource(rule_name, key, fallback):
-    """Cluster resource of a rule from config['resources'] (rule entry, then 'default').
+# ---- targets of the summary, plot and frontier rules (workflow/rules/report.smk, frontier.smk)
 
-    Resources are not rerun triggers: changing them re-runs nothing.
-    """
-    table = config.get("resources", {})
-    return table.get(rule_name, {}).get(key, table.get("default", {}).get(key, fallback))
+SUMMARY_PLOTS = ["metrics_vs_n", "tradeoff", "gain_per_cost"]
+
+
+def surface_runs(dataset):
+    """Per mechanism, the run with the most users (rep 0) on this dataset."""
+    best = {}
+    for run in RUNS.values():
+        if run.dataset != dataset or run.rep != 0:
+            continue
+        size = float("inf") if run.params["n"] == "all" else run.params["n"]
+        if run.mechanism not in best or size > best[run.mechanism][0]:
+            best[run.mechanism] = (size, run)
+    return [best[m][1] for m in sorted(best)]
+
+
+def surface_estimates(wc):
+    return [results(f"{run.path}/estimate.nc") for run in surface_runs(wc.dataset)]
+
+
+def surface_labels(wc):
+    return [
+        f"{run.mechanism}: " + ", ".join(f"{k}={v}" for k, v in run.params.items())
+        for run in surface_runs(wc.dataset)
+    ]
+
+
+def rff_runs():
+    return [run for run in RUNS.values() if run.mechanism == "rff"]
+
+
+def plot_targets():
+    if not RUNS:
+        return []
+    datasets = sorted({run.dataset for run in RUNS.values()})
+    plots = SUMMARY_PLOTS[:2]
+    if len({run.params["B"] for run in rff_runs()}) > 1:
+        plots.append("gain_per_cost")  # the gain per unit cost needs two feature counts
+    targets = [results(f"plots/{p}.png") for p in plots]
+    targets += [results(f"plots/surfaces-{ds}.png") for ds in datasets]
+    # the RFF paper's toy figures illustrate the method, not the user's data: only when asked for
+    if rff_runs() and config["plots"].get("illustrations", False):
+        targets += [
+            results("plots/rff-fig3-convergence.png"),
+            results("plots/rff-fig4-user-surfaces.png"),
+        ]
+    return targets
+
+
+def summary_targets():
+    if not RUNS:
+        return []
+    tables = ["metrics.parquet", "metrics.csv", "runs.csv", "ingest.csv"]
+    return [results(f"summary/{name}") for name in tables]
+
+
+def frontier_targets():
+    return (
+        [results("summary/frontier.csv"), results("plots/frontier.png")] if RUNS else []
+    )
+
+
+# `snakemake --report report.html` after an interrupted run, before any run or after a run of
+# another config: report the outputs that exist instead of stopping at the first missing one.
+REPORT_MODE = workflow.is_main_process and any(
+    a.split("=")[0] == "--report" for a in sys.argv
+)
+
+
+def default_targets(*groups):
+    targets = [t for group in groups for t in group]
+    return [t for t in targets if Path(t).exists()] if REPORT_MODE else targets

@@ -1,26 +1,26 @@
-# randomize: the client side, one fixed-size user shard per job
+# randomize: the client side; one job makes a batch of fixed-size user shards in turn
+# (config shards_per_job), so a small run is one job and a large one still fans out
 
 
 rule randomize:
     input:
-        points="results/ingest/{dataset}/points.parquet",
-        meta="results/ingest/{dataset}/meta.json",
-        grid="results/encode/{dataset}/grid.nc",
+        points=results("ingest/{dataset}/points.parquet"),
+        meta=results("ingest/{dataset}/meta.json"),
+        grid=GRID_FILE,
         bandwidth=bandwidth_input,
     output:
-        RUN_DIR + "/view/shard~{shard}.parquet",
+        directory(run_path("view/batch~{batch}")),
+    log:
+        run_path("randomize-{batch}.log", logs),
+    benchmark:
+        run_path("randomize-{batch}.tsv", benchmarks)
+    conda:
+        "../../envs/locpriv.yaml"
     params:
         run=run_of,
+        shards=shard_batch,
         seed=config["seed"],
         users_per_shard=config["users_per_shard"],
         code=lambda wc: mechanism_code(wc, "run"),
-    threads: rule_resource("randomize", "threads", 1)
-    resources:
-        mem_mb=rule_resource("randomize", "mem_mb", 2000),
-        runtime=rule_resource("randomize", "runtime", 30),
-    log:
-        "logs/" + RUN_DIR + "/randomize-{shard}.log",
-    conda:
-        "../../envs/locpriv.yaml"
     script:
         "../../scripts/randomize.py"

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import fft
 
+from ..attack import PersonTargets, target_distance
 from ..domain import Grid
 
 RESULT_COLUMNS = {"user": "int64", "expected_error": "float64", "guess_x": "float64", "guess_y": "float64",
@@ -77,21 +78,57 @@ class MedianGuess:
         return np.unravel_index(best, (self.P, self.Q))
 
 
-def bayes_batch(post: np.ndarray, grid: Grid, true_xy: np.ndarray, r: float,
+def bayes_batch(post: np.ndarray, grid: Grid, true_xy, r: float,
                 median: MedianGuess) -> dict[str, np.ndarray]:
-    """Shokri's metrics for a batch of posteriors (n, P, Q) and the users' true locations (n, 2)."""
-    dist = np.hypot(grid.x[None, :, None] - true_xy[:, 0, None, None],
-                    grid.y[None, None, :] - true_xy[:, 1, None, None])
+    """Shokri's metrics for a batch of posteriors (n, P, Q) and the targets' true locations.
+
+    ``true_xy``: the users' true locations (n, 2), or the persons' points
+    (:class:`locpriv.attack.PersonTargets`), whose distances are to the nearest point.
+    """
+    if isinstance(true_xy, PersonTargets):
+        dist = true_xy.field(grid)
+    else:
+        dist = np.hypot(grid.x[None, :, None] - true_xy[:, 0, None, None],
+                        grid.y[None, None, :] - true_xy[:, 1, None, None])
     gi, gj = median(post)
     gx, gy = grid.x[gi], grid.y[gj]
     return {"expected_error": (post * dist).sum(axis=(1, 2)),
             "guess_x": gx, "guess_y": gy,
-            "guess_error": np.hypot(gx - true_xy[:, 0], gy - true_xy[:, 1]),
+            "guess_error": target_distance(true_xy, np.arange(len(gx)), gx, gy),
             "hit_r": (post * (dist <= r)).sum(axis=(1, 2))}
 
 
+def person_likelihoods(likelihood_batches, owner: np.ndarray, n_persons: int) -> tuple[np.ndarray, int]:
+    """(n_persons, P, Q): each person's likelihood of all their reports, up to a constant factor.
+
+    The adversary models a person as staying in one cell c while sending all their
+    reports, each randomised independently, so P(reports | c) = prod_i L_i(c); it is
+    formed in logs and rescaled per person (the posterior normalises the constant away).
+    A person who moved can have reports that no single cell explains (e.g. exact
+    reports in two cells): for them the product is zero everywhere, and the adversary
+    falls back to a mixture, the mean of their reports' normalised likelihoods (the
+    target is one of their places, equally likely).  Returns the likelihoods and how
+    many persons needed the fallback.  ``owner[t]`` is the person (0..n_persons-1) of
+    report t, in the batches' order.
+    """
+    log_lik = mixture = None
+    with np.errstate(divide="ignore", invalid="ignore"):   # a zero likelihood is a cell the report rules out
+        for sl, lik in likelihood_batches:
+            if log_lik is None:
+                log_lik = np.zeros((n_persons, *lik.shape[1:]))
+                mixture = np.zeros_like(log_lik)
+            np.add.at(log_lik, owner[sl], np.log(lik))
+            total = lik.reshape(len(lik), -1).sum(axis=1)
+            np.add.at(mixture, owner[sl], lik / np.where(total > 0, total, 1.0)[:, None, None])
+        top = log_lik.reshape(n_persons, -1).max(axis=1)
+        moved = ~np.isfinite(top)
+        joint = np.exp(log_lik - np.where(moved, 0.0, top)[:, None, None])
+    joint[moved] = mixture[moved]
+    return joint, int(moved.sum())
+
+
 def bayes_attack(likelihood_batches, prior_cells: np.ndarray, grid: Grid, users: np.ndarray,
-                 true_xy: np.ndarray, r: float) -> pd.DataFrame:
+                 true_xy, r: float) -> pd.DataFrame:
     """One row per user from an iterable of (slice, likelihood (n, P, Q)) batches."""
     median = MedianGuess(grid)
     parts = [pd.DataFrame({"user": users[sl],

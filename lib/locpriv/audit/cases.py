@@ -13,6 +13,9 @@ randomizer it calls) for one parameter setting on one public domain:
   cells' bits;
 * ``sldp``: one user moved between two children in a round (Kroshnin &
   Suvorikova 2025, Alg. 1: its four noisy indicators);
+* ``ldp_kdtree``: one user's OUE report at the root, its location in the first vs the last
+  bucket (Alptekin et al. 2025 as in ``sldp.ldp_kdtree``; a deeper level's report is the same
+  OUE over more values);
 * ``privtree`` (central DP): a dataset with and without one user (add/remove);
 * ``dp_heatmap`` / ``heatmap_flat``: one secure-
   aggregation shard's noisy sum with and without one user (Bagdasaryan et al.
@@ -41,13 +44,14 @@ from ..dp import ADD_REMOVE
 from ..heatmaps import polya
 from ..planar_laplace import grid_step
 from ..quadtree import cell_codes
+from ..sldp.ldp_grid import oue_bits
 from ..sldp.protocol import child_reports
 
 Sampler = Callable[[int, np.random.Generator], np.ndarray]
 
 # Parameters that only change what the server computes from the reports (or the
 # run's size): they cannot change a user's output law, so audits ignore them.
-SERVER_SIDE = {"n", "h", "estimator"}
+SERVER_SIDE = {"n", "h", "estimator", "kde"}
 # Central-DP curators run on the whole dataset per draw (~3 ms of CPU), so their draws are capped.
 CENTRAL_MAX_DRAWS = 1_000
 # Users per randomize call for mechanisms whose view is large per user (OUE: 4^level bits each).
@@ -163,6 +167,15 @@ def _sldp(params: dict, grid: Grid) -> list[Pair]:
                  child(0), child(3), lambda out: out[:, 0] - out[:, 3], box_free=True)]
 
 
+def _ldp_kdtree(params: dict, grid: Grid) -> list[Pair]:
+    last = params["buckets"] - 1
+
+    def report(value):
+        return lambda n, rng: oue_bits(np.full(n, value), params["buckets"], params["epsilon"], rng)[:, [0, last]]
+    return [Pair("one user in the first vs the last bucket at the root: their two bits", report(0), report(last),
+                 lambda out: 2 * out[:, 0] + out[:, 1], box_free=True)]
+
+
 def _privtree(params: dict, grid: Grid) -> list[Pair]:
     lo, hi = _box(grid)
     mech = mechanisms.get("privtree")
@@ -209,6 +222,7 @@ CASES: dict[str, Callable[[dict, Grid], list[Pair]]] = {
     "geoind": _geoind,
     "ldp_oue_grid": _oue,
     "sldp": _sldp,
+    "ldp_kdtree": _ldp_kdtree,
     "privtree": _privtree,
     "dp_heatmap": _heatmap,
     "heatmap_flat": _heatmap,

@@ -91,7 +91,7 @@ def audit_setting(mechanism: str, params: dict, grids: dict[str, Grid], draws: i
     return pd.DataFrame(rows)
 
 
-def run_audit(mechanism: str, params: dict, grid_paths: dict[str, str], draws: int, seed: int,
+def run_audit(*, mechanism: str, params: dict, grid_paths: dict[str, str], draws: int, seed: int,
               out_path: str) -> None:
     """The audit job: ``audit_setting`` on each dataset's broadcast grid, written as Parquet."""
     table = audit_setting(mechanism, params, {ds: load_grid(p) for ds, p in grid_paths.items()}, draws, seed)

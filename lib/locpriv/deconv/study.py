@@ -20,6 +20,7 @@ A run is (dataset, n, epsilon, rep); epsilon "inf" is the noiseless reference
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -64,19 +65,21 @@ SECTION = StudySection("deconv")
 def _dataset(name: str, spec: dict) -> dict:
     key = f"datasets.{name}"
     if not isinstance(spec, dict) or spec.get("source") not in SOURCES:
-        raise SECTION.error(f"{key}.source", f"{(spec or {}).get('source')!r}", str(list(SOURCES)))
+        got = spec.get("source") if isinstance(spec, dict) else spec
+        raise SECTION.error(f"{key}.source", f"got {got!r}", str(list(SOURCES)))
     source = spec["source"]
     cfg = SECTION.merge({k: v for k, v in spec.items() if k != "source"}, DATASET_DEFAULTS[source], f"{key}.")
     cfg["source"] = source
     if cfg["figure_epsilon"] is not None:
-        cfg["figure_epsilon"] = SECTION.positive_list(cfg["figure_epsilon"], f"{key}.figure_epsilon")[0]
+        cfg["figure_epsilon"] = float(SECTION.number(cfg["figure_epsilon"], f"{key}.figure_epsilon", low=0,
+                                                     open_low=True))
     if source == "synthetic":
         if cfg["x"] not in data.SYNTHETIC_X:
             raise SECTION.error(f"{key}.x", f"{cfg['x']!r}", str(list(data.SYNTHETIC_X)))
         if cfg["curve"] not in data.CURVES:
             raise SECTION.error(f"{key}.curve", f"{cfg['curve']!r}", str(list(data.CURVES)))
         cfg["n"] = SECTION.positive_list(cfg["n"], f"{key}.n", integer=True)
-        cfg["test_size"] = SECTION.positive_list(cfg["test_size"], f"{key}.test_size", integer=True)[0]
+        cfg["test_size"] = SECTION.number(cfg["test_size"], f"{key}.test_size", integer=True, low=1)
         cfg["bounds"] = list(data.SYNTHETIC_X[cfg["x"]])
     else:
         if not isinstance(cfg["path"], str):
@@ -86,8 +89,9 @@ def _dataset(name: str, spec: dict) -> dict:
         b = cfg["bounds"]
         if not (isinstance(b, list) and len(b) == 2 and all(isinstance(v, (int, float)) for v in b) and b[0] < b[1]):
             raise SECTION.error(f"{key}.bounds", f"{b!r}", "[lower, upper] with lower < upper")
-        if source == "lendingclub" and not 0 < cfg["test_fraction"] < 1:
-            raise SECTION.error(f"{key}.test_fraction", f"{cfg['test_fraction']!r}", "a number in (0, 1)")
+        if source == "lendingclub":
+            SECTION.number(cfg["test_fraction"], f"{key}.test_fraction", low=0, high=1, open_low=True,
+                           open_high=True)
     return cfg
 
 
@@ -100,31 +104,34 @@ def _density_section(given: dict, defaults: dict, key: str) -> dict:
             raise SECTION.error(f"{key}.h", "normal_reference needs the Gaussian kernel (the Cauchy has no 2nd moment)",
                          "a positive number, or normal_reference with kernel gaussian")
     else:
-        dens["h"] = SECTION.positive_list(dens["h"], f"{key}.h")[0]
+        dens["h"] = float(SECTION.number(dens["h"], f"{key}.h", low=0, open_low=True))
     return dens
 
 
 def validate_config(section: dict) -> dict:
-    cfg = SECTION.merge(section, DEFAULTS, "")
+    cfg = SECTION.merge(section, DEFAULTS, "", nested=("plots",))
+    SECTION.number(cfg["plots"]["dpi"], "plots.dpi", integer=True, low=1)
     if not isinstance(cfg["datasets"], dict) or not cfg["datasets"]:
         raise SECTION.error("datasets", "missing or empty", "a mapping name -> {source: synthetic|lendingclub|adult, ...}")
     cfg["datasets"] = {name: _dataset(name, spec) for name, spec in cfg["datasets"].items()}
     cfg["epsilon"] = SECTION.positive_list(cfg["epsilon"], "epsilon")
-    cfg["reps"] = SECTION.positive_list(cfg["reps"], "reps", integer=True)[0]
+    cfg["reps"] = SECTION.reps(cfg["reps"])
     if cfg["kernel"] not in KERNELS:
         raise SECTION.error("kernel", f"{cfg['kernel']!r}", str(list(KERNELS)))
     cfg["bandwidth"] = SECTION.merge(cfg["bandwidth"], DEFAULTS["bandwidth"], "bandwidth.")
     bw = cfg["bandwidth"]
-    if not (0 < bw["min"] < bw["max"]) or not (isinstance(bw["count"], int) and bw["count"] >= 2):
+    SECTION.number(bw["min"], "bandwidth.min", low=0, open_low=True)
+    SECTION.number(bw["max"], "bandwidth.max", low=0, open_low=True)
+    SECTION.number(bw["cv_points"], "bandwidth.cv_points", integer=True, low=1)
+    if not (bw["min"] < bw["max"]) or not (isinstance(bw["count"], int) and bw["count"] >= 2):
         raise SECTION.error("bandwidth", f"{bw!r}", "0 < min < max and an integer count >= 2")
     if bw["cv_at"] not in ("reports", "true"):
         raise SECTION.error("bandwidth.cv_at", f"{bw['cv_at']!r}", "['reports', 'true']")
     cfg["density"] = _density_section(cfg["density"], DEFAULTS["density"], "density")
     for name, ds in cfg["datasets"].items():
         ds["density"] = _density_section(ds["density"] or {}, cfg["density"], f"datasets.{name}.density")
-    if not 0 < cfg["probability_clip"] < 0.5:
-        raise SECTION.error("probability_clip", f"{cfg['probability_clip']!r}", "a number in (0, 0.5)")
-    cfg["figure_epsilon"] = SECTION.positive_list(cfg["figure_epsilon"], "figure_epsilon")[0]
+    SECTION.number(cfg["probability_clip"], "probability_clip", low=0, high=0.5, open_low=True, open_high=True)
+    cfg["figure_epsilon"] = float(SECTION.number(cfg["figure_epsilon"], "figure_epsilon", low=0, open_low=True))
     return cfg
 
 
@@ -148,6 +155,55 @@ def data_paths(ds: dict) -> list[str]:
     if ds["source"] == "adult":
         return [f"{ds['path']}/adult.data", f"{ds['path']}/adult.test"]
     return []
+
+
+def check_data_paths(cfg: dict) -> None:
+    """Every real dataset's files exist (checked before any job)."""
+    for name, ds in cfg["datasets"].items():
+        for path in data_paths(ds):
+            if not Path(path).exists():
+                raise SECTION.error(f"datasets.{name}.path", f"{path!r} does not exist",
+                                    "a path (absolute or relative to the working directory)")
+
+
+def epsilon_labels(cfg: dict) -> list[str]:
+    """The epsilon folder names of one split, in run order (the noiseless reference last)."""
+    return [str(e) for e in cfg["epsilon"]] + ["inf"]
+
+
+def fit_config(cfg: dict, dataset: str) -> dict:
+    """What the runs of ``dataset`` read: its epsilons, the estimator settings and that dataset only."""
+    return {**{k: v for k, v in cfg.items() if k not in ("datasets", "plots")},
+            "datasets": {dataset: cfg["datasets"][dataset]}}
+
+
+def figure_files(cfg: dict, dataset: str) -> dict:
+    """Inputs of a dataset's figure, relative to the results folder: rep-0 curves and test sets."""
+    from .plots import figure_epsilon  # matplotlib: only where a figure is planned
+
+    eps = ("inf", figure_epsilon(cfg, dataset))
+    base = "studies/deconv"
+    run = lambda n, e: {"dataset": dataset, "n": n, "epsilon": e, "rep": 0}  # noqa: E731
+    ns = cfg["datasets"][dataset]["n"]
+    return {"summary": f"{base}/summary.parquet",
+            **{f"curves_{n}_{e}": f"{base}/runs/{run_dir(run(n, e))}/curves.parquet" for n in ns for e in eps},
+            **{f"test_{n}": f"{base}/runs/{split_dir(run(n, 0))}/test.parquet" for n in ns}}
+
+
+def split_run_stage(*, dataset: str, n: str, rep: int, cfg: dict, seed: int, out: dict) -> None:
+    """One split and every epsilon's randomize + fit on it (one job: each step takes well under a second).
+
+    ``n`` is the path's text (as the per-stage jobs had it: it seeds the streams and is recorded);
+    ``out`` holds train, test and per-epsilon lists reports, metrics, curves in
+    :func:`epsilon_labels` order.  Each file is the one the separate stages wrote, byte for byte.
+    """
+    ds = cfg["datasets"][dataset]
+    split_stage(dataset, n, rep, ds, seed, out["train"], out["test"])
+    for label, reports, metrics, curves in zip(epsilon_labels(cfg), out["reports"], out["metrics"],
+                                               out["curves"]):
+        run = {"dataset": dataset, "n": n, "epsilon": label if label == "inf" else float(label), "rep": rep}
+        randomize_stage(run, ds, seed, out["train"], reports)
+        fit_stage(run, cfg, seed, reports, out["train"], out["test"], metrics, curves)
 
 
 def split_stage(name: str, n, rep: int, ds: dict, seed: int, out_train: str, out_test: str) -> None:

@@ -11,6 +11,8 @@ Modules:
   with its budget schedule, split/collapse rules and map rendering.
 * ``baselines``: flat, hierarchical, count-min sketch, adaptive grid (Qardaji et
   al. 2013), private spatial decomposition (Cormode et al. 2012), non-private floor.
+* ``consistency``: least-squares combination of every sub-query's counts over the
+  tree (post-processing).
 * ``metrics``: MSE, elementwise L1, MAPE, sMAPE, MAAPE on normalised maps.
 * ``multi_location``: several weighted locations per user (§5.7) and modular
   overflow.

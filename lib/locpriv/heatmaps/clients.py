@@ -58,14 +58,36 @@ def deal(sample: np.ndarray, shard_size: int, dropout: float, rng: np.random.Gen
     return ClientShards(users[kept], position[kept] // shard_size, position[kept] % shard_size, clients)
 
 
+def one_hot_counts(index: np.ndarray, dim: int) -> np.ndarray:
+    """(c, dim) counts: +1 at each client's ``index`` entries (shape (c,) or (c, w))."""
+    index = np.asarray(index, dtype=np.int64).reshape(len(index), -1)
+    rows = np.repeat(np.arange(len(index)), index.shape[1])
+    return np.bincount(rows * dim + index.ravel(), minlength=len(index) * dim).reshape(len(index), dim)
+
+
+def noisy_vectors(counts: np.ndarray, epsilon: float, sensitivity: float, n_dp: int,
+                  rng: np.random.Generator) -> np.ndarray:
+    """Each client's integer vector (a row of ``counts``) plus its own Pólya share, not reduced (int64).
+
+    Drawn ``BLOCK_ENTRIES`` at a time to bound the float temporaries of the Gamma–Poisson draw."""
+    counts = np.asarray(counts, dtype=np.int64)
+    block = max(1, BLOCK_ENTRIES // max(counts.shape[1], 1))
+    out = np.empty_like(counts)
+    for i in range(0, len(counts), block):
+        part = counts[i:i + block]
+        out[i:i + block] = part + polya.client_shares(len(part), counts.shape[1], epsilon, sensitivity, n_dp, rng)
+    return out
+
+
+def reduce(vectors: np.ndarray, bits: int) -> np.ndarray:
+    """Client side: entries in [0, 2^bits), the protocol's uint64 input."""
+    return polya.reduce_mod(vectors, 1 << bits).astype(np.uint64)
+
+
 def client_vectors(index: np.ndarray, dim: int, epsilon: float, sensitivity: float, n_dp: int, bits: int,
                    rng: np.random.Generator) -> np.ndarray:
     """Each client's vector mod 2^bits: +1 at its ``index`` entries (shape (c,) or (c, w)) plus its Pólya share."""
-    index = np.asarray(index, dtype=np.int64).reshape(len(index), -1)
-    rows = np.repeat(np.arange(len(index)), index.shape[1])
-    counts = np.bincount(rows * dim + index.ravel(), minlength=len(index) * dim).reshape(len(index), dim)
-    noisy = counts + polya.client_shares(len(index), dim, epsilon, sensitivity, n_dp, rng)
-    return polya.reduce_mod(noisy, 1 << bits).astype(np.uint64)
+    return reduce(noisy_vectors(one_hot_counts(index, dim), epsilon, sensitivity, n_dp, rng), bits)
 
 
 def centred(total: np.ndarray, bits: int) -> np.ndarray:
@@ -73,19 +95,23 @@ def centred(total: np.ndarray, bits: int) -> np.ndarray:
     return polya.secure_sum(np.asarray(total, dtype=np.int64)[None], 1 << bits)
 
 
-def shard_total(index: np.ndarray, member: np.ndarray, n_clients: int, dim: int, epsilon: float,
-                sensitivity: float, n_dp: int, config, context: bytes,
-                rng: np.random.Generator) -> tuple[np.ndarray, pd.DataFrame | None]:
-    """One shard: its survivors' vectors summed mod m, ideally or by the protocol (then with its transcript)."""
+def modular_sum(vectors: np.ndarray, member: np.ndarray, n_clients: int, config,
+                context: bytes) -> tuple[np.ndarray, pd.DataFrame | None]:
+    """One shard's reduced vectors (survivors ``member`` of ``n_clients``) summed mod 2^bits: ideally
+    (``config.mode`` "per_client") or by the masking protocol ("secure", then with the server's transcript)."""
     bits = config.protocol.bits
-    block = max(1, BLOCK_ENTRIES // max(dim, 1))
-    parts = [client_vectors(index[i:i + block], dim, epsilon, sensitivity, n_dp, bits, rng)
-             for i in range(0, len(index), block)]
-    vectors = np.concatenate(parts) if parts else np.zeros((0, dim), dtype=np.uint64)
     if config.mode == "per_client":
         return vectors.sum(axis=0, dtype=np.uint64) & np.uint64((1 << bits) - 1), None
     params = dataclasses.replace(config.protocol, planned_dropout=config.plan)
     return secagg.aggregate(vectors, member, n_clients, params, config.entropy, context)
+
+
+def shard_total(index: np.ndarray, member: np.ndarray, n_clients: int, dim: int, epsilon: float,
+                sensitivity: float, n_dp: int, config, context: bytes,
+                rng: np.random.Generator) -> tuple[np.ndarray, pd.DataFrame | None]:
+    """One shard: its survivors' one-hot vectors plus noise, summed mod m (``modular_sum``)."""
+    vectors = client_vectors(index, dim, epsilon, sensitivity, n_dp, config.protocol.bits, rng)
+    return modular_sum(vectors, member, n_clients, config, context)
 
 
 def client_sum(shards: ClientShards, index: np.ndarray, dim: int, epsilon: float, sensitivity: float,

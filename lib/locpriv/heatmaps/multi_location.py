@@ -17,13 +17,25 @@ overflowed, i.e. wrapped, sums beyond post-processing, which is free).
 Overflow: SecAgg sums each shard's noisy vectors modulo m = 2^bits and the server
 reads the result in [−m/2, m/2); an entry whose true noisy shard sum leaves that
 range wraps around (``overflow_count`` counts them).
+
+Aggregation modes (``modular_sums``; the switch of ``aggregation.SecAgg.mode``):
+``population`` draws each shard's summed noise in one step (the exact law of the sum
+of its clients' shares) and reduces the shard sums mod m; ``per_client`` and ``secure``
+build every client's own vector — its rounded weighted multiset plus its share
+Pólya(1/c, a) − Pólya(1/c, a) for a shard of c clients, reduced mod m — and sum each
+shard mod m ideally or by the masking protocol (``clients.modular_sum``).  Pólya laws
+add their r, and (Σ v_i) mod m = (Σ (v_i mod m)) mod m, so the modes agree in
+distribution, wrap-around included (tested), and secure equals per_client bit for bit.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 import numpy as np
 
-from . import polya
+from . import clients, polya
 
 
 def normalise_weights(user: np.ndarray, weight: np.ndarray) -> np.ndarray:
@@ -62,28 +74,35 @@ def encode_users(user, weight, scale: float, rng: np.random.Generator) -> np.nda
     return stochastic_round(scale * normalise_weights(user, weight), rng)
 
 
+def deal(user, shard_size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Users dealt into shards of ``shard_size`` in a random order: each point's place in the deal
+    (shard = place // shard_size, client id in the shard = place % shard_size), and each user's place."""
+    ids, dense = np.unique(np.asarray(user, dtype=np.int64), return_inverse=True)
+    place = rng.permutation(len(ids))
+    return place[dense.reshape(-1)], place
+
+
 def shard_sums(user, index, contribution, dim: int, shard_size: int,
                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """(n_shards, dim) true integer shard sums, and each shard's member count.
-
-    Users are dealt into shards of ``shard_size`` in a random order.
-    """
-    user = np.asarray(user, dtype=np.int64)
-    ids, dense = np.unique(user, return_inverse=True)
-    shard_of_user = rng.permutation(len(ids)) // shard_size
-    n_shards = int(shard_of_user.max()) + 1
-    shard = shard_of_user[dense]
-    sums = np.bincount(shard * dim + np.asarray(index, dtype=np.int64), weights=contribution,
+    """(n_shards, dim) true integer shard sums, and each shard's member count (``deal``)."""
+    point_place, user_place = deal(user, shard_size, rng)
+    n_shards = int(user_place.max()) // shard_size + 1
+    sums = np.bincount(point_place // shard_size * dim + np.asarray(index, dtype=np.int64), weights=contribution,
                        minlength=n_shards * dim).astype(np.int64).reshape(n_shards, dim)
-    return sums, np.bincount(shard_of_user, minlength=n_shards)[:, None]
+    return sums, np.bincount(user_place // shard_size, minlength=n_shards)[:, None]
 
 
 def noisy_shard_sums(user, index, contribution, dim: int, shard_size: int, epsilon: float, sens: int,
                      rng: np.random.Generator) -> np.ndarray:
     """Shard sums plus each shard's aggregate Pólya noise (no dropout), before the modular reduction,
     so overflow can be measured."""
+    return _population_sums(user, index, contribution, dim, shard_size, epsilon, sens, rng)[1]
+
+
+def _population_sums(user, index, contribution, dim, shard_size, epsilon, sens, rng):
+    """True shard sums and the same plus the exact law of the sum of their c clients' shares (r = c / c)."""
     sums, members = shard_sums(user, index, contribution, dim, shard_size, rng)
-    return sums + polya.aggregate_noise(members, sums.shape, epsilon, sens, members, rng)
+    return sums, sums + polya.aggregate_noise(members, sums.shape, epsilon, sens, members, rng)
 
 
 def overflow_count(shard_sums: np.ndarray, bits: int) -> int:
@@ -94,8 +113,58 @@ def overflow_count(shard_sums: np.ndarray, bits: int) -> int:
     return int(((shard_sums < -half) | (shard_sums >= half)).sum())
 
 
-def modular_estimate(shard_sums: np.ndarray, bits: int, scale: float) -> np.ndarray:
-    """What the server gets: each shard's sum mod 2^bits read in [−m/2, m/2), summed, divided by s."""
+def wrapped_sum(shard_sums: np.ndarray, bits: int) -> np.ndarray:
+    """What the server gets: each shard's sum mod 2^bits read in [−m/2, m/2), summed over shards."""
     m = 1 << bits
-    wrapped = polya.secure_sum(polya.reduce_mod(shard_sums[None], m), m)
-    return wrapped.sum(axis=0) / scale
+    return polya.secure_sum(polya.reduce_mod(shard_sums[None], m), m).sum(axis=0)
+
+
+def modular_estimate(shard_sums: np.ndarray, bits: int, scale: float) -> np.ndarray:
+    """The server's estimate of the normalised map: ``wrapped_sum`` divided by s."""
+    return wrapped_sum(shard_sums, bits) / scale
+
+
+@dataclass(frozen=True)
+class ModularSums:
+    """One noisy release of every shard, and what the server reads from it at each clip width.
+
+    exact, noisy: (n_shards, dim) true and noisy integer shard sums before any reduction (diagnostics:
+    overflow is counted on ``noisy``); wrapped[bits]: Σ over shards of each shard's sum mod 2^bits read in
+    [−m/2, m/2) — what the server gets; client_bytes[bits]: mean bytes a client sent (secure mode only).
+    """
+
+    exact: np.ndarray
+    noisy: np.ndarray
+    wrapped: dict
+    client_bytes: dict
+
+
+def modular_sums(user, index, contribution, dim: int, epsilon: float, sens: int, bits: list[int], config,
+                 rng: np.random.Generator) -> ModularSums:
+    """Users dealt into shards of ``config.shard_size`` (no dropout), each shard's noise planned for its c
+    clients, summed mod 2^bits for every ``bits``, in ``config.mode`` (module doc)."""
+    if config.mode == "population":
+        exact, noisy = _population_sums(user, index, contribution, dim, config.shard_size, epsilon, sens, rng)
+        return ModularSums(exact, noisy, {b: wrapped_sum(noisy, b) for b in bits}, {b: None for b in bits})
+    point_place, user_place = deal(user, config.shard_size, rng)
+    index, contribution = np.asarray(index, dtype=np.int64), np.asarray(contribution)
+    n_shards = int(user_place.max()) // config.shard_size + 1
+    exact, noisy = np.zeros((2, n_shards, dim), dtype=np.int64)
+    wrapped = {b: np.zeros(dim, dtype=np.int64) for b in bits}
+    sent = {b: [] for b in bits}
+    for j in range(n_shards):
+        mine = point_place // config.shard_size == j
+        c = int((user_place // config.shard_size == j).sum())
+        counts = np.bincount(point_place[mine] % config.shard_size * dim + index[mine], weights=contribution[mine],
+                             minlength=c * dim).astype(np.int64).reshape(c, dim)
+        vectors = clients.noisy_vectors(counts, epsilon, sens, c, rng)
+        exact[j], noisy[j] = counts.sum(axis=0), vectors.sum(axis=0)
+        for b in bits:
+            width = dataclasses.replace(config, protocol=dataclasses.replace(config.protocol, bits=b))
+            total, log = clients.modular_sum(clients.reduce(vectors, b), np.arange(c), c, width,
+                                             f"multi|bits {b}|shard {j}".encode())
+            wrapped[b] += clients.centred(total, b)
+            if log is not None:
+                sent[b].append(log.groupby("sender")["bytes"].sum().to_numpy())
+    return ModularSums(exact, noisy, wrapped, {b: float(np.concatenate(v).mean()) if v else None
+                                               for b, v in sent.items()})

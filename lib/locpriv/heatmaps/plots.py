@@ -9,6 +9,8 @@ import pandas as pd
 
 from .. import io
 from ..plots import _save, plt
+from ..secagg import ProtocolParams
+from ..secagg.protocol import client_bytes
 from .study import SWEEPS, round_maps
 
 TABLE_METRICS = ["mse", "l1_elementwise", "l1_matrix_norm", "mape", "smape", "maape", "communication",
@@ -104,10 +106,12 @@ def secagg_bytes_per_client(protocol_path: str) -> pd.DataFrame:
 
 
 def plot_secagg_cost(protocol_path: str, transcript_path: str, out_png: str, dpi: int) -> None:
-    """Bytes per client and round, by protocol step and in total, beside the plain vector (K x 4 bytes)."""
+    """Left: bytes per client and round, by protocol step and in total, beside the plain vector (K x 4 bytes).
+    Right: bytes one client sends against shard size n at the run's largest K (``secagg.protocol.client_bytes``,
+    equal to the transcript's counts), complete graph vs Harary graph, with and without 10 % planned dropout."""
     table = secagg_bytes_per_client(protocol_path)
     vector = pd.read_parquet(transcript_path).set_index("round")["vector_length"]
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    fig, (ax, by_n) = plt.subplots(1, 2, figsize=(12, 3.8))
     for step in table.columns:
         ax.plot(table.index, table[step], "o-", ms=4, label=STEP_LABELS[step])
     ax.plot(table.index, table.sum(axis=1), "k-", lw=2, label="total sent by one client")
@@ -116,5 +120,15 @@ def plot_secagg_cost(protocol_path: str, transcript_path: str, out_png: str, dpi
     ax.set(xlabel="sub-query (round)", ylabel="bytes sent per client (mean)", yscale="log",
            xticks=list(table.index), title="secure aggregation: what one client sends")
     ax.legend(fontsize=7)
+    sizes = np.unique(np.geomspace(10, 10_000, 25).astype(int))
+    dim = int(vector.max())
+    for graph, dropout, style in (("complete", 0.0, "C3-"), ("harary", 0.0, "C0-"), ("harary", 0.1, "C0--")):
+        params = ProtocolParams(graph=graph, planned_dropout=dropout)
+        total = [sum(client_bytes(int(n), dim, params).values()) for n in sizes]
+        by_n.plot(sizes, total, style, label=f"{graph}" + (f", planned dropout {dropout:.0%}" if dropout else ""))
+    by_n.axhline(dim * 4, color="k", ls=":", label=f"plain vector, K = {dim}")
+    by_n.set(xlabel="shard size n (clients)", ylabel="bytes one client sends", xscale="log", yscale="log",
+             title="per-client bytes vs shard size (m = 2^32)")
+    by_n.legend(fontsize=7)
     fig.tight_layout()
     _save(fig, out_png, {"dpi": dpi})

@@ -24,6 +24,7 @@ written per run).  ``secagg`` sets m = 2^bits and the protocol's graph and thres
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -34,7 +35,7 @@ from ..config import StudySection
 from ..errors import InputError
 from ..seeding import rng as make_rng
 from . import baselines, metrics
-from .adaptive import AdaptiveParams, render, run_adaptive
+from .adaptive import OPTIONS, AdaptiveParams, render, run_adaptive
 from ..secagg import ProtocolParams
 from ..secagg.graph import GRAPHS
 from .aggregation import AGGREGATIONS, SecAgg
@@ -60,6 +61,9 @@ DEFAULTS = {
     # (Bonawitz et al. 2017); threshold t = floor(threshold * (k + 1)) + 1 of a client's k neighbours and itself
     "secagg": {"bits": 32, "graph": "harary", "degree": None, "threshold": 0.5},
     "multi_location": None,
+    # dp_heatmap's options (adaptive.AdaptiveParams): split threshold rule, first tree, collapse floor, and
+    # whether the map reads the last sub-query or every sub-query combined by least squares
+    "adaptive": {k: getattr(AdaptiveParams(), k) for k in ("threshold", "start", "collapse_floor", "combine")},
     "plots": {"dpi": 110},
 }
 SECTION = StudySection("heatmaps")
@@ -67,12 +71,13 @@ MULTI_DEFAULTS = {"path": None, "lonlat_bbox": None, "depth": 6, "epsilon": 1.0,
                   "bits": [8, 12, 16, 20, 24], "max_points": 16, "shard_size": 50}
 
 
-def _setting(key: str, value, prefix: str):
+def _setting(key: str, value, where: str):
+    """One run setting ``key`` (written at config key ``where``)."""
     if key == "dropout":
-        return float(SECTION.bounded(value, prefix + key, (int, float), 0.0, 0.9, open_low=False))
+        return float(SECTION.bounded(value, where, (int, float), 0.0, 0.9, open_low=False))
     if key in ("users_per_round", "shard_size"):
-        return int(SECTION.bounded(value, prefix + key, int, 0))
-    return float(SECTION.bounded(value, prefix + key, (int, float), 0.0))
+        return int(SECTION.bounded(value, where, int, 0))
+    return float(SECTION.bounded(value, where, (int, float), 0.0))
 
 
 def validate_config(section: dict) -> dict:
@@ -87,16 +92,18 @@ def validate_config(section: dict) -> dict:
         SECTION.bounded(pop["users"], "population.users", int, 0)
         SECTION.bounded(pop["hotspots"], "population.hotspots", int, 0)
     cfg["base"] = SECTION.merge(cfg["base"], DEFAULTS["base"], "base.")
-    cfg["base"] = {k: _setting(k, v, "base.") for k, v in cfg["base"].items()}
+    cfg["base"] = {k: _setting(k, v, f"base.{k}") for k, v in cfg["base"].items()}
     cfg["sweep"] = SECTION.merge(cfg["sweep"], DEFAULTS["sweep"], "sweep.")
     for key, values in cfg["sweep"].items():
         if not isinstance(values, list):
             raise SECTION.error(f"sweep.{key}", f"{values!r}", "a list of values")
-        cfg["sweep"][key] = [_setting(key, v, f"sweep.{key}[]: ") for v in values]
-    bad = sorted(set(cfg["methods"]) - set(METHODS))
+        cfg["sweep"][key] = [_setting(key, v, f"sweep.{key}") for v in values]
+    if not isinstance(cfg["methods"], list):
+        raise SECTION.error("methods", f"got {cfg['methods']!r}", f"a list among {list(METHODS)}")
+    bad = sorted(set(cfg["methods"]) - set(METHODS), key=str)
     if bad or not cfg["methods"]:
         raise SECTION.error("methods", f"unknown {bad}" if bad else "empty", str(list(METHODS)))
-    SECTION.bounded(cfg["reps"], "reps", int, 0)
+    SECTION.reps(cfg["reps"])
     if cfg["aggregation"] not in AGGREGATIONS:
         raise SECTION.error("aggregation", f"{cfg['aggregation']!r}", str(list(AGGREGATIONS)))
     sec = cfg["secagg"] = SECTION.merge(cfg["secagg"], DEFAULTS["secagg"], "secagg.")
@@ -106,6 +113,10 @@ def validate_config(section: dict) -> dict:
     if sec["degree"] is not None and (SECTION.bounded(sec["degree"], "secagg.degree", int, 1) % 2):
         raise SECTION.error("secagg.degree", f"{sec['degree']!r}", "null or an even integer >= 2")
     sec["threshold"] = float(SECTION.bounded(sec["threshold"], "secagg.threshold", (int, float), 0.0, 0.99))
+    adaptive = cfg["adaptive"] = SECTION.merge(cfg["adaptive"], DEFAULTS["adaptive"], "adaptive.")
+    for key, choices in OPTIONS.items():
+        SECTION.choice(adaptive[key], f"adaptive.{key}", choices)
+    adaptive["collapse_floor"] = float(SECTION.number(adaptive["collapse_floor"], "adaptive.collapse_floor", low=0.0))
     if cfg["multi_location"] is not None:
         multi = cfg["multi_location"] = SECTION.merge(cfg["multi_location"], MULTI_DEFAULTS, "multi_location.")
         if not isinstance(multi["path"], str) or not (isinstance(multi["lonlat_bbox"], list)
@@ -246,7 +257,7 @@ PROTOCOL_COLUMNS = {"round": np.int64, "shard": np.int64, "step": object, "sende
 
 def run_stage(run: dict, seed: int, population_path: str, out_map: str, out_transcript: str,
               out_releases: str, out_protocol: str, aggregation: str = "population",
-              secagg: dict | None = None) -> None:
+              secagg: dict | None = None, adaptive: dict | None = None) -> None:
     image = _population(population_path)
     rng = make_rng(seed, "heatmaps-run", run_dir(run))
     # the protocol's keys come from their own stream, so secure and per_client runs share every DP draw
@@ -256,7 +267,7 @@ def run_stage(run: dict, seed: int, population_path: str, out_map: str, out_tran
     protocol = None
     if run["method"] == "dp_heatmap":
         params = AdaptiveParams(epsilon=run["epsilon"], users_per_round=n, calibration=run["calibration"],
-                                secagg=config)
+                                secagg=config, **(adaptive or {}))
         result = run_adaptive(image, params, rng)
         heatmap, transcript, protocol = result.heatmap(), result.transcript, result.protocol_transcript
         releases = pd.concat([pd.DataFrame({"round": t, "level": r.levels, "code": r.codes, "noisy": r.noisy})
@@ -302,6 +313,37 @@ def metrics_stage(run: dict, population_path: str, map_path: str, transcript_pat
     for key in ("rep", "dropout", "shard_size", "calibration", "users_per_round", "epsilon", "method"):
         table.insert(0, key, run[key])
     io.write_parquet(table, out, metadata={"run": run})
+
+
+def check_data_paths(cfg: dict) -> None:
+    """The real-data files the section names exist (checked before any job)."""
+    for key, path in (("population.path", cfg["population"]["path"]),
+                      ("multi_location.path", (cfg["multi_location"] or {}).get("path"))):
+        if path and not Path(path).exists():
+            raise SECTION.error(key, f"file {path!r} does not exist",
+                                "a path (absolute or relative to the working directory)")
+
+
+def setting_of(wildcards) -> dict:
+    """A run's setting (every key of :func:`run_dir` but the rep) from its path's wildcards."""
+    return {"method": wildcards.method, "epsilon": float(wildcards.epsilon), "users_per_round": int(wildcards.n),
+            "calibration": float(wildcards.c), "shard_size": int(wildcards.shard),
+            "dropout": float(wildcards.dropout)}
+
+
+def setting_stage(*, setting: dict, reps: int, seed: int, population_path: str, out: dict,
+                  aggregation: str = "population", secagg: dict | None = None,
+                  adaptive: dict | None = None) -> None:
+    """Every rep of one setting: the run, then its metrics (one job: each takes well under a second).
+
+    ``out`` maps heatmap, transcript, releases, protocol and metrics to one path per rep; each file
+    is the one :func:`run_stage` and :func:`metrics_stage` write for that rep alone.
+    """
+    for rep in range(reps):
+        run = {**setting, "rep": rep}
+        run_stage(run, seed, population_path, out["heatmap"][rep], out["transcript"][rep], out["releases"][rep],
+                  out["protocol"][rep], aggregation, secagg, adaptive)
+        metrics_stage(run, population_path, out["heatmap"][rep], out["transcript"][rep], out["metrics"][rep])
 
 
 def tree_from_reporting(depth: int, levels: np.ndarray, codes: np.ndarray) -> PrefixTree:

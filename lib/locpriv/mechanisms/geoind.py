@@ -14,7 +14,7 @@ from ..adversary import likelihoods
 from ..params import Param
 from . import register
 from .base import BANDWIDTH
-from .fedkde import FedKDE
+from .fedkde import KDE, FedKDE
 
 
 @register
@@ -22,7 +22,8 @@ class GeoInd(FedKDE):
     name = "geoind"
     params = {"h": BANDWIDTH,
               "epsilon": Param("epsilon", "float", "geo-indistinguishability level per distance unit "
-                               "of the dataset (per metre for real data)", low=0.0)}
+                               "of the dataset (per metre for real data)", low=0.0),
+              "kde": KDE}
 
     def guarantee(self, params):
         return planar_laplace.guarantee(params["epsilon"], "distance units of the dataset").as_dict()

@@ -48,7 +48,7 @@ import pandas as pd
 
 from ..dp import ADD_REMOVE, REPLACE_ONE, Guarantee
 from ..heatmaps import baselines
-from ..heatmaps.adaptive import AdaptiveParams, run_adaptive
+from ..heatmaps.adaptive import OPTIONS, AdaptiveParams, run_adaptive
 from ..heatmaps.aggregation import AGGREGATIONS, SecAgg, UserPool
 from ..heatmaps.study import heatmap_guarantee
 from ..params import Param
@@ -133,7 +133,18 @@ class DPHeatmap(_Heatmap):
               "k_sigma": Param("k_sigma", "float", "split threshold in noise standard deviations (Eq. 6)",
                                default=defaults.k_sigma, low=0.0),
               "max_rounds": Param("max_rounds", "int", "sub-queries at most", default=defaults.max_rounds,
-                                  low=0, high=30)}
+                                  low=0, high=30),
+              "threshold": Param("threshold", "choice", "split threshold's noise level: paper sigma(max(eps_t, "
+                                 "eps left)) or authors sigma(eps_t) (adaptive.py)", default=defaults.threshold,
+                                 choices=OPTIONS["threshold"], omit_default=True),
+              "start": Param("start", "choice", "first sub-query's tree: root, or children (the root's four)",
+                             default=defaults.start, choices=OPTIONS["start"], omit_default=True),
+              "collapse_floor": Param("collapse_floor", "float", "a leaf at or below max(floor, threshold / 4) "
+                                      "is deleted (the authors use 5; <= 0: no floor)",
+                                      default=defaults.collapse_floor, omit_default=True),
+              "combine": Param("combine", "choice", "published map from the last sub-query, or every sub-query "
+                               "combined by least squares over the tree (post-processing, no privacy cost)",
+                               default=defaults.combine, choices=OPTIONS["combine"], omit_default=True)}
 
     def communication(self, params, grid):
         """Upper bound: every sub-query's vector at most 4^depth entries (the exact Σ_t K_t is data-dependent
@@ -145,8 +156,9 @@ class DPHeatmap(_Heatmap):
         x, y, moved = _pixels(points, grid, depth)
         config = AdaptiveParams(epsilon=params["epsilon"], users_per_round=len(points),
                                 calibration=params["calibration"], k_sigma=params["k_sigma"],
-                                max_rounds=params["max_rounds"],
-                                sampling="fixed", secagg=_secagg(params, rng))
+                                max_rounds=params["max_rounds"], threshold=params["threshold"],
+                                start=params["start"], collapse_floor=params["collapse_floor"],
+                                combine=params["combine"], sampling="fixed", secagg=_secagg(params, rng))
         result = run_adaptive(UserPool.from_pixels(x, y, depth, sampling="fixed"), config, rng)
         return _published(points[["user"]].reset_index(drop=True), result.heatmap(), depth, moved,
                           {"communication": result.communication, "rounds": len(result.rounds),

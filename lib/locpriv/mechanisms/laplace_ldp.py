@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import kde, laplace_ldp
+from .. import laplace_ldp
 from ..dp import Guarantee
 from ..adversary import likelihoods
 from ..params import Param
 from . import register
 from .base import BANDWIDTH, clamp_to_domain
-from .fedkde import FedKDE
+from .fedkde import KDE, FedKDE, kde_partial
 
 
 def _bounds(grid) -> np.ndarray:
@@ -34,7 +34,8 @@ class LaplaceLDP(FedKDE):
               "epsilon": Param("epsilon", "float", "LDP budget for the whole 2-D location", low=0.0),
               "estimator": Param("estimator", "choice", "server density estimator: naive KDE of the "
                                  "reports or the deconvoluting KDE ([Deconv-LDP] eq. 5)", default="deconv",
-                                 choices=("naive", "deconv"))}
+                                 choices=("naive", "deconv")),
+              "kde": KDE}
 
     def guarantee(self, params):
         return Guarantee(
@@ -60,7 +61,7 @@ class LaplaceLDP(FedKDE):
     def partial(self, view, params, grid):
         b = (tuple(laplace_ldp.scales(_bounds(grid), params["epsilon"]))
              if params["estimator"] == "deconv" else (0.0, 0.0))
-        return kde.kde_sum(view[["x", "y"]].to_numpy(), grid.x, grid.y, params["h"], laplace_b=b)
+        return kde_partial(view, params, grid, laplace_b=b)
 
     def likelihood(self, view, params, grid):
         """prod_j exp(-|report_j - c_j| / b_j) at each cell centre c (Farokhi 2020, Theorem 1).

@@ -12,7 +12,9 @@ product (``quadtree.cell_overlaps``).
   inside its region.  Whole budget on the partition; split threshold Q =
   ``threshold`` (default k = 20 users per region, the paper's §5.2 / App. A.2);
   noise calibrated to the indicators' L1 sensitivity 2 unless ``calibration:
-  paper`` (Alg. 1 as printed, recorded at its true cost 2 eps per round).
+  paper`` (Alg. 1 as printed, recorded at its true cost 2 eps per round);
+  ``leaves`` (children | merge) only changes which cells the server publishes
+  from what it received, so not the guarantee (``sldp.protocol``).
   Guarantee (Kroshnin & Suvorikova 2025, Thm 4.1, ``all_children`` = Alg. 2 as
   printed): (eps, delta)-DP for replacing one user's location by another inside
   its privacy region U*(X), the cell of the ideal partition holding it; the
@@ -43,8 +45,8 @@ from ..dp import Guarantee
 from ..params import Param
 from ..quadtree import cell_codes, cell_overlaps
 from ..sldp import privtree as privtree_lib
-from ..sldp.ldp_grid import oue_probabilities
-from ..sldp.protocol import CALIBRATIONS, DEFAULT_THRESHOLD, SPLIT_RULES, run_protocol
+from ..sldp.ldp_grid import oue_bits, oue_probabilities
+from ..sldp.protocol import CALIBRATIONS, DEFAULT_THRESHOLD, LEAVES, SPLIT_RULES, run_protocol
 from ..sldp.protocol import guarantee as sldp_guarantee
 from . import register
 from .base import Mechanism, clamp_to_domain
@@ -58,6 +60,13 @@ def _box(grid) -> list[float]:
 
 def _area(level, box) -> np.ndarray:
     return (box[1] - box[0]) * (box[3] - box[2]) / 4.0 ** np.asarray(level, dtype=float)
+
+
+def ones_column(bits: np.ndarray) -> pd.Series:
+    """Each row's set bits as a list column (the compact form of OUE reports in a view)."""
+    rows, cols = np.nonzero(bits)          # row-major: each user's ones, in order
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=len(bits)))])
+    return pa.ListArray.from_arrays(offsets, cols).to_pandas()
 
 
 def _release_surface(release: dict, grid) -> np.ndarray:
@@ -102,7 +111,10 @@ class SLDP(_Released):
                                  "(the paper's k)", default=DEFAULT_THRESHOLD, low=0.0),
               "calibration": Param("calibration", "choice", "sensitivity2 (Laplace(2/eps): eps per round) or "
                                    "paper (Alg. 1's Laplace(1/eps): 2 eps per round)", default="sensitivity2",
-                                   choices=CALIBRATIONS)}
+                                   choices=CALIBRATIONS),
+              "leaves": Param("leaves", "choice", "merge (a parent whose children all stopped is one cell; "
+                              "measured lower MRE) or children (the authors' code: its four children); "
+                              "post-processing", default="merge", choices=LEAVES)}
 
     def guarantee(self, params):
         return sldp_guarantee(params["epsilon"], params["delta"], params["threshold"], params["split_rule"],
@@ -115,7 +127,7 @@ class SLDP(_Released):
         xy, moved = clamp_to_domain(points, grid)
         res = run_protocol(xy, _box(grid), params["epsilon"], params["threshold"], params["max_depth"],
                            params["delta"], rng, split_rule=params["split_rule"], keep_reports=False,
-                           calibration=params["calibration"])
+                           calibration=params["calibration"], leaves=params["leaves"])
         region = res.user_cell.sort_values("user")
         view = pd.DataFrame({"user": points["user"].to_numpy(), "level": region["level"].to_numpy(),
                              "code": region["code"].to_numpy()})
@@ -178,13 +190,8 @@ class OUEGrid(Mechanism):
         xy, moved = clamp_to_domain(points, grid)
         cells = 4 ** params["level"]
         own = cell_codes(xy, _box(grid), params["level"])
-        p, q = oue_probabilities(params["epsilon"])
-        bits = rng.random((len(own), cells)) < q
-        bits[np.arange(len(own)), own] = rng.random(len(own)) < p
-        rows, cols = np.nonzero(bits)          # row-major: each user's ones, in order
-        offsets = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=len(own)))])
         view = pd.DataFrame({"user": points["user"].to_numpy(),
-                             "ones": pa.ListArray.from_arrays(offsets, cols).to_pandas()})
+                             "ones": ones_column(oue_bits(own, cells, params["epsilon"], rng))})
         view.attrs["clamped_to_box"] = moved
         return view
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import math
 
-from ..config import ConfigError
+from ..config import StudySection
 from .noise import SCHEMES, THETA_MODES
 
 DEFAULTS = {
@@ -59,6 +59,8 @@ DEFAULTS = {
     "plots": {"dpi": 110, "example_user": 0},
 }
 
+SECTION = StudySection("radiomap")
+_NESTED = tuple(k for k, v in DEFAULTS.items() if isinstance(v, dict) and k != "runs")
 _POS_INT = {("n_users",), ("n_stations",), ("n_measurements",), ("environment", "n_buildings"),
             ("training", "epochs"), ("geo", "outer_iters"), ("geo", "inner_iters"),
             ("evaluation", "stride"), ("evaluation", "n_stations"), ("plots", "dpi")}
@@ -69,105 +71,80 @@ _POS_FLOAT = {("environment", "size"), ("environment", "cell"), ("environment", 
 _NONNEG_FLOAT = {("channel", "noise_std"), ("model", "h_init")}
 
 
-def _err(path, problem, allowed):
-    return ConfigError(f"config key 'studies.radiomap.{'.'.join(path)}': {problem}; allowed: {allowed}")
-
-
-def _merge(defaults: dict, given: dict, path=()) -> dict:
-    if not isinstance(given, dict):
-        raise _err(path, f"got {given!r}", "a mapping")
-    out = copy.deepcopy(defaults)
-    for key, value in given.items():
-        if key not in defaults:
-            raise _err(path + (str(key),), "unknown key", ", ".join(sorted(defaults)))
-        if isinstance(defaults[key], dict) and key != "runs":
-            out[key] = _merge(defaults[key], value, path + (key,))
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
 def _get(cfg, path):
     for p in path:
         cfg = cfg[p]
     return cfg
 
 
-def _number(value, path, integer: bool, low: float, strict: bool):
-    ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
-    if isinstance(value, bool) or not ok_type or (not integer and not math.isfinite(value)):
-        raise _err(path, f"got {value!r}", "an integer" if integer else "a finite number")
-    if value < low or (strict and value == low):
-        raise _err(path, f"got {value!r}", f"a number {'>' if strict else '>='} {low}")
+def _numbers(value, key: str, count: int, what: str) -> list:
+    """A list of ``count`` finite numbers; any other value names ``what`` is allowed."""
+    ok = isinstance(value, list) and len(value) == count and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value)
+    if not ok:
+        raise SECTION.error(key, f"got {value!r}", what)
     return value
 
 
 def validate_config(section: dict | None) -> dict:
     """The section with defaults filled in; ConfigError naming the first bad key."""
-    cfg = _merge(DEFAULTS, section or {})
+    cfg = copy.deepcopy(SECTION.merge(section, DEFAULTS, nested=_NESTED))
     for path in _POS_INT:
-        _number(_get(cfg, path), path, True, 1, False)
+        SECTION.number(_get(cfg, path), ".".join(path), integer=True, low=1)
     for path in _POS_FLOAT:
-        _number(_get(cfg, path), path, False, 0, True)
+        SECTION.number(_get(cfg, path), ".".join(path), low=0, open_low=True)
     for path in _NONNEG_FLOAT:
-        _number(_get(cfg, path), path, False, 0, False)
+        SECTION.number(_get(cfg, path), ".".join(path), low=0)
     env = cfg["environment"]
     n = env["size"] / env["cell"]
     if abs(n - round(n)) > 1e-9:
-        raise _err(("environment", "cell"), f"{env['cell']} does not divide size {env['size']}",
-                   "a cell side that divides the area side")
-    hr = env["height_range"]
-    if not (isinstance(hr, list) and len(hr) == 2 and all(isinstance(v, (int, float)) for v in hr)
-            and 0 < hr[0] <= hr[1]):
-        raise _err(("environment", "height_range"), f"got {hr!r}", "[low, high] with 0 < low <= high")
-    for path in (("channel", "theta_true"), ("model", "theta_init")):
-        th = _get(cfg, path)
-        if not (isinstance(th, list) and len(th) == 4 and all(isinstance(v, (int, float)) for v in th)):
-            raise _err(path, f"got {th!r}", "[alpha0, beta0, alpha1, beta1], four numbers")
+        raise SECTION.error("environment.cell", f"{env['cell']} does not divide size {env['size']}",
+                            "a cell side that divides the area side")
+    hr = _numbers(env["height_range"], "environment.height_range", 2, "[low, high] with 0 < low <= high")
+    if not 0 < hr[0] <= hr[1]:
+        raise SECTION.error("environment.height_range", f"got {hr!r}", "[low, high] with 0 < low <= high")
+    for key in ("channel.theta_true", "model.theta_init"):
+        _numbers(_get(cfg, key.split(".")), key, 4, "[alpha0, beta0, alpha1, beta1], four numbers")
     nus = cfg["attack"]["nu"]
     if not isinstance(nus, list) or not nus:
-        raise _err(("attack", "nu"), f"got {nus!r}", "a non-empty list of positive numbers or 'inf'")
+        raise SECTION.error("attack.nu", f"got {nus!r}", "a non-empty list of positive numbers or 'inf'")
     for v in nus:
-        if not ((isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0)
-                or str(v).lower() == "inf"):
-            raise _err(("attack", "nu"), f"got {v!r}", "positive numbers or 'inf'")
+        if str(v).lower() != "inf":
+            SECTION.number(v, "attack.nu", low=0, open_low=True)
     cfg["attack"]["nu"] = ["inf" if str(v).lower() == "inf" else float(v) for v in nus]
     ep = cfg["attack"]["epochs"]
     T = cfg["training"]["epochs"]
-    if not (isinstance(ep, list) and ep and all(isinstance(e, int) and 1 <= e <= T for e in ep)):
-        raise _err(("attack", "epochs"), f"got {ep!r}", f"a non-empty list of integers in [1, {T}]")
-    if cfg["training"]["theta"] not in THETA_MODES:
-        raise _err(("training", "theta"), f"got {cfg['training']['theta']!r}", str(list(THETA_MODES)))
-    d = cfg["delta"]
-    if not (isinstance(d, (int, float)) and 0 < d < 1):
-        raise _err(("delta",), f"got {d!r}", "a number in (0, 1)")
-    _number(cfg["plots"]["example_user"], ("plots", "example_user"), True, 0, False)
-    if cfg["plots"]["example_user"] >= cfg["n_users"]:
-        raise _err(("plots", "example_user"), f"got {cfg['plots']['example_user']}",
-                   f"a user index below n_users = {cfg['n_users']}")
+    if not (isinstance(ep, list) and ep):
+        raise SECTION.error("attack.epochs", f"got {ep!r}", f"a non-empty list of integers in [1, {T}]")
+    for e in ep:
+        SECTION.number(e, "attack.epochs", integer=True, low=1, high=T)
+    SECTION.choice(cfg["training"]["theta"], "training.theta", THETA_MODES)
+    SECTION.number(cfg["delta"], "delta", low=0, high=1, open_low=True, open_high=True)
+    SECTION.number(cfg["plots"]["example_user"], "plots.example_user", integer=True, low=0,
+                   high=cfg["n_users"] - 1)
     cfg["runs"] = _validate_runs(cfg["runs"])
     return cfg
 
 
 def _validate_runs(runs) -> dict:
     if not isinstance(runs, dict) or not runs:
-        raise _err(("runs",), f"got {runs!r}", f"a non-empty mapping with keys among {sorted(SCHEMES)}")
+        raise SECTION.error("runs", f"got {runs!r}", f"a non-empty mapping with keys among {sorted(SCHEMES)}")
     out = {}
     for name, grid in runs.items():
         if name not in SCHEMES:
-            raise _err(("runs", str(name)), "unknown noise scheme", ", ".join(sorted(SCHEMES)))
+            raise SECTION.error(f"runs.{name}", "unknown noise scheme", ", ".join(sorted(SCHEMES)))
         grid = {} if grid is None else grid
         scheme = SCHEMES[name]
         wanted = {"mu"} if scheme.uses_mu else set()
         wanted |= {"rho"} if scheme.uses_rho else set()
         if not isinstance(grid, dict) or set(grid) != wanted:
-            raise _err(("runs", name), f"got {grid!r}",
-                       f"a mapping with exactly the keys {sorted(wanted)}" if wanted else "{} (no parameters)")
+            raise SECTION.error(f"runs.{name}", f"got {grid!r}",
+                                f"a mapping with exactly the keys {sorted(wanted)}" if wanted else "{} (no parameters)")
         clean = {}
         for key, values in grid.items():
             values = values if isinstance(values, list) else [values]
             for v in values:
-                _number(v, ("runs", name, key), False, 0, False)
+                SECTION.number(v, f"runs.{name}.{key}", low=0)
             clean[key] = sorted({float(v) for v in values})
         out[name] = clean
     return out

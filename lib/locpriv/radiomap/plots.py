@@ -10,8 +10,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from .. import io  # noqa: E402
-
-LABEL = {"radio_fedavg": "FedAvg", "radio_uniform": "uniform (DPFL)", "radio_geo": "geometry-aligned"}
+from .tables import LABEL  # noqa: E402
 
 
 def _save(fig, path, dpi):
@@ -59,3 +58,26 @@ def gradient_maps(maps: list[tuple[str, np.ndarray]], n: int, path, dpi: int) ->
         ax.imshow(np.abs(g).reshape(n, n), origin="lower", cmap="viridis")
         ax.set_title(title, fontsize=7)
     _save(fig, path, dpi)
+
+
+def study_figures(*, cfg: dict, tables: dict, out: dict) -> None:
+    """Every figure of the study, from the summary tables only (the summary rule builds them)."""
+    dpi = cfg["plots"]["dpi"]
+    attack_tab = pd.read_parquet(tables["attack"])
+    mae_curves(pd.read_parquet(tables["mae"]), out["mae"], dpi)
+    first = min(cfg["attack"]["epochs"])
+    nus = [str(n) for n in cfg["attack"]["nu"]]
+    error_vs(attack_tab, "mu", ["radio_uniform", "radio_geo"], first, nus, out["fig4"], dpi,
+             f"Fig. 4: WCL error vs mu (epoch {first}; geo: best rho)")
+    error_vs(attack_tab, "rho", ["radio_geo"], first, [n for n in nus if n == "2.0"] or nus[:1],
+             out["fig6"], dpi, f"Fig. 6: WCL error vs rho (epoch {first})")
+    maps = pd.read_parquet(tables["gradient_maps"])
+    meta = io.read_parquet_metadata(tables["gradient_maps"])
+    n = meta["n"]
+    panels = []
+    for k, title in enumerate(meta["titles"]):
+        part = maps[maps["panel"] == k]
+        g = np.zeros(n * n)
+        g[part["cell"].to_numpy()] = part["gradient"].to_numpy()
+        panels.append((title, g))
+    gradient_maps(panels, n, out["fig5"], dpi)

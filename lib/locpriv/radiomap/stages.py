@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from .. import io
 from ..errors import InputError
+from ..seeding import rng as make_rng
 from . import scenario
-from .config import run_dir
 from .geometry import Links
 from .noise import GeoSettings, guarantee
-from .tables import attack_frame, history_frame, model_frame, rmse_table, transcript_frame, uploads_from_frame
+from .tables import LABEL, attack_frame, history_frame, model_frame, rmse_table, transcript_frame, uploads_from_frame
 from .training import Settings, train
 
 
@@ -112,8 +110,24 @@ def attack(cfg: dict, paths, transcript_path, out_path) -> None:
                      metadata=io.read_parquet_metadata(transcript_path))
 
 
-def summarise(runs: list[dict], attack_paths, history_paths, out: dict) -> None:
-    """Attack RMSE per (run, epoch, nu), MAE per (run, epoch) and each run's guarantee."""
+def setup_stage(*, cfg: dict, seed: int, out: dict) -> None:
+    """ingest, geometry and measure in one job (each takes well under a second at the default size).
+
+    ``out`` names every file of the three stages; each is the file the stage writes alone.
+    """
+    ingest(cfg, make_rng(seed, "radiomap", "environment"), out)
+    geometry(cfg, out, out)
+    measure(cfg, out, make_rng(seed, "radiomap", "measurements"), out)
+
+
+def run_stage(*, cfg: dict, run: dict, seed: int, paths: dict, out: dict) -> None:
+    """One (scheme, mu, rho) run: federated training (transcript, model, history), then the WCL attack."""
+    train_run(cfg, run, paths, make_rng(seed, "radiomap", "train", run), out)
+    attack(cfg, paths, out["transcript"], out["attack"])
+
+
+def summarise(*, cfg: dict, runs: list[dict], attack_paths, history_paths, transcripts, out: dict) -> None:
+    """Attack RMSE per (run, epoch, nu), MAE per (run, epoch), each run's guarantee and Fig. 5's maps."""
     att, mae, guar = [], [], []
     for run, a_path, h_path in zip(runs, attack_paths, history_paths):
         key = {"scheme": run["scheme"], "mu": run["mu"], "rho": run["rho"]}
@@ -124,35 +138,29 @@ def summarise(runs: list[dict], attack_paths, history_paths, out: dict) -> None:
     io.write_parquet(pd.concat(att, ignore_index=True), out["attack"])
     io.write_parquet(pd.concat(mae, ignore_index=True), out["mae"])
     io.write_parquet(pd.DataFrame(guar), out["guarantees"])
+    maps, titles = gradient_maps(cfg, runs, transcripts)
+    io.write_parquet(maps, out["gradient_maps"],
+                     metadata={"titles": titles, "epoch": min(cfg["attack"]["epochs"]),
+                               "user": cfg["plots"]["example_user"], "n": scenario.grid_of(cfg).n})
 
 
-def run_paths(base: str, runs: list[dict], name: str) -> list[str]:
-    return [str(Path(base) / run_dir(r) / name) for r in runs]
+def gradient_maps(cfg: dict, runs: list[dict], transcripts) -> tuple[pd.DataFrame, list[str]]:
+    """Fig. 5's data: the example user's upload at the first kept epoch, one panel per noisy run.
 
-
-def plot_all(cfg: dict, runs: list[dict], paths, transcripts, out: dict) -> None:
-    """Figures from the summary tables and, for Fig. 5, the first kept epoch's uploads."""
-    from . import plots
-
-    dpi = cfg["plots"]["dpi"]
-    attack_tab = pd.read_parquet(paths["attack"])
-    plots.mae_curves(pd.read_parquet(paths["mae"]), out["mae"], dpi)
+    FedAvg is left out (no noise to show) and geo runs only at their smallest rho.  Rows are the
+    non-zero cells of each panel (``panel`` indexes the returned titles).
+    """
     first = min(cfg["attack"]["epochs"])
-    nus = [str(n) for n in cfg["attack"]["nu"]]
-    plots.error_vs(attack_tab, "mu", ["radio_uniform", "radio_geo"], first, nus, out["fig4"], dpi,
-                   f"Fig. 4: WCL error vs mu (epoch {first}; geo: best rho)")
-    plots.error_vs(attack_tab, "rho", ["radio_geo"], first, [n for n in nus if n == "2.0"] or nus[:1],
-                   out["fig6"], dpi, f"Fig. 6: WCL error vs rho (epoch {first})")
-    grid = scenario.grid_of(cfg)
     user = cfg["plots"]["example_user"]
-    maps = []
+    geo_rho = min((r["rho"] for r in runs if r["scheme"] == "radio_geo"), default=None)
+    parts, titles = [], []
     for run, path in zip(runs, transcripts):
-        if run["scheme"] == "radio_fedavg" or (run["scheme"] == "radio_geo"
-                                               and run["rho"] != min(r["rho"] for r in runs
-                                                                     if r["scheme"] == "radio_geo")):
+        if run["scheme"] == "radio_fedavg" or (run["scheme"] == "radio_geo" and run["rho"] != geo_rho):
             continue
         frame = pd.read_parquet(path, filters=[("epoch", "==", first), ("user", "==", user)])
-        g = np.zeros(grid.M)
-        g[frame["cell"].to_numpy()] = frame["gradient"].to_numpy()
-        maps.append((f"{plots.LABEL[run['scheme']]} mu={run['mu']:g}", g))
-    plots.gradient_maps(maps, grid.n, out["fig5"], dpi)
+        parts.append(pd.DataFrame({"panel": np.full(len(frame), len(titles), np.int32),
+                                   "cell": frame["cell"].to_numpy(np.int32),
+                                   "gradient": frame["gradient"].to_numpy(float)}))
+        titles.append(f"{LABEL[run['scheme']]} mu={run['mu']:g}")
+    empty = pd.DataFrame({"panel": np.zeros(0, np.int32), "cell": np.zeros(0, np.int32), "gradient": np.zeros(0)})
+    return (pd.concat(parts, ignore_index=True) if parts else empty), titles

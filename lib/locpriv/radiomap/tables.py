@@ -8,6 +8,9 @@ import pandas as pd
 from .attack import localisation_error
 from .model import THETA_NAMES
 
+# display names of the noise schemes (figure titles and legends)
+LABEL = {"radio_fedavg": "FedAvg", "radio_uniform": "uniform (DPFL)", "radio_geo": "geometry-aligned"}
+
 
 def transcript_frame(uploads: dict) -> pd.DataFrame:
     """Each user's uploaded obstacle gradient for the kept epochs; exact zeros omitted."""

@@ -37,8 +37,8 @@ is output.
 
 Simulation shortcuts that change no output: a pair's X25519 secret is computed once
 for both ends (each client would compute the same value), and clients are arrays,
-not processes.  Per-client and server costs are reported by ``cost`` (operation
-counts) and measured by benchmarks/bench_secagg.py.
+not processes.  ``client_bytes`` gives what one surviving client sends (exactly the
+transcript's bytes, tested); compute is measured by perf/bench_secagg.py.
 """
 
 from __future__ import annotations
@@ -89,6 +89,20 @@ class ProtocolParams:
 
 TRANSCRIPT_COLUMNS = {"step": object, "sender": np.int64, "owner": np.int64, "kind": object, "items": np.int64,
                       "bytes": np.int64}
+
+
+SHARE_BYTES = 4 * shamir.n_limbs(crypto.KEY_BYTES)        # one Shamir share of a 32-byte secret (int32 limbs)
+GCM_TAG_BYTES = 16
+
+
+def client_bytes(n: int, dim: int, params: ProtocolParams) -> dict[str, int]:
+    """Bytes one surviving client of a shard of n sends, by step, for vectors of ``dim`` entries:
+    two public keys; k sealed bundles (shares of both secrets + tag); the masked vector at
+    ⌈bits/8⌉ bytes per entry; one share for each of its k + 1 holders' owners (its neighbours and
+    itself).  Bonawitz et al.: O(n + K) on the complete graph (k = n − 1); Bell et al.: O(log n + K)."""
+    k = params.degree_for(n)
+    return {"advertise_keys": 2 * crypto.KEY_BYTES, "share_keys": k * (2 * SHARE_BYTES + GCM_TAG_BYTES),
+            "masked_input": dim * ((params.bits + 7) // 8), "unmasking": (k + 1) * SHARE_BYTES}
 
 
 class Transcript:
@@ -219,7 +233,7 @@ class Server:
 
     def receive_public_keys(self, c_public: list[bytes], s_public: list[bytes]) -> None:
         self.c_public, self.s_public = c_public, s_public
-        self.transcript.add("advertise_keys", np.arange(self.n), -1, "public_keys", 2, 64)
+        self.transcript.add("advertise_keys", np.arange(self.n), -1, "public_keys", 2, 2 * crypto.KEY_BYTES)
 
     def route(self, sealed: dict[int, dict[int, bytes]], deliver) -> None:
         for u, bundle in sealed.items():
@@ -249,7 +263,7 @@ class Server:
             pick = np.array([k == kind for k in kinds], dtype=bool)
             if pick.any():
                 self.transcript.add("unmasking", np.full(int(pick.sum()), holder), owners[pick], kind, 1,
-                                    shamir.n_limbs(crypto.KEY_BYTES) * 4)
+                                    SHARE_BYTES)
 
     def _rebuild(self, kind: str, owners: list[int]) -> np.ndarray:
         """Secrets of ``owners`` from their shares; checks the (t+1)-th share where there is one."""
@@ -271,31 +285,40 @@ class Server:
                 raise ProtocolError(f"inconsistent {kind} shares: {exc}") from None
         return out
 
+    def self_masks(self, owners: list[int]) -> np.ndarray:
+        """Σ PRG(b_u) over surviving ``owners``, their self-seeds rebuilt from the shares (mod 2^64)."""
+        size, bits = len(self.total), self.params.bits
+        out = np.zeros(size, dtype=np.uint64)
+        for seed in self._rebuild("self_seed", owners):
+            out += crypto.expand(self_mask_seed(seed.tobytes(), self.context), size, bits)
+        return out
+
+    def dropped_masks(self, dropped: list[int], survivors: set[int]) -> np.ndarray:
+        """Σ over ``dropped`` d of the masks its surviving neighbours v added for it, sign(v, d) PRG(s_vd)."""
+        size, bits = len(self.total), self.params.bits
+        out = np.zeros(size, dtype=np.uint64)
+        for d, raw in zip(dropped, self._rebuild("mask_key", dropped)):
+            secret = crypto.private_key(raw.tobytes())
+            if crypto.public_bytes(secret) != self.s_public[d]:
+                raise ProtocolError(f"inconsistent mask_key shares: the secret rebuilt for client {d} "
+                                    "does not match its advertised public key")
+            for v in self.neighbours[d]:
+                v = int(v)
+                if v in survivors:   # v added sign(v, d) * mask(v, d) to y_v
+                    mask = crypto.expand(pair_seed(secret, self.s_public[v], v, d, self.context), size, bits)
+                    out = out + mask if v < d else out - mask
+        return out
+
     def finish(self) -> np.ndarray:
         """Σ x_u over the survivors, mod m (uint64 in [0, m))."""
         if self.total is None:
             raise ProtocolError("no client sent masked input: the shard yields no output")
         survivors = set(self.arrived)
         dropped = [u for u in range(self.n) if u not in survivors]
-        size, bits = len(self.total), self.params.bits
-        total = self.total.copy()
-        kept = sorted(survivors)
-        for u, seed in zip(kept, self._rebuild("self_seed", kept)):
-            total -= crypto.expand(self_mask_seed(seed.tobytes(), self.context), size, bits)
+        total = self.total - self.self_masks(sorted(survivors))
         if dropped:
-            secrets = self._rebuild("mask_key", dropped)
-            for d, raw in zip(dropped, secrets):
-                secret = crypto.private_key(raw.tobytes())
-                if crypto.public_bytes(secret) != self.s_public[d]:
-                    raise ProtocolError(f"inconsistent mask_key shares: the secret rebuilt for client {d} "
-                                        "does not match its advertised public key")
-                for v in self.neighbours[d]:
-                    v = int(v)
-                    if v in survivors:   # v added sign(v, d) * mask(v, d) to y_v; take it out
-                        mask = crypto.expand(pair_seed(secret, self.s_public[v], v, d, self.context),
-                                             size, bits)
-                        total = total - mask if v < d else total + mask
-        return total & np.uint64((1 << bits) - 1)
+            total = total - self.dropped_masks(dropped, survivors)
+        return total & np.uint64((1 << self.params.bits) - 1)
 
 
 def aggregate(vectors: np.ndarray, survivors: np.ndarray, n_clients: int, params: ProtocolParams,

@@ -111,7 +111,10 @@ def lagrange_at_zero(xs: np.ndarray) -> np.ndarray:
 def interpolate_at(xs: np.ndarray, ys: np.ndarray, at: np.ndarray) -> np.ndarray:
     """Value at ``at`` (R,) of the polynomial through (xs, ys): (R, t), (R, t, L) -> (R, L)."""
     shifted = (np.asarray(xs, np.int64) - np.asarray(at, np.int64)[:, None]) % PRIME
-    weights = lagrange_at_zero(shifted)
+    # owners with the same holders share their weights (all of them on the complete graph): O(t^2) once,
+    # not O(R t^2)
+    distinct, which = np.unique(shifted, axis=0, return_inverse=True)
+    weights = lagrange_at_zero(distinct)[which.reshape(-1)]
     return (_mulmod(weights[:, :, None], ys).sum(axis=1)) % PRIME
 
 

@@ -24,6 +24,16 @@ def oue_probabilities(epsilon: float) -> tuple[float, float]:
     return 0.5, 1.0 / (math.exp(epsilon) + 1.0)
 
 
+def oue_bits(own: np.ndarray, size: int, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+    """Each user's OUE report (n, size) of bools: its own bit (``own``, (n,) in [0, size)) reads 1
+    w.p. p, every other bit w.p. q (``oue_probabilities``); eps-LDP (p (1 - q) / (q (1 - p)) = e^eps)."""
+    p, q = oue_probabilities(epsilon)
+    own = np.asarray(own, dtype=np.int64)
+    bits = rng.random((own.size, size)) < q
+    bits[np.arange(own.size), own] = rng.random(own.size) < p
+    return bits
+
+
 def oue_grid(points: np.ndarray, box, epsilon: float, level: int, rng: np.random.Generator) -> pd.DataFrame:
     """Cells (level, code, count) of the 2^level x 2^level grid with OUE count estimates."""
     p, q = oue_probabilities(epsilon)

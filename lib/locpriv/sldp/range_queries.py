@@ -25,10 +25,16 @@ def overlap_fraction(queries: np.ndarray, cells: np.ndarray) -> np.ndarray:
     return wx * wy / area[None, :]
 
 
+def partition_boxes(partition, box) -> np.ndarray:
+    """(K, 4) cell boxes of a partition: quadtree cells (level, code) or rectangles (x0, x1, y0, y1)."""
+    if "level" in partition:
+        return cell_box(partition["level"].to_numpy(), partition["code"].to_numpy(), box)
+    return partition[["x0", "x1", "y0", "y1"]].to_numpy(dtype=float)
+
+
 def answer(queries: np.ndarray, partition, box) -> np.ndarray:
-    """Estimated counts: partition has level, code, count (noisy) per cell."""
-    cells = cell_box(partition["level"].to_numpy(), partition["code"].to_numpy(), box)
-    return overlap_fraction(queries, cells) @ partition["count"].to_numpy(dtype=float)
+    """Estimated counts from a partition's cells (``partition_boxes``) and their noisy counts."""
+    return overlap_fraction(queries, partition_boxes(partition, box)) @ partition["count"].to_numpy(dtype=float)
 
 
 def true_counts(queries: np.ndarray, points: np.ndarray) -> np.ndarray:

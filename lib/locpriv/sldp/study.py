@@ -4,9 +4,12 @@ One run = (task, N, epsilon, rep).  ``mean``: N(0, 1.5^2 I) truncated to the box
 the protocol on ``partition_share`` of epsilon, Ex. 3.1 / 2.1 / 2.2 on the rest
 (LDP and central DP get the whole epsilon).  ``range``: clustered points on the
 unit square, the protocol on all of epsilon, 200 anchored queries answered from
-the partition, PrivTree (epsilon split in halves) and the LDP OUE grid.
+the partition, PrivTree (epsilon split in halves), the LDP OUE grid and LDP-KDTree
+(``ldp_kdtree``, height ``range.kdtree_height``).
 
-Split threshold Q = ``threshold`` (default k = 20, the paper's §5.2 / App. A.2);
+Split threshold Q = ``threshold`` per task, as the paper and its notebooks set it: 100 for
+mean estimation, 20 for range queries and classification (§5.2, App. A.1/A.2);
+``leaves``: "merge" (default, measured) or "children" (the authors' code; ``protocol``);
 ``calibration`` "sensitivity2" (default) makes a round cost epsilon, "paper"
 reproduces Alg. 1's printed noise and records its true cost (2 epsilon per round).
 Each protocol run records its guarantee (``protocol.guarantee``) in the metadata.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,55 +29,50 @@ from ..config import StudySection
 from ..datasets.points import load_points, projected_box
 from ..quadtree import cell_box
 from ..seeding import rng as make_rng
-from . import classify, ldp_grid, mean, privtree, range_queries
-from .protocol import CALIBRATIONS, DEFAULT_THRESHOLD, SPLIT_RULES, run_protocol
+from . import classify, ldp_grid, ldp_kdtree, mean, privtree, range_queries
+from .protocol import CALIBRATIONS, DEFAULT_THRESHOLD, LEAVES, MEAN_THRESHOLD, SPLIT_RULES, run_protocol
 from .protocol import guarantee as protocol_guarantee
 
 DEFAULTS = {
     "mean": {"n": [2000, 16000], "epsilon": [1.0, 4.0], "box": [-10.0, 10.0, -10.0, 10.0], "sd": 1.5,
-             "partition_share": 0.5},                       # [SLDP] §5.1
+             "partition_share": 0.5, "threshold": MEAN_THRESHOLD},          # [SLDP] §5.1; Q = 100
     # App. A.2; grid level ours.  path + lonlat_bbox: real lon/lat points (e.g. Geolife), scaled to
     # the unit square, N drawn per repetition; without them, synthetic clustered points
     "range": {"n": [5000], "epsilon": [1.0], "queries": 200, "grid_level": 4, "path": None, "lonlat_bbox": None,
-              "workload": "anchored"},
+              "workload": "anchored", "threshold": DEFAULT_THRESHOLD,        # Q = 20
+              "kdtree_height": ldp_kdtree.DEFAULT_HEIGHT},
     # §5.2; k: App. A.1's minimum users per region (split threshold), studied at epsilon k_epsilon
     "classify": {"path": None, "epsilon": [0.5, 5.0], "mechanisms": list(classify.MECHANISMS), "k": [],
-                 "k_epsilon": 1.0},
+                 "k_epsilon": 1.0, "threshold": DEFAULT_THRESHOLD},          # Q = k = 20
     "reps": 2,
     "delta": 0.05,                                          # [SLDP] §5.1
-    "threshold": DEFAULT_THRESHOLD,                         # Q = k = 20 users per region (§5.2, App. A.2)
     "calibration": "sensitivity2",                          # "paper": Alg. 1's Laplace(1/eps), 2 eps per round
     "max_depth": 10,
     "delta_constant": 6.0,                                  # Alg. 2 line 14
     "split_rule": "per_child",                              # authors' code (no proof); "all_children" = Alg. 2 (Thm 4.1)
+    "leaves": "merge",                                      # measured best; "children" = the authors' code
     "plots": {"dpi": 110},
 }
 TASKS = ("mean", "range")   # tasks with a sample size N; "classify" uses its whole dataset
+# the settings every protocol run reads (the split threshold Q is per task)
+PROTOCOL_KEYS = ("delta", "max_depth", "delta_constant", "split_rule", "calibration", "leaves")
 UNIT = (0.0, 1.0, 0.0, 1.0)
 SECTION = StudySection("sldp")
 
 
 def validate_config(section: dict) -> dict:
-    unknown = sorted(set(section) - set(DEFAULTS))
-    if unknown:
-        raise SECTION.error(unknown[0], "unknown key", str(sorted(DEFAULTS)))
-    cfg = {**DEFAULTS, **section}
+    if "threshold" in (section or {}):   # Q differs by task in the paper: one shared key would hide that
+        raise SECTION.error("threshold", "moved into each task", "mean.threshold (default 100), "
+                            "range.threshold (20) or classify.threshold (20)")
+    cfg = SECTION.merge(section, DEFAULTS, "", nested=(*TASKS, "plots"))
     for task in TASKS:
-        given = section.get(task, {})
-        bad = sorted(set(given) - set(DEFAULTS[task]))
-        if bad:
-            raise SECTION.error(f"{task}.{bad[0]}", "unknown key", str(sorted(DEFAULTS[task])))
-        cfg[task] = {**DEFAULTS[task], **given}
         cfg[task]["n"] = SECTION.positive_list(cfg[task]["n"], f"{task}.n", True)
         cfg[task]["epsilon"] = SECTION.positive_list(cfg[task]["epsilon"], f"{task}.epsilon", False)
-    given = section.get("classify")
+    given = (section or {}).get("classify")
     if given is None:
         cfg["classify"] = None
     else:
-        bad = sorted(set(given) - set(DEFAULTS["classify"]))
-        if bad:
-            raise SECTION.error(f"classify.{bad[0]}", "unknown key", str(sorted(DEFAULTS["classify"])))
-        cfg["classify"] = {**DEFAULTS["classify"], **given}
+        cfg["classify"] = SECTION.merge(given, DEFAULTS["classify"], "classify.")
         if not isinstance(cfg["classify"]["path"], str):
             raise SECTION.error("classify.path", "missing", "the path of california_housing/housing.csv")
         cfg["classify"]["epsilon"] = SECTION.positive_list(cfg["classify"]["epsilon"], "classify.epsilon", False)
@@ -86,19 +85,22 @@ def validate_config(section: dict) -> dict:
         raise SECTION.error("range.workload", f"{cfg['range']['workload']!r}", "['anchored', 'uniform']")
     if bool(cfg["range"]["path"]) != bool(cfg["range"]["lonlat_bbox"]):
         raise SECTION.error("range.path", "path and lonlat_bbox must be given together", "both or neither")
-    if not 0 < cfg["mean"]["partition_share"] < 1:
-        raise SECTION.error("mean.partition_share", f"{cfg['mean']['partition_share']!r}", "a number in (0, 1)")
-    if not 0 < cfg["delta"] < 1:
-        raise SECTION.error("delta", f"{cfg['delta']!r}", "a number in (0, 1)")
+    SECTION.number(cfg["mean"]["partition_share"], "mean.partition_share", low=0, high=1, open_low=True,
+                   open_high=True)
+    SECTION.number(cfg["delta"], "delta", low=0, high=1, open_low=True, open_high=True)
     if cfg["split_rule"] not in SPLIT_RULES:
         raise SECTION.error("split_rule", f"{cfg['split_rule']!r}", str(list(SPLIT_RULES)))
     if cfg["calibration"] not in CALIBRATIONS:
         raise SECTION.error("calibration", f"{cfg['calibration']!r}", str(list(CALIBRATIONS)))
-    if isinstance(cfg["threshold"], bool) or not isinstance(cfg["threshold"], (int, float)) or cfg["threshold"] < 0:
-        raise SECTION.error("threshold", f"{cfg['threshold']!r}", "a number >= 0 (least users per region)")
-    if not (isinstance(cfg["max_depth"], int) and 1 <= cfg["max_depth"] <= 20):
-        raise SECTION.error("max_depth", f"{cfg['max_depth']!r}", "an integer in [1, 20]")
-    SECTION.positive_list(cfg["reps"], "reps", True)
+    SECTION.choice(cfg["leaves"], "leaves", LEAVES)
+    SECTION.number(cfg["range"]["kdtree_height"], "range.kdtree_height", integer=True, low=1, high=10)
+    for task in (*TASKS, "classify"):
+        if cfg[task] is not None:
+            SECTION.number(cfg[task]["threshold"], f"{task}.threshold", low=0)
+    SECTION.number(cfg["max_depth"], "max_depth", integer=True, low=1, high=20)
+    SECTION.number(cfg["delta_constant"], "delta_constant", low=0, open_low=True)
+    SECTION.number(cfg["plots"]["dpi"], "plots.dpi", integer=True, low=1)
+    SECTION.reps(cfg["reps"])
     return cfg
 
 
@@ -157,15 +159,17 @@ def protocol_stage(run: dict, cfg: dict, seed: int, out_partition: str, out_roun
     pts = _data(run, cfg, seed)
     box = cfg["mean"]["box"] if run["task"] == "mean" else list(UNIT)
     eps = run["epsilon"] * (cfg["mean"]["partition_share"] if run["task"] == "mean" else 1.0)
-    res = run_protocol(pts, box, eps, cfg["threshold"], cfg["max_depth"], cfg["delta"],
+    threshold = cfg[run["task"]]["threshold"]
+    res = run_protocol(pts, box, eps, threshold, cfg["max_depth"], cfg["delta"],
                        make_rng(seed, "sldp-protocol", run["task"], run["n"], run["epsilon"], run["rep"]),
                        delta_constant=cfg["delta_constant"], split_rule=cfg["split_rule"],
-                       calibration=cfg["calibration"])
+                       calibration=cfg["calibration"], leaves=cfg["leaves"])
     task = run["task"] == "mean"
-    guarantee = protocol_guarantee(eps, cfg["delta"], cfg["threshold"], cfg["split_rule"], cfg["calibration"],
+    guarantee = protocol_guarantee(eps, cfg["delta"], threshold, cfg["split_rule"], cfg["calibration"],
                                    task_epsilon=run["epsilon"] - eps if task else 0.0,
                                    task="mean task (Ex. 3.1)" if task else "").as_dict()
-    meta = {"run": run, "box": box, "guarantee": guarantee, "split_rule": cfg["split_rule"]}
+    meta = {"run": run, "box": box, "guarantee": guarantee, "split_rule": cfg["split_rule"], "threshold": threshold,
+            "leaves": cfg["leaves"]}
     io.write_parquet(res.cells, out_partition, metadata=meta)
     io.write_parquet(res.rounds, out_rounds, metadata=meta)
     io.write_parquet(res.reports, out_reports, metadata=meta)
@@ -191,7 +195,8 @@ def evaluate_stage(run: dict, cfg: dict, seed: int, partition_path: str, regions
         truth = range_queries.true_counts(q, pts)
         parts = {"sldp": pd.read_parquet(partition_path),
                  "privtree": privtree.privtree(pts, UNIT, eps / 2, eps / 2, rng),
-                 "ldp_oue_grid": ldp_grid.oue_grid(pts, UNIT, eps, cfg["range"]["grid_level"], rng)}
+                 "ldp_oue_grid": ldp_grid.oue_grid(pts, UNIT, eps, cfg["range"]["grid_level"], rng),
+                 "ldp_kdtree": ldp_kdtree.ldp_kdtree(pts, UNIT, eps, cfg["range"]["kdtree_height"], rng).leaves}
         rows = [{"method": k, "metric": "mre",
                  "value": range_queries.mean_relative_error(range_queries.answer(q, p, UNIT), truth, run["n"])}
                 for k, p in parts.items()]
@@ -203,6 +208,7 @@ def evaluate_stage(run: dict, cfg: dict, seed: int, partition_path: str, regions
 
 def classify_stage(run: dict, cfg: dict, seed: int, data_path: str, out: str) -> None:
     X, y, counts = classify.load_housing(data_path)
+    cfg = {**cfg, "threshold": cfg["classify"]["threshold"]}   # the protocol's Q (the k study overrides it)
     rows = []
     for mechanism in cfg["classify"]["mechanisms"]:
         rng = make_rng(seed, "sldp-classify", mechanism, run["epsilon"], run["rep"])
@@ -218,6 +224,38 @@ def classify_stage(run: dict, cfg: dict, seed: int, data_path: str, out: str) ->
     for key in ("task", "n", "epsilon", "rep"):
         table.insert(0, key, str(run[key]) if key == "n" else run[key])
     io.write_parquet(table, out, metadata=counts)
+
+
+def setting_stage(*, task: str, n: int, epsilon: float, reps: int, cfg: dict, seed: int, out: dict) -> None:
+    """Every rep of one (task, N, epsilon): the protocol, then the task's evaluation (one job: each
+    takes well under a second).  ``out`` maps partition, rounds, reports, regions and evaluation
+    to one path per rep; each file is the one the separate stages write for that rep.
+    """
+    for rep in range(reps):
+        run = {"task": task, "n": n, "epsilon": epsilon, "rep": rep}
+        protocol_stage(run, cfg, seed, out["partition"][rep], out["rounds"][rep], out["reports"][rep],
+                       out["regions"][rep])
+        evaluate_stage(run, cfg, seed, out["partition"][rep], out["regions"][rep], out["evaluation"][rep])
+
+
+def classify_reps_stage(*, epsilon: float, reps: int, cfg: dict, seed: int, data_path: str, out: list) -> None:
+    """Every rep of the classification study at one epsilon (``out``: one path per rep)."""
+    for rep in range(reps):
+        classify_stage({"task": "classify", "n": "all", "epsilon": epsilon, "rep": rep}, cfg, seed, data_path,
+                       out[rep])
+
+
+def protocol_config(cfg: dict, task: str) -> dict:
+    """The config a run uses: the shared protocol settings plus its own task's section only."""
+    return {**{k: cfg[k] for k in PROTOCOL_KEYS}, task: cfg[task]}
+
+
+def check_data_paths(cfg: dict) -> None:
+    """The real-data files the section names exist (checked before any job)."""
+    for key, path in (("classify.path", (cfg["classify"] or {}).get("path")), ("range.path", cfg["range"]["path"])):
+        if path and not Path(path).exists():
+            raise SECTION.error(key, f"file {path!r} does not exist",
+                                "a path (absolute or relative to the working directory)")
 
 
 def summary_stage(paths: list[str], out_parquet: str, out_csv: str) -> None:

@@ -1,6 +1,15 @@
-"""Attack stage: localise sampled users from exactly what the server saw."""
+"""Attack stage: localise sampled users (or persons) from exactly what the server saw.
+
+With a person column in the data (``source_user``, from a dataset's ``user_column``)
+the attack targets a person: a seeded sample of persons, each attacked with all the
+reports of all their points, and scored against the nearest of their true points
+(:class:`locpriv.attack.PersonTargets`).  That is the adversary the summary's
+``guarantee_epsilon_person`` bounds (:mod:`locpriv.datasets.persons`).
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -11,7 +20,7 @@ from ..adversary import bayes
 from .. import io, mechanisms
 from ..seeding import rng as make_rng
 from .prepare import POINTS_ROW_GROUP, load_grid
-from .run import n_users_of, resolve_params, shard_size
+from .run import check_views, n_users_of, resolve_params, shard_size
 
 
 def attack_sample(dataset: str, n_users: int, size: int, seed: int) -> np.ndarray:
@@ -20,8 +29,15 @@ def attack_sample(dataset: str, n_users: int, size: int, seed: int) -> np.ndarra
     return np.sort(make_rng(seed, "attack-sample", dataset, n_users).choice(n_users, size, replace=False))
 
 
-def _rows_of_users(path: str, users: np.ndarray, columns: list[str]) -> pd.DataFrame:
-    """The rows of a few users, one row group in memory at a time (sorted by user).
+def person_sample(dataset: str, persons: np.ndarray, size: int, seed: int) -> np.ndarray:
+    """The persons every mechanism is attacked on (sorted ids), among ``persons`` (sorted, unique)."""
+    size = min(size, len(persons))
+    pick = make_rng(seed, "attack-person-sample", dataset, len(persons)).choice(len(persons), size, replace=False)
+    return persons[np.sort(pick)]
+
+
+def _rows_of_users(path: str, users: np.ndarray | None, columns: list[str], below: int | None = None) -> pd.DataFrame:
+    """The rows of a few users (or of every user id < ``below``), one row group in memory at a time.
 
     The sample spans every row group, so a filtered read would materialise the
     whole columns first: memory would grow with the dataset, not the sample.  pre_buffer=False:
@@ -30,20 +46,52 @@ def _rows_of_users(path: str, users: np.ndarray, columns: list[str]) -> pd.DataF
     parts = []
     for batch in pq.ParquetFile(path, pre_buffer=False).iter_batches(POINTS_ROW_GROUP, columns=columns):
         frame = batch.to_pandas()
-        parts.append(frame[np.isin(frame["user"].to_numpy(), users)])
+        ids = frame["user"].to_numpy()
+        parts.append(frame[np.isin(ids, users) if users is not None else ids < below])
     return pd.concat(parts, ignore_index=True).sort_values("user", ignore_index=True)
 
 
-def _sampled_view(run: dict, seed: int, size: int, users_per_shard: int, view_paths: list[str],
-                  points_path: str, meta_json: str) -> tuple[pd.DataFrame, np.ndarray]:
-    """The server's view of the attacked users and their true locations, both sorted by user."""
-    n = n_users_of(run["params"], meta_json)
-    users = attack_sample(run["dataset"], n, size, seed)
+@dataclass
+class Targets:
+    """What the adversary attacks: the server's view of the targets' reports, sorted by user.
+
+    ``owner[t]`` is the target of view row t (None: one row per target, a user);
+    ``truth`` the targets' true locations ((n, 2) or :class:`~locpriv.attack.PersonTargets`);
+    ``ids`` one row per target for the output (user, and person and points for persons).
+    """
+
+    view: pd.DataFrame
+    owner: np.ndarray | None
+    truth: object
+    ids: pd.DataFrame
+
+
+def _view_of(users: np.ndarray, run: dict, users_per_shard: int, view_paths: list[str]) -> pd.DataFrame:
     shards = np.unique(users // shard_size(run["mechanism"], users_per_shard))
-    view = pd.concat([pd.read_parquet(view_paths[s], filters=[("user", "in", users.tolist())])
+    return pd.concat([pd.read_parquet(view_paths[s], filters=[("user", "in", users.tolist())])
                       for s in shards], ignore_index=True).sort_values("user", ignore_index=True)
-    truth_pts = _rows_of_users(points_path, users, ["user", "x", "y"])
-    return view, truth_pts[["x", "y"]].to_numpy()
+
+
+def sampled_targets(run: dict, seed: int, size: int, users_per_shard: int, view_paths: list[str],
+                    points_path: str, meta_json: str) -> Targets:
+    """The sampled users, or with a person column the sampled persons with all their rows."""
+    n = n_users_of(run["params"], meta_json)
+    if "source_user" not in pq.read_schema(points_path).names:
+        users = attack_sample(run["dataset"], n, size, seed)
+        truth = _rows_of_users(points_path, users, ["user", "x", "y"])
+        return Targets(_view_of(users, run, users_per_shard, view_paths), None, truth[["x", "y"]].to_numpy(),
+                       pd.DataFrame({"user": users}))
+    rows = _rows_of_users(points_path, None, ["user", "x", "y", "source_user"], below=n)
+    chosen = person_sample(run["dataset"], np.unique(rows["source_user"].to_numpy()), size, seed)
+    rows = rows[np.isin(rows["source_user"].to_numpy(), chosen)]
+    owner_of_user = dict(zip(rows["user"], np.searchsorted(chosen, rows["source_user"].to_numpy())))
+    view = _view_of(rows["user"].to_numpy(), run, users_per_shard, view_paths)
+    owner = np.array([owner_of_user[u] for u in view["user"]], dtype=np.int64)
+    groups = rows.groupby("source_user", sort=True)
+    ids = pd.DataFrame({"user": groups["user"].min().to_numpy(), "person": chosen,
+                        "points": groups.size().to_numpy()})
+    truth = attacks.PersonTargets([g[["x", "y"]].to_numpy() for _, g in groups])
+    return Targets(view, owner, truth, ids)
 
 
 def _write_refused(columns: dict, out: str, metadata: dict) -> None:
@@ -51,47 +99,85 @@ def _write_refused(columns: dict, out: str, metadata: dict) -> None:
                      metadata={**metadata, "note": "no user answered"})
 
 
-def attack(run: dict, seed: int, attack_cfg: dict, users_per_shard: int, view_paths: list[str],
+def _row_batches(targets: Targets, batch: int, per_row):
+    """(slice, per_row(view rows)) over the view in batches of ``batch`` rows."""
+    return ((sl, per_row(targets.view.iloc[sl])) for sl in attacks.batches(len(targets.view), batch))
+
+
+def _ids(targets: Targets) -> np.ndarray:
+    return (targets.view if targets.owner is None else targets.ids)["user"].to_numpy()
+
+
+def _with_ids(result: pd.DataFrame, targets: Targets) -> pd.DataFrame:
+    return result if targets.owner is None else targets.ids.join(result.drop(columns="user"))
+
+
+def _target_meta(targets: Targets) -> dict:
+    """Metadata of a person-level attack (a user-level one records none, as before persons)."""
+    return {} if targets.owner is None else {"target": "person: all their points, distances to the nearest"}
+
+
+def attack(*, run: dict, seed: int, attack_cfg: dict, users_per_shard: int, view_paths: list[str],
            points_path: str, meta_json: str, grid_path: str, bandwidth_json: str | None,
            out_attack: str) -> None:
+    """[RFF-KDE]'s local-maxima attack on the sampled users or persons (see :mod:`locpriv.attack`)."""
     mech = mechanisms.get(run["mechanism"])
     params = resolve_params(run["params"], bandwidth_json)
     grid = load_grid(grid_path)
-    view, true_xy = _sampled_view(run, seed, int(attack_cfg["users"]), users_per_shard, view_paths,
-                                  points_path, meta_json)
-    meta = {"attack": "local_maxima", "ratio": attack_cfg["ratio"]}
-    if view.empty:  # the query was refused: nothing to attack
+    targets = sampled_targets(run, seed, int(attack_cfg["users"]), users_per_shard, view_paths, points_path,
+                              meta_json)
+    meta = {"attack": "local_maxima", "ratio": attack_cfg["ratio"], **_target_meta(targets)}
+    if targets.view.empty:  # the query was refused: nothing to attack
         _write_refused(attacks.RESULT_COLUMNS, out_attack, meta)
         return
     batch = int(attack_cfg.get("batch", attacks.DEFAULT_BATCH))
-    result = attacks.local_maxima_attack(
-        ((sl, mech.surfaces(view.iloc[sl], params, grid)) for sl in attacks.batches(len(view), batch)),
-        grid, view["user"].to_numpy(), true_xy, float(attack_cfg["ratio"]))
-    io.write_parquet(result, out_attack, metadata=meta)
+    surfaces = _row_batches(targets, batch, lambda rows: mech.surfaces(rows, params, grid))
+    if targets.owner is not None:   # a person's surface: the sum of their reports' surfaces
+        total = np.zeros((len(targets.ids), *grid.shape))
+        for sl, part in surfaces:
+            np.add.at(total, targets.owner[sl], part)
+        surfaces = ((sl, total[sl]) for sl in attacks.batches(len(total), batch))
+    result = attacks.local_maxima_attack(surfaces, grid, _ids(targets), targets.truth, float(attack_cfg["ratio"]))
+    io.write_parquet(_with_ids(result, targets), out_attack, metadata=meta)
 
 
-def bayes_attack(run: dict, seed: int, adversary_cfg: dict, users_per_shard: int, view_paths: list[str],
+def bayes_attack(*, run: dict, seed: int, adversary_cfg: dict, users_per_shard: int, view_paths: list[str],
                  points_path: str, meta_json: str, grid_path: str, truth_path: str,
                  bandwidth_json: str | None, out_attack: str) -> None:
-    """Shokri et al. (2011)'s Bayes-optimal adversary on the same sampled users as the local maxima.
+    """Shokri et al. (2011)'s Bayes-optimal adversary on the same sampled users (or persons) as the local maxima.
 
     ``adversary_cfg``: prior (population | uniform), users, r (radius of ``hit_r`` in grid
-    cells, i.e. r times the larger cell side), batch.
+    cells, i.e. r times the larger cell side), batch.  A person's likelihood is that of
+    all their reports from one cell, or a mixture over their reports when no cell explains
+    them all (:func:`locpriv.adversary.bayes.person_likelihoods`; the count is in the metadata).
     """
     mech = mechanisms.get(run["mechanism"])
     params = resolve_params(run["params"], bandwidth_json)
     grid = load_grid(grid_path)
-    view, true_xy = _sampled_view(run, seed, int(adversary_cfg["users"]), users_per_shard, view_paths,
-                                  points_path, meta_json)
+    targets = sampled_targets(run, seed, int(adversary_cfg["users"]), users_per_shard, view_paths, points_path,
+                              meta_json)
     radius = float(adversary_cfg["r"]) * max(grid.x[1] - grid.x[0], grid.y[1] - grid.y[0])
     meta = {"attack": "bayes", "prior": adversary_cfg["prior"], "r": radius, "r_cells": adversary_cfg["r"],
-            "aggregate_only": mech.aggregate_only}
-    if view.empty:
+            "aggregate_only": mech.aggregate_only, **_target_meta(targets)}
+    if targets.view.empty:
         _write_refused(bayes.RESULT_COLUMNS, out_attack, meta)
         return
     prior = bayes.prior(adversary_cfg["prior"], io.read_netcdf(truth_path)["density"].values)
     batch = int(adversary_cfg.get("batch", attacks.DEFAULT_BATCH))
-    result = bayes.bayes_attack(
-        ((sl, mech.likelihood(view.iloc[sl], params, grid)) for sl in attacks.batches(len(view), batch)),
-        prior, grid, view["user"].to_numpy(), true_xy, radius)
-    io.write_parquet(result, out_attack, metadata=meta)
+    likelihoods = _row_batches(targets, batch, lambda rows: mech.likelihood(rows, params, grid))
+    if targets.owner is not None:
+        joint, meta["persons_mixture"] = bayes.person_likelihoods(likelihoods, targets.owner, len(targets.ids))
+        likelihoods = ((sl, joint[sl]) for sl in attacks.batches(len(joint), batch))
+    result = bayes.bayes_attack(likelihoods, prior, grid, _ids(targets), targets.truth, radius)
+    io.write_parquet(_with_ids(result, targets), out_attack, metadata=meta)
+
+
+def attacks_of_run(*, run: dict, seed: int, attack_cfg: dict, adversary_cfg: dict, users_per_shard: int,
+                   view_paths: list[str], points_path: str, meta_json: str, grid_path: str, truth_path: str,
+                   bandwidth_json: str | None, out_local_maxima: str, out_bayes: str) -> None:
+    """Both adversaries of one run in one job: the local maxima, then the Bayes adversary."""
+    common = {"run": run, "seed": seed, "users_per_shard": users_per_shard, "view_paths": check_views(view_paths),
+              "points_path": points_path, "meta_json": meta_json, "grid_path": grid_path,
+              "bandwidth_json": bandwidth_json}
+    attack(attack_cfg=attack_cfg, out_attack=out_local_maxima, **common)
+    bayes_attack(adversary_cfg=adversary_cfg, truth_path=truth_path, out_attack=out_bayes, **common)

@@ -6,16 +6,15 @@ import numpy as np
 import pandas as pd
 
 from .. import io, mechanisms, metrics
-from ..audit.stage import audit_rows
 from ..datasets.persons import person_level_epsilon
 from .prepare import load_grid
 from .run import resolve_params
 from .utility import read_workload
 
 
-def run_metrics(run: dict, est_path: str, truth_path: str, pooled_path: str | None, attack_path: str,
-                grid_path: str, bandwidth_json: str | None, out_metrics: str, *, bayes_path: str,
-                workload_path: str, hotspot_k: int, meta_json: str) -> None:
+def run_metrics(*, run: dict, est_path: str, truth_path: str, pooled_path: str | None, attack_path: str,
+                bayes_path: str, workload_path: str, grid_path: str, bandwidth_json: str | None,
+                meta_json: str, hotspot_k: int, out_metrics: str) -> None:
     mech = mechanisms.get(run["mechanism"])
     params = resolve_params(run["params"], bandwidth_json)
     grid = load_grid(grid_path)
@@ -83,6 +82,8 @@ def summary(metric_paths: list[str], out_parquet: str, out_csv: str, audit_table
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["dataset", "mechanism", "rep", "metric", "value"])
     if audit_table:
+        from ..audit.stage import audit_rows  # here, not at the top: a per-run metrics job needs no audit code
+
         table = pd.concat([table, audit_rows(table, audit_table)], ignore_index=True)
     fixed = ["dataset", "mechanism", "rep", "metric", "value"]
     params = sorted(c for c in table.columns if c not in fixed)

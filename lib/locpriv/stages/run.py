@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import os
+import shutil
 import sys
+import tempfile
 
 import numpy as np
 import pandas as pd
 
 from .. import io, mechanisms
+from ..errors import InputError
 from ..seeding import rng as make_rng
 from .prepare import load_grid
 
@@ -57,22 +62,69 @@ def run_seed_keys(run: dict, params: dict) -> tuple:
     return (run["dataset"], run["mechanism"], params if state is None else state, run["rep"])
 
 
-def randomize(run: dict, seed: int, shard: int, users_per_shard: int, points_path: str,
-              meta_json: str, grid_path: str, bandwidth_json: str | None, out_view: str) -> None:
+def shard_file(view_dir: str, shard: int) -> str:
+    """The view of one shard inside its randomize job's folder."""
+    return os.path.join(view_dir, f"shard~{shard}.parquet")
+
+
+def shard_batches(n_shards: int, shards_per_job: int) -> list[range]:
+    """Shards grouped into randomize jobs: consecutive runs of at most ``shards_per_job``."""
+    return [range(lo, min(n_shards, lo + shards_per_job)) for lo in range(0, n_shards, shards_per_job)]
+
+
+def check_views(paths: list[str]) -> list[str]:
+    """The shard views a server-side job reads, checked to exist (a randomize folder is all or nothing)."""
+    for path in paths:
+        if not os.path.exists(path):
+            folder = os.path.dirname(path)
+            raise InputError(f"{path}: shard view missing from its randomize job's folder. "
+                             f"Fix: delete {folder} and rerun")
+    return paths
+
+
+@contextlib.contextmanager
+def _atomic_dir(path: str):
+    """Yield a temporary folder beside ``path``, renamed to ``path`` only when the body succeeds."""
+    parent = os.path.dirname(path) or "."
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    os.chmod(tmp, 0o777 & ~io._umask())  # mkdtemp makes 0700; a folder gets what mkdir would
+    try:
+        yield tmp
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp)
+
+
+def randomize(*, run: dict, seed: int, shards: list[int], users_per_shard: int, points_path: str,
+              meta_json: str, grid_path: str, bandwidth_json: str | None, out_dir: str) -> None:
+    """The client side of ``shards`` (one job may hold several): ``out_dir/shard~{k}.parquet`` each.
+
+    Each shard's users and randomness are those of its own index, so a shard's bytes do not
+    depend on how shards are grouped into jobs.  ``out_dir`` is complete or absent: the shard
+    files go into a temporary sibling folder that is renamed into place at the end.
+    """
     mech = mechanisms.get(run["mechanism"])
     params = resolve_params(run["params"], bandwidth_json)
     n = n_users_of(run["params"], meta_json)
-    pts = _shard_users(points_path, shard, shard_size(run["mechanism"], users_per_shard), n)
-    view = mech.randomize(pts, params, load_grid(grid_path),
-                          make_rng(seed, "randomize", *run_seed_keys(run, params), shard))
-    if "refusal" in view.attrs:
-        logging.warning("users refused the query: %s", view.attrs["refusal"]["reason"])
-    # view.attrs carries what the server learns besides the rows, e.g. a refusal
-    io.write_parquet(view, out_view, metadata={"mechanism": mech.name, "params": params, "shard": shard,
-                                               "users": len(view), **view.attrs})
+    grid = load_grid(grid_path)
+    size = shard_size(run["mechanism"], users_per_shard)
+    with _atomic_dir(out_dir) as tmp:
+        for shard in shards:
+            pts = _shard_users(points_path, shard, size, n)
+            view = mech.randomize(pts, params, grid, make_rng(seed, "randomize", *run_seed_keys(run, params), shard))
+            if "refusal" in view.attrs:
+                logging.warning("users refused the query: %s", view.attrs["refusal"]["reason"])
+            # view.attrs carries what the server learns besides the rows, e.g. a refusal
+            io.write_parquet(view, shard_file(tmp, shard),
+                             metadata={"mechanism": mech.name, "params": params, "shard": shard,
+                                       "users": len(view), **view.attrs})
 
 
-def aggregate(run: dict, view_paths: list[str], grid_path: str, bandwidth_json: str | None,
+def aggregate(*, run: dict, view_paths: list[str], grid_path: str, bandwidth_json: str | None,
               out_agg: str) -> None:
     mech = mechanisms.get(run["mechanism"])
     params = resolve_params(run["params"], bandwidth_json)
@@ -89,11 +141,10 @@ def aggregate(run: dict, view_paths: list[str], grid_path: str, bandwidth_json: 
     attrs = {"n_users": n, "mechanism": mech.name, "params": params}
     if refusals:
         attrs["refusal"] = "; ".join(sorted(refusals))
-    da = grid.surface(total, "sum", attrs, units)
-    io.write_netcdf(da, out_agg)
+    io.write_netcdf(grid.surface(total, "sum", attrs, units), out_agg)
 
 
-def estimate(run: dict, agg_path: str, grid_path: str, bandwidth_json: str | None, out_est: str) -> None:
+def estimate(*, run: dict, agg_path: str, grid_path: str, bandwidth_json: str | None, out_est: str) -> None:
     mech = mechanisms.get(run["mechanism"])
     params = resolve_params(run["params"], bandwidth_json)
     grid = load_grid(grid_path)
@@ -108,3 +159,11 @@ def estimate(run: dict, agg_path: str, grid_path: str, bandwidth_json: str | Non
     io.write_netcdf(grid.surface(dens, "density", attrs, units), out_est)
 
 
+def aggregate_estimate(*, run: dict, view_paths: list[str], grid_path: str, bandwidth_json: str | None,
+                       out_agg: str, out_est: str) -> None:
+    """The server side of one run in one job: aggregate, then estimate from the written aggregate.
+
+    The estimate reads the aggregate back from its file, exactly as a separate job would.
+    """
+    aggregate(run=run, view_paths=check_views(view_paths), grid_path=grid_path, bandwidth_json=bandwidth_json, out_agg=out_agg)
+    estimate(run=run, agg_path=out_agg, grid_path=grid_path, bandwidth_json=bandwidth_json, out_est=out_est)

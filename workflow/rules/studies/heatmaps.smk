@@ -1,39 +1,40 @@
 # Location heatmaps under distributed DP with secure aggregation ([DDP-Heatmaps]).
-#   ingest (population image) -> run (dp_heatmap = Alg. 2, or a baseline; per-round transcript
-#   and noisy sums) -> metrics -> summary -> Table 1 CSV, round strip, sweeps (Fig. 7, 8);
-#   optional multi-location users on Geolife (§5.7, Table 2's scale / clip bits);
-#   `aggregation: secure` runs every sum through pairwise-masking secure aggregation (locpriv.secagg)
-#   and adds the protocol's bytes per client (plots/secagg_cost.png).
+#   ingest (population image) -> run (one job per setting, every rep: dp_heatmap = Alg. 2 or a
+#   baseline, per-round transcript and noisy sums, then the metrics) -> summary -> table (Table 1)
+#   -> figures (round strip, sweeps: Fig. 7, 8); optional multi-location users on Geolife
+#   (§5.7, Table 2's scale / clip bits); `aggregation: secure` runs every sum through
+#   pairwise-masking secure aggregation (locpriv.secagg) and adds the protocol's bytes per
+#   client (plots/secagg_cost.png).
 
-from locpriv.heatmaps.study import run_dir as heatmaps_run_dir, runs as heatmaps_runs
-from locpriv.heatmaps.study import validate_config as heatmaps_validate
+from locpriv.heatmaps import study as heatmaps_study
 
 try:
-    HEATMAPS = heatmaps_validate(config["studies"]["heatmaps"])
-    for _key, _path in (("population.path", HEATMAPS["population"]["path"]),
-                        ("multi_location.path", (HEATMAPS["multi_location"] or {}).get("path"))):
-        if _path and not Path(_path).exists():
-            raise lpconfig.ConfigError(f"config key 'studies.heatmaps.{_key}': file {_path!r} does not exist; "
-                                       "allowed: a path (absolute or relative to the working directory)")
+    HEATMAPS = heatmaps_study.validate_config(config["studies"]["heatmaps"])
+    heatmaps_study.check_data_paths(HEATMAPS)
 except lpconfig.ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
 
-HEATMAPS_DIR = "results/studies/heatmaps"
-HEATMAPS_POP = f"{HEATMAPS_DIR}/population.nc"
-HEATMAPS_RUN = (HEATMAPS_DIR + "/runs/method~{method}/epsilon~{epsilon}/n~{n}/c~{c}/shard~{shard}"
-                "/dropout~{dropout}/rep~{rep}")
-HEATMAPS_CODE = code_fingerprint("locpriv.heatmaps.study", "locpriv.heatmaps.adaptive",
-                                 "locpriv.heatmaps.baselines", "locpriv.heatmaps.aggregation",
-                                 "locpriv.heatmaps.polya", "locpriv.heatmaps.prefix_tree",
-                                 "locpriv.heatmaps.clients", "locpriv.secagg.protocol", "locpriv.secagg.shamir",
-                                 "locpriv.secagg.crypto", "locpriv.secagg.graph")
-HEATMAPS_BASE_RUN = {"method": "dp_heatmap", **HEATMAPS["base"], "rep": 0}
-
-
-def heatmaps_run(wc):
-    return {"method": wc.method, "epsilon": float(wc.epsilon), "users_per_round": int(wc.n),
-            "calibration": float(wc.c), "shard_size": int(wc.shard), "dropout": float(wc.dropout),
-            "rep": int(wc.rep)}
+HEATMAPS_POP = results("studies/heatmaps/population.nc")
+# one setting's folder: its reps (rep~0, rep~1, ...) are made by one job
+HEATMAPS_SETTING = "studies/heatmaps/runs/method~{method}/epsilon~{epsilon}/n~{n}/c~{c}/shard~{shard}/dropout~{dropout}"
+HEATMAPS_CODE = code_fingerprint(
+    "locpriv.heatmaps.study",
+    "locpriv.heatmaps.adaptive",
+    "locpriv.heatmaps.consistency",
+    "locpriv.heatmaps.baselines",
+    "locpriv.heatmaps.aggregation",
+    "locpriv.heatmaps.polya",
+    "locpriv.heatmaps.prefix_tree",
+    "locpriv.heatmaps.clients",
+    "locpriv.heatmaps.metrics",
+    "locpriv.secagg.protocol",
+    "locpriv.secagg.shamir",
+    "locpriv.secagg.crypto",
+    "locpriv.secagg.graph",
+)
+HEATMAPS_BASE_RUN = heatmaps_study.run_dir(
+    {"method": "dp_heatmap", **HEATMAPS["base"], "rep": 0}
+)
 
 
 rule heatmaps_ingest:
@@ -41,138 +42,167 @@ rule heatmaps_ingest:
         HEATMAPS["population"]["path"] or [],
     output:
         HEATMAPS_POP,
+    log:
+        logs("studies/heatmaps/ingest.log"),
+    benchmark:
+        benchmarks("studies/heatmaps/ingest.tsv")
+    conda:
+        "../../../envs/locpriv.yaml"
     params:
         cfg={"population": HEATMAPS["population"]},
         seed=config["seed"],
         code=code_fingerprint("locpriv.heatmaps.study"),
-    threads: rule_resource("heatmaps_ingest", "threads", 1)
-    resources:
-        mem_mb=rule_resource("heatmaps_ingest", "mem_mb", 2000),
-        runtime=rule_resource("heatmaps_ingest", "runtime", 30),
-    log:
-        f"logs/{HEATMAPS_DIR}/ingest.log",
-    conda:
-        "../../../envs/locpriv.yaml"
     script:
         "../../../scripts/heatmaps_ingest.py"
 
 
 rule heatmaps_run:
+    # every rep of one setting, each run then its metrics: one job (each step takes well under a second)
     input:
         HEATMAPS_POP,
     output:
-        heatmap=HEATMAPS_RUN + "/heatmap.nc",
-        transcript=HEATMAPS_RUN + "/transcript.parquet",
-        releases=HEATMAPS_RUN + "/releases.parquet",
-        # secure aggregation: every message the server received (empty in the other modes)
-        protocol=HEATMAPS_RUN + "/secagg_transcript.parquet",
+        **{
+            key: expand(
+                results(f"{HEATMAPS_SETTING}/rep~{{rep}}/{name}"),
+                rep=range(HEATMAPS["reps"]),
+                allow_missing=True,
+            )
+            for key, name in (
+                ("heatmap", "heatmap.nc"),
+                ("transcript", "transcript.parquet"),
+                ("releases", "releases.parquet"),
+                # secure aggregation: every message the server received (empty in the other modes)
+                ("protocol", "secagg_transcript.parquet"),
+                ("metrics", "metrics.parquet"),
+            )
+        },
+    log:
+        logs(f"{HEATMAPS_SETTING}/run.log"),
+    benchmark:
+        benchmarks(f"{HEATMAPS_SETTING}/run.tsv")
+    wildcard_constraints:
+        method=r"[a-z_]+",
+        epsilon=r"[0-9.e+-]+",
+        n=r"\d+",
+        c=r"[0-9.e+-]+",
+        shard=r"\d+",
+        dropout=r"[0-9.e+-]+",
+    conda:
+        "../../../envs/locpriv.yaml"
     params:
-        run=heatmaps_run,
+        setting=heatmaps_study.setting_of,
+        reps=HEATMAPS["reps"],
         seed=config["seed"],
         aggregation=HEATMAPS["aggregation"],
         secagg=HEATMAPS["secagg"],
+        adaptive=HEATMAPS["adaptive"],
         code=HEATMAPS_CODE,
-    threads: rule_resource("heatmaps_run", "threads", 1)
-    resources:
-        mem_mb=rule_resource("heatmaps_run", "mem_mb", 4000),
-        runtime=rule_resource("heatmaps_run", "runtime", 30),
-    log:
-        "logs/" + HEATMAPS_RUN + "/run.log",
-    conda:
-        "../../../envs/locpriv.yaml"
     script:
         "../../../scripts/heatmaps_run.py"
 
 
-rule heatmaps_metrics:
-    input:
-        population=HEATMAPS_POP,
-        heatmap=HEATMAPS_RUN + "/heatmap.nc",
-        transcript=HEATMAPS_RUN + "/transcript.parquet",
-    output:
-        HEATMAPS_RUN + "/metrics.parquet",
-    params:
-        run=heatmaps_run,
-        code=code_fingerprint("locpriv.heatmaps.study", "locpriv.heatmaps.metrics"),
-    threads: rule_resource("heatmaps_metrics", "threads", 1)
-    resources:
-        mem_mb=rule_resource("heatmaps_metrics", "mem_mb", 2000),
-        runtime=rule_resource("heatmaps_metrics", "runtime", 30),
-    log:
-        "logs/" + HEATMAPS_RUN + "/metrics.log",
-    conda:
-        "../../../envs/locpriv.yaml"
-    script:
-        "../../../scripts/heatmaps_metrics.py"
-
-
 rule heatmaps_summary:
     input:
-        [f"{HEATMAPS_DIR}/runs/{heatmaps_run_dir(r)}/metrics.parquet" for r in heatmaps_runs(HEATMAPS)],
+        [
+            results(
+                f"studies/heatmaps/runs/{heatmaps_study.run_dir(r)}/metrics.parquet"
+            )
+            for r in heatmaps_study.runs(HEATMAPS)
+        ],
     output:
-        parquet=f"{HEATMAPS_DIR}/summary.parquet",
-        csv=f"{HEATMAPS_DIR}/summary.csv",
-    params:
-        code=code_fingerprint("locpriv.heatmaps.study"),
-    threads: rule_resource("heatmaps_summary", "threads", 1)
-    resources:
-        mem_mb=rule_resource("heatmaps_summary", "mem_mb", 2000),
-        runtime=rule_resource("heatmaps_summary", "runtime", 30),
+        parquet=results("studies/heatmaps/summary.parquet"),
+        csv=results("studies/heatmaps/summary.csv"),
     log:
-        f"logs/{HEATMAPS_DIR}/summary.log",
+        logs("studies/heatmaps/summary.log"),
+    benchmark:
+        benchmarks("studies/heatmaps/summary.tsv")
     conda:
         "../../../envs/locpriv.yaml"
+    params:
+        code=code_fingerprint("locpriv.heatmaps.study"),
     script:
         "../../../scripts/heatmaps_summary.py"
 
 
+rule heatmaps_table:
+    input:
+        summary=rules.heatmaps_summary.output.parquet,
+    output:
+        table=report(
+            results("studies/heatmaps/table1.csv"),
+            caption="../../report/heatmaps-table.rst",
+            category="Location heatmaps (distributed DP)",
+        ),
+    log:
+        logs("studies/heatmaps/table.log"),
+    benchmark:
+        benchmarks("studies/heatmaps/table.tsv")
+    conda:
+        "../../../envs/locpriv.yaml"
+    params:
+        base=HEATMAPS["base"],
+        code=code_fingerprint("locpriv.heatmaps.plots"),
+    script:
+        "../../../scripts/heatmaps_table.py"
+
+
 rule heatmaps_figures:
     input:
-        summary=f"{HEATMAPS_DIR}/summary.parquet",
+        summary=rules.heatmaps_summary.output.parquet,
         population=HEATMAPS_POP,
-        releases=f"{HEATMAPS_DIR}/runs/{heatmaps_run_dir(HEATMAPS_BASE_RUN)}/releases.parquet"
-        if "dp_heatmap" in HEATMAPS["methods"] else [],
+        releases=(
+            results(f"studies/heatmaps/runs/{HEATMAPS_BASE_RUN}/releases.parquet")
+            if "dp_heatmap" in HEATMAPS["methods"]
+            else []
+        ),
     output:
-        table=report(f"{HEATMAPS_DIR}/table1.csv", caption="../../report/heatmaps-table.rst",
-                     category="Location heatmaps (distributed DP)"),
-        sweeps=report(f"{HEATMAPS_DIR}/plots/sweeps.png", caption="../../report/heatmaps-sweeps.rst",
-                      category="Location heatmaps (distributed DP)"),
-        rounds=report(f"{HEATMAPS_DIR}/plots/rounds.png", caption="../../report/heatmaps-rounds.rst",
-                      category="Location heatmaps (distributed DP)"),
+        sweeps=report(
+            results("studies/heatmaps/plots/sweeps.png"),
+            caption="../../report/heatmaps-sweeps.rst",
+            category="Location heatmaps (distributed DP)",
+        ),
+        rounds=report(
+            results("studies/heatmaps/plots/rounds.png"),
+            caption="../../report/heatmaps-rounds.rst",
+            category="Location heatmaps (distributed DP)",
+        ),
+    log:
+        logs("studies/heatmaps/figures.log"),
+    benchmark:
+        benchmarks("studies/heatmaps/figures.tsv")
+    conda:
+        "../../../envs/locpriv.yaml"
     params:
         base=HEATMAPS["base"],
         dpi=HEATMAPS["plots"]["dpi"],
         code=code_fingerprint("locpriv.heatmaps.plots"),
-    threads: rule_resource("heatmaps_figures", "threads", 1)
-    resources:
-        mem_mb=rule_resource("heatmaps_figures", "mem_mb", 2000),
-        runtime=rule_resource("heatmaps_figures", "runtime", 30),
-    log:
-        f"logs/{HEATMAPS_DIR}/figures.log",
-    conda:
-        "../../../envs/locpriv.yaml"
     script:
         "../../../scripts/heatmaps_figures.py"
 
 
 rule heatmaps_secagg_cost:
     input:
-        protocol=f"{HEATMAPS_DIR}/runs/{heatmaps_run_dir(HEATMAPS_BASE_RUN)}/secagg_transcript.parquet",
-        transcript=f"{HEATMAPS_DIR}/runs/{heatmaps_run_dir(HEATMAPS_BASE_RUN)}/transcript.parquet",
+        protocol=results(
+            f"studies/heatmaps/runs/{HEATMAPS_BASE_RUN}/secagg_transcript.parquet"
+        ),
+        transcript=results(
+            f"studies/heatmaps/runs/{HEATMAPS_BASE_RUN}/transcript.parquet"
+        ),
     output:
-        report(f"{HEATMAPS_DIR}/plots/secagg_cost.png", caption="../../report/heatmaps-secagg.rst",
-               category="Location heatmaps (distributed DP)"),
+        report(
+            results("studies/heatmaps/plots/secagg_cost.png"),
+            caption="../../report/heatmaps-secagg.rst",
+            category="Location heatmaps (distributed DP)",
+        ),
+    log:
+        logs("studies/heatmaps/secagg_cost.log"),
+    benchmark:
+        benchmarks("studies/heatmaps/secagg_cost.tsv")
+    conda:
+        "../../../envs/locpriv.yaml"
     params:
         dpi=HEATMAPS["plots"]["dpi"],
         code=code_fingerprint("locpriv.heatmaps.plots"),
-    threads: rule_resource("heatmaps_secagg_cost", "threads", 1)
-    resources:
-        mem_mb=rule_resource("heatmaps_secagg_cost", "mem_mb", 2000),
-        runtime=rule_resource("heatmaps_secagg_cost", "runtime", 30),
-    log:
-        f"logs/{HEATMAPS_DIR}/secagg_cost.log",
-    conda:
-        "../../../envs/locpriv.yaml"
     script:
         "../../../scripts/heatmaps_secagg_cost.py"
 
@@ -181,31 +211,50 @@ rule heatmaps_multi:
     input:
         (HEATMAPS["multi_location"] or {}).get("path") or [],
     output:
-        table=f"{HEATMAPS_DIR}/multi_location.parquet",
-        plot=report(f"{HEATMAPS_DIR}/plots/multi_location.png", caption="../../report/heatmaps-multi.rst",
-                    category="Location heatmaps (distributed DP)"),
-    params:
-        cfg={"multi_location": HEATMAPS["multi_location"]},
-        seed=config["seed"],
-        dpi=HEATMAPS["plots"]["dpi"],
-        code=code_fingerprint("locpriv.heatmaps.multi_study", "locpriv.heatmaps.plots"),
-    threads: rule_resource("heatmaps_multi", "threads", 1)
-    resources:
-        mem_mb=rule_resource("heatmaps_multi", "mem_mb", 4000),
-        runtime=rule_resource("heatmaps_multi", "runtime", 30),
+        table=results("studies/heatmaps/multi_location.parquet"),
+        plot=report(
+            results("studies/heatmaps/plots/multi_location.png"),
+            caption="../../report/heatmaps-multi.rst",
+            category="Location heatmaps (distributed DP)",
+        ),
     log:
-        f"logs/{HEATMAPS_DIR}/multi.log",
+        logs("studies/heatmaps/multi.log"),
+    benchmark:
+        benchmarks("studies/heatmaps/multi.tsv")
     conda:
         "../../../envs/locpriv.yaml"
+    params:
+        cfg={
+            "multi_location": HEATMAPS["multi_location"],
+            "aggregation": HEATMAPS["aggregation"],
+            "secagg": HEATMAPS["secagg"],
+        },
+        seed=config["seed"],
+        dpi=HEATMAPS["plots"]["dpi"],
+        code=code_fingerprint(
+            "locpriv.heatmaps.multi_study",
+            "locpriv.heatmaps.multi_location",
+            "locpriv.heatmaps.clients",
+            "locpriv.heatmaps.plots",
+            "locpriv.secagg.protocol",
+            "locpriv.secagg.shamir",
+            "locpriv.secagg.crypto",
+            "locpriv.secagg.graph",
+        ),
     script:
         "../../../scripts/heatmaps_multi.py"
 
 
-STUDY_TARGETS["heatmaps"] = [f"{HEATMAPS_DIR}/summary.csv", f"{HEATMAPS_DIR}/table1.csv",
-                             f"{HEATMAPS_DIR}/plots/sweeps.png"]
+STUDY_TARGETS["heatmaps"] = [
+    results("studies/heatmaps/summary.csv"),
+    results("studies/heatmaps/table1.csv"),
+    results("studies/heatmaps/plots/sweeps.png"),
+]
 if "dp_heatmap" in HEATMAPS["methods"]:
-    STUDY_TARGETS["heatmaps"].append(f"{HEATMAPS_DIR}/plots/rounds.png")
+    STUDY_TARGETS["heatmaps"].append(results("studies/heatmaps/plots/rounds.png"))
 if "dp_heatmap" in HEATMAPS["methods"] and HEATMAPS["aggregation"] == "secure":
-    STUDY_TARGETS["heatmaps"].append(f"{HEATMAPS_DIR}/plots/secagg_cost.png")
+    STUDY_TARGETS["heatmaps"].append(results("studies/heatmaps/plots/secagg_cost.png"))
 if HEATMAPS["multi_location"]:
-    STUDY_TARGETS["heatmaps"].append(f"{HEATMAPS_DIR}/plots/multi_location.png")
+    STUDY_TARGETS["heatmaps"].append(
+        results("studies/heatmaps/plots/multi_location.png")
+    )

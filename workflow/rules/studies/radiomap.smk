@@ -1,183 +1,141 @@
 # Federated radio-map construction with geometry-aligned DP and the WCL attack ([GeoDP-Radio]).
-#   ingest (city, users, stations) -> geometry (cells under each link; cached)
-#   -> measure (RSS, eq. 4) -> train (protocol per scheme/mu/rho; transcript)
-#   -> attack (WCL, eq. 18) -> summary (Table I/II, Fig. 4/6 data, guarantees) -> plots
+#   ingest (city, users, stations; the cells under each link; RSS measurements, eq. 4)
+#   -> run (protocol per scheme/mu/rho: transcript, model, history; WCL attack, eq. 18)
+#   -> summary (tables: Table I/II, Fig. 4/5/6 data, guarantees) -> plots
 
-from locpriv.radiomap import validate_config as radiomap_validate
-from locpriv.radiomap.config import run_dir as radiomap_run_dir, run_list as radiomap_run_list
+from locpriv.radiomap import config as radiomap_config
 
 try:
-    RADIOMAP = radiomap_validate(config["studies"]["radiomap"])
+    RADIOMAP = radiomap_config.validate_config(config["studies"]["radiomap"])
 except lpconfig.ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
 
-RADIOMAP_DIR = "results/studies/radiomap"
-RADIOMAP_RUNS = radiomap_run_list(RADIOMAP)
+RADIOMAP_RUNS = radiomap_config.run_list(RADIOMAP)
 RADIOMAP_ENV = {
-    "heights": f"{RADIOMAP_DIR}/ingest/heights.nc",
-    "users": f"{RADIOMAP_DIR}/ingest/users.parquet",
-    "stations": f"{RADIOMAP_DIR}/ingest/stations.parquet",
-    "pairs": f"{RADIOMAP_DIR}/ingest/pairs.parquet",
-    "eval_points": f"{RADIOMAP_DIR}/ingest/eval_points.parquet",
+    "heights": results("studies/radiomap/ingest/heights.nc"),
+    "users": results("studies/radiomap/ingest/users.parquet"),
+    "stations": results("studies/radiomap/ingest/stations.parquet"),
+    "pairs": results("studies/radiomap/ingest/pairs.parquet"),
+    "eval_points": results("studies/radiomap/ingest/eval_points.parquet"),
 }
 RADIOMAP_LINKS = {
-    "links": f"{RADIOMAP_DIR}/geometry/links.parquet",
-    "link_distance": f"{RADIOMAP_DIR}/geometry/link_distance.parquet",
-    "eval_links": f"{RADIOMAP_DIR}/geometry/eval_links.parquet",
-    "eval_distance": f"{RADIOMAP_DIR}/geometry/eval_distance.parquet",
+    "links": results("studies/radiomap/geometry/links.parquet"),
+    "link_distance": results("studies/radiomap/geometry/link_distance.parquet"),
+    "eval_links": results("studies/radiomap/geometry/eval_links.parquet"),
+    "eval_distance": results("studies/radiomap/geometry/eval_distance.parquet"),
 }
-RADIOMAP_RUN = RADIOMAP_DIR + "/runs/scheme~{scheme}/mu~{mu}/rho~{rho}"
-
-
-def radiomap_slice(*keys):
-    return {k: RADIOMAP[k] for k in keys}
-
-
-def radiomap_run_of(wc):
-    return {"scheme": wc.scheme, "mu": float(wc.mu), "rho": float(wc.rho)}
-
-
-def radiomap_run_files(name):
-    return [f"{RADIOMAP_DIR}/runs/{radiomap_run_dir(r)}/{name}" for r in RADIOMAP_RUNS]
-
-
-wildcard_constraints:
-    scheme=r"radio_[a-z]+",
-    mu=r"[0-9.e+-]+",
-    rho=r"[0-9.e+-]+",
+RADIOMAP_RUN = "studies/radiomap/runs/scheme~{scheme}/mu~{mu}/rho~{rho}"
+RADIOMAP_CODE = code_fingerprint("locpriv.radiomap.stages")
 
 
 rule radiomap_ingest:
+    # ingest, link geometry and measurements in one job (each well under a second at the default size)
     output:
-        buildings=f"{RADIOMAP_DIR}/ingest/buildings.parquet",
         **RADIOMAP_ENV,
+        **RADIOMAP_LINKS,
+        buildings=results("studies/radiomap/ingest/buildings.parquet"),
+        measurements=results("studies/radiomap/measure/measurements.parquet"),
     log:
-        f"logs/{RADIOMAP_DIR}/ingest.log",
-    params:
-        cfg=radiomap_slice("environment", "n_users", "n_stations", "n_measurements", "evaluation"),
-        seed=config["seed"],
-        code=code_fingerprint("locpriv.radiomap.stages"),
-    threads: rule_resource("radiomap_ingest", "threads", 1)
-    resources:
-        mem_mb=rule_resource("radiomap_ingest", "mem_mb", 1000),
-        runtime=rule_resource("radiomap_ingest", "runtime", 10),
+        logs("studies/radiomap/ingest.log"),
+    benchmark:
+        benchmarks("studies/radiomap/ingest.tsv")
     conda:
         "../../../envs/locpriv.yaml"
+    params:
+        cfg={
+            k: RADIOMAP[k]
+            for k in (
+                "environment",
+                "n_users",
+                "n_stations",
+                "n_measurements",
+                "evaluation",
+                "channel",
+            )
+        },
+        seed=config["seed"],
+        code=RADIOMAP_CODE,
     script:
         "../../../scripts/radiomap_ingest.py"
 
 
-rule radiomap_geometry:
-    # deterministic and the most expensive set-up step: shareable via --cache
+rule radiomap_run:
     input:
         **RADIOMAP_ENV,
-    output:
         **RADIOMAP_LINKS,
-    cache: True
+        measurements=rules.radiomap_ingest.output.measurements,
+    output:
+        transcript=results(f"{RADIOMAP_RUN}/transcript.parquet"),
+        model=results(f"{RADIOMAP_RUN}/model.parquet"),
+        history=results(f"{RADIOMAP_RUN}/history.parquet"),
+        attack=results(f"{RADIOMAP_RUN}/attack.parquet"),
     log:
-        f"logs/{RADIOMAP_DIR}/geometry.log",
-    params:
-        cfg=radiomap_slice("environment", "evaluation"),
-        code=code_fingerprint("locpriv.radiomap.stages"),
-    threads: rule_resource("radiomap_geometry", "threads", 1)
-    resources:
-        mem_mb=rule_resource("radiomap_geometry", "mem_mb", 2000),
-        runtime=rule_resource("radiomap_geometry", "runtime", 10),
+        logs(f"{RADIOMAP_RUN}/run.log"),
+    benchmark:
+        benchmarks(f"{RADIOMAP_RUN}/run.tsv")
+    wildcard_constraints:
+        scheme=r"radio_[a-z]+",
+        mu=r"[0-9.e+-]+",
+        rho=r"[0-9.e+-]+",
     conda:
         "../../../envs/locpriv.yaml"
-    script:
-        "../../../scripts/radiomap_geometry.py"
-
-
-rule radiomap_measure:
-    input:
-        **RADIOMAP_ENV,
-        **RADIOMAP_LINKS,
-    output:
-        measurements=f"{RADIOMAP_DIR}/measure/measurements.parquet",
-    log:
-        f"logs/{RADIOMAP_DIR}/measure.log",
     params:
-        cfg=radiomap_slice("environment", "channel"),
+        cfg={
+            k: RADIOMAP[k]
+            for k in (
+                "environment",
+                "n_users",
+                "channel",
+                "model",
+                "training",
+                "geo",
+                "attack",
+                "delta",
+                "evaluation",
+            )
+        },
+        run=lambda wc: {"scheme": wc.scheme, "mu": float(wc.mu), "rho": float(wc.rho)},
         seed=config["seed"],
-        code=code_fingerprint("locpriv.radiomap.stages"),
-    threads: rule_resource("radiomap_measure", "threads", 1)
-    resources:
-        mem_mb=rule_resource("radiomap_measure", "mem_mb", 2000),
-        runtime=rule_resource("radiomap_measure", "runtime", 10),
-    conda:
-        "../../../envs/locpriv.yaml"
+        code=RADIOMAP_CODE,
     script:
-        "../../../scripts/radiomap_measure.py"
-
-
-rule radiomap_train:
-    input:
-        **RADIOMAP_ENV,
-        **RADIOMAP_LINKS,
-        measurements=rules.radiomap_measure.output.measurements,
-    output:
-        transcript=f"{RADIOMAP_RUN}/transcript.parquet",
-        model=f"{RADIOMAP_RUN}/model.parquet",
-        history=f"{RADIOMAP_RUN}/history.parquet",
-    log:
-        f"logs/{RADIOMAP_RUN}/train.log",
-    params:
-        cfg=radiomap_slice("environment", "n_users", "channel", "model", "training", "geo", "attack", "delta",
-                           "evaluation"),
-        run=radiomap_run_of,
-        seed=config["seed"],
-        code=code_fingerprint("locpriv.radiomap.stages"),
-    threads: rule_resource("radiomap_train", "threads", 1)
-    resources:
-        mem_mb=rule_resource("radiomap_train", "mem_mb", 4000),
-        runtime=rule_resource("radiomap_train", "runtime", 60),
-    conda:
-        "../../../envs/locpriv.yaml"
-    script:
-        "../../../scripts/radiomap_train.py"
-
-
-rule radiomap_attack:
-    input:
-        **RADIOMAP_ENV,
-        transcript=f"{RADIOMAP_RUN}/transcript.parquet",
-    output:
-        f"{RADIOMAP_RUN}/attack.parquet",
-    log:
-        f"logs/{RADIOMAP_RUN}/attack.log",
-    params:
-        cfg=radiomap_slice("environment", "attack"),
-        code=code_fingerprint("locpriv.radiomap.stages"),
-    threads: rule_resource("radiomap_attack", "threads", 1)
-    resources:
-        mem_mb=rule_resource("radiomap_attack", "mem_mb", 2000),
-        runtime=rule_resource("radiomap_attack", "runtime", 10),
-    conda:
-        "../../../envs/locpriv.yaml"
-    script:
-        "../../../scripts/radiomap_attack.py"
+        "../../../scripts/radiomap_run.py"
 
 
 rule radiomap_summary:
     input:
-        attack=radiomap_run_files("attack.parquet"),
-        history=radiomap_run_files("history.parquet"),
+        attack=[
+            results(
+                f"studies/radiomap/runs/{radiomap_config.run_dir(r)}/attack.parquet"
+            )
+            for r in RADIOMAP_RUNS
+        ],
+        history=[
+            results(
+                f"studies/radiomap/runs/{radiomap_config.run_dir(r)}/history.parquet"
+            )
+            for r in RADIOMAP_RUNS
+        ],
+        transcripts=[
+            results(
+                f"studies/radiomap/runs/{radiomap_config.run_dir(r)}/transcript.parquet"
+            )
+            for r in RADIOMAP_RUNS
+        ],
     output:
-        attack=f"{RADIOMAP_DIR}/summary/attack_rmse.parquet",
-        mae=f"{RADIOMAP_DIR}/summary/mae.parquet",
-        guarantees=f"{RADIOMAP_DIR}/summary/guarantees.parquet",
+        attack=results("studies/radiomap/summary/attack_rmse.parquet"),
+        mae=results("studies/radiomap/summary/mae.parquet"),
+        guarantees=results("studies/radiomap/summary/guarantees.parquet"),
+        gradient_maps=results("studies/radiomap/summary/gradient_maps.parquet"),
     log:
-        f"logs/{RADIOMAP_DIR}/summary.log",
-    params:
-        runs=RADIOMAP_RUNS,
-        code=code_fingerprint("locpriv.radiomap.stages"),
-    threads: rule_resource("radiomap_summary", "threads", 1)
-    resources:
-        mem_mb=rule_resource("radiomap_summary", "mem_mb", 1000),
-        runtime=rule_resource("radiomap_summary", "runtime", 10),
+        logs("studies/radiomap/summary.log"),
+    benchmark:
+        benchmarks("studies/radiomap/summary.tsv")
     conda:
         "../../../envs/locpriv.yaml"
+    params:
+        cfg={k: RADIOMAP[k] for k in ("environment", "attack", "plots")},
+        runs=RADIOMAP_RUNS,
+        code=RADIOMAP_CODE,
     script:
         "../../../scripts/radiomap_summary.py"
 
@@ -186,28 +144,37 @@ rule radiomap_plots:
     input:
         attack=rules.radiomap_summary.output.attack,
         mae=rules.radiomap_summary.output.mae,
-        transcripts=radiomap_run_files("transcript.parquet"),
+        gradient_maps=rules.radiomap_summary.output.gradient_maps,
     output:
-        mae=report(f"{RADIOMAP_DIR}/plots/mae.png", caption="../../report/radiomap-mae.rst",
-                   category="Federated radio map ([GeoDP-Radio])"),
-        fig4=report(f"{RADIOMAP_DIR}/plots/fig4_error_vs_mu.png", caption="../../report/radiomap-fig4.rst",
-                    category="Federated radio map ([GeoDP-Radio])"),
-        fig5=report(f"{RADIOMAP_DIR}/plots/fig5_gradient_maps.png", caption="../../report/radiomap-fig5.rst",
-                    category="Federated radio map ([GeoDP-Radio])"),
-        fig6=report(f"{RADIOMAP_DIR}/plots/fig6_error_vs_rho.png", caption="../../report/radiomap-fig6.rst",
-                    category="Federated radio map ([GeoDP-Radio])"),
+        mae=report(
+            results("studies/radiomap/plots/mae.png"),
+            caption="../../report/radiomap-mae.rst",
+            category="Federated radio map ([GeoDP-Radio])",
+        ),
+        fig4=report(
+            results("studies/radiomap/plots/fig4_error_vs_mu.png"),
+            caption="../../report/radiomap-fig4.rst",
+            category="Federated radio map ([GeoDP-Radio])",
+        ),
+        fig5=report(
+            results("studies/radiomap/plots/fig5_gradient_maps.png"),
+            caption="../../report/radiomap-fig5.rst",
+            category="Federated radio map ([GeoDP-Radio])",
+        ),
+        fig6=report(
+            results("studies/radiomap/plots/fig6_error_vs_rho.png"),
+            caption="../../report/radiomap-fig6.rst",
+            category="Federated radio map ([GeoDP-Radio])",
+        ),
     log:
-        f"logs/{RADIOMAP_DIR}/plots.log",
-    params:
-        cfg=radiomap_slice("environment", "attack", "plots"),
-        runs=RADIOMAP_RUNS,
-        code=code_fingerprint("locpriv.radiomap.plots", "locpriv.radiomap.stages"),
-    threads: rule_resource("radiomap_plots", "threads", 1)
-    resources:
-        mem_mb=rule_resource("radiomap_plots", "mem_mb", 2000),
-        runtime=rule_resource("radiomap_plots", "runtime", 10),
+        logs("studies/radiomap/plots.log"),
+    benchmark:
+        benchmarks("studies/radiomap/plots.tsv")
     conda:
         "../../../envs/locpriv.yaml"
+    params:
+        cfg={k: RADIOMAP[k] for k in ("attack", "plots")},
+        code=code_fingerprint("locpriv.radiomap.plots"),
     script:
         "../../../scripts/radiomap_plots.py"
 

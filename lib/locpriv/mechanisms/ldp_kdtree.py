@@ -1,0 +1,105 @@
+"""``ldp_kdtree``: LDP-KDTree (Alptekin, Balioglu & Gürsoy 2025), [SLDP]'s local-DP baseline, as a
+branch of the location DAG (the algorithm and what of it is reconstructed: ``locpriv.sldp.ldp_kdtree``).
+
+Interactive (each depth's encoding needs the splits above it), so one shard holds every user.
+The server sees, per user, its group (the depth it answered at) and its OUE bits over that
+depth's (node, bucket) values; it publishes the kd-tree's leaves with their counts, the
+density being each leaf's count spread uniformly over it.  The attack surface of a user is
+the exact OUE posterior under a uniform prior: weight e^ε on the grid cells whose (node,
+bucket) value the user reported as 1, 1 elsewhere (grid-cell centres decide the value).
+
+Guarantee: ε-LDP for any two locations of one user (one report per user; proof in
+``sldp.ldp_kdtree``), covering each user's location after clamping to the public box.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..dp import Guarantee
+from ..params import Param
+from ..sldp import ldp_kdtree as kd
+from ..sldp.range_queries import overlap_fraction
+from . import register
+from .base import clamp_to_domain
+from .partitions import EPSILON, _box, _Released, ones_column
+
+def _grid_centres(grid) -> np.ndarray:
+    gx, gy = np.meshgrid(grid.x, grid.y, indexing="ij")
+    return np.column_stack([gx.ravel(), gy.ravel()])
+
+
+def _splits(release: dict, height: int) -> list[np.ndarray]:
+    flat = np.asarray(release["splits"], dtype=float)
+    return [flat[2 ** level - 1: 2 ** (level + 1) - 1] for level in range(height)]
+
+
+@register
+class LDPKDTree(_Released):
+    name = "ldp_kdtree"
+    params = {"epsilon": EPSILON,
+              "height": Param("height", "int", "kd-tree depth: 2^height leaves, one user group per depth",
+                              default=kd.DEFAULT_HEIGHT, low=1, high=10),
+              "buckets": Param("buckets", "int", "buckets per node along its split axis (CALC_MED)",
+                               default=kd.DEFAULT_BUCKETS, low=2, high=64)}
+
+    def guarantee(self, params):
+        return Guarantee(
+            model="epsilon-LDP", epsilon=params["epsilon"], delta=0.0, relation="any two inputs (local)",
+            covers="each user's location (clamped to the public domain box first); every user sends one "
+                   "report, in one group",
+            discretisation="bits only (OUE); each bit's probability is a double, so the exact epsilon exceeds "
+                           "the recorded one by at most float rounding (< 1e-15)",
+            note="LDP-KDTree (Alptekin, Balioglu & Gursoy 2025) as reconstructed in locpriv.sldp.ldp_kdtree: "
+                 "population division over the depths, OUE over each depth's (node, bucket) values, "
+                 "the tree and counts are post-processing").as_dict()
+
+    def communication(self, params, grid):
+        return float(2 ** (params["height"] - 1) * params["buckets"])   # the deepest group's bits
+
+    def randomize(self, points, params, grid, rng):
+        xy, moved = clamp_to_domain(points, grid)
+        res = kd.ldp_kdtree(xy, _box(grid), params["epsilon"], params["height"], rng, params["buckets"],
+                            keep_reports=True)
+        ones = pd.Series([None] * len(xy), dtype=object)
+        for level, bits in enumerate(res.reports):
+            members = np.flatnonzero(res.group == level)
+            ones.iloc[members] = ones_column(bits).to_numpy()
+        view = pd.DataFrame({"user": points["user"].to_numpy(), "level": res.group, "ones": ones})
+        view.attrs["release"] = {**{k: res.leaves[k].tolist() for k in ("x0", "x1", "y0", "y1", "count")},
+                                 "splits": np.concatenate(res.splits).tolist()}
+        view.attrs["clamped_to_box"] = moved
+        return view
+
+    def partial(self, view, params, grid):
+        """Leaf counts (negatives set to 0) spread uniformly over each leaf, as a density on the grid."""
+        r = view.attrs["release"]
+        leaves = np.column_stack([r["x0"], r["x1"], r["y0"], r["y1"]])
+        half_x, half_y = (grid.x[1] - grid.x[0]) / 2, (grid.y[1] - grid.y[0]) / 2
+        # fraction of each leaf's width (height) inside each grid column (row): separable
+        cols = np.column_stack([grid.x - half_x, grid.x + half_x, np.zeros_like(grid.x), np.ones_like(grid.x)])
+        rows = np.column_stack([grid.y - half_y, grid.y + half_y, np.zeros_like(grid.y), np.ones_like(grid.y)])
+        fx = overlap_fraction(cols, np.column_stack([leaves[:, :2], np.zeros(len(leaves)), np.ones(len(leaves))]))
+        fy = overlap_fraction(rows, np.column_stack([leaves[:, 2:], np.zeros(len(leaves)), np.ones(len(leaves))]))
+        mass = fx @ (np.maximum(np.asarray(r["count"], dtype=float), 0.0)[:, None] * fy.T)
+        return mass / grid.cell_area
+
+    def surfaces(self, view, params, grid):
+        """The OUE posterior of each user over the grid cells (uniform prior), as a pdf on the grid."""
+        splits = _splits(view.attrs["release"], params["height"])
+        centres = _grid_centres(grid)
+        out = np.empty((len(view), *grid.shape))
+        levels = view["level"].to_numpy()
+        for level in np.unique(levels):
+            value = kd.values(centres, splits[:level], _box(grid), params["buckets"])
+            for i in np.flatnonzero(levels == level):
+                weight = np.where(np.isin(value, view["ones"].iloc[i]), math.exp(params["epsilon"]), 1.0)
+                out[i] = (weight / (weight.sum() * grid.cell_area)).reshape(grid.shape)
+        return out
+
+    def likelihood(self, view, params, grid):
+        """P(report | own cell) is e^eps on reported ones, 1 on zeros: the surface, normalised."""
+        return self.surfaces(view, params, grid)
