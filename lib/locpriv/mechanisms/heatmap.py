@@ -156,9 +156,8 @@ class DPHeatmap(_Heatmap):
         x, y, moved = _pixels(points, grid, depth)
         config = AdaptiveParams(epsilon=params["epsilon"], users_per_round=len(points),
                                 calibration=params["calibration"], k_sigma=params["k_sigma"],
-                                max_rounds=params["max_rounds"], threshold=params["threshold"],
-                                start=params["start"], collapse_floor=params["collapse_floor"],
-                                combine=params["combine"], sampling="fixed", secagg=_secagg(params, rng))
+                                max_rounds=params["max_rounds"], sampling="fixed", secagg=_secagg(params, rng),
+                                **{k: self.params[k].value(params) for k in ("threshold", "start", "collapse_floor", "combine")})
         result = run_adaptive(UserPool.from_pixels(x, y, depth, sampling="fixed"), config, rng)
         return _published(points[["user"]].reset_index(drop=True), result.heatmap(), depth, moved,
                           {"communication": result.communication, "rounds": len(result.rounds),
