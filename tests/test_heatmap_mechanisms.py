@@ -75,6 +75,19 @@ def test_dp_heatmap_is_the_librarys_adaptive_algorithm():
     assert view.attrs["communication"] <= mech.communication(params, GRID)
 
 
+def test_dp_heatmap_options_left_out_at_their_default_as_run_paths_leave_them():
+    """The DAG passes explicit_params (omit-default options absent): same map as the full parameters."""
+    from locpriv.params import explicit_params
+
+    mech = mechanisms.get("dp_heatmap")
+    full = mech.validate({"epsilon": 2.0}, "test")
+    short = explicit_params(mech.params, full)
+    assert {"threshold", "start", "collapse_floor", "combine"}.isdisjoint(short)
+    pts = _points(3000)
+    maps = [mech.randomize(pts, p, GRID, np.random.default_rng(3)) for p in (full, short)]
+    pd.testing.assert_frame_equal(maps[0], maps[1])
+
+
 def test_flat_at_huge_epsilon_publishes_the_true_histogram():
     """ε = 60: each of the 4^4 entries is off by 0 except with probability < 256 · 2 e^-60 (negligible)."""
     mech, params, pts, view, _ = _run("heatmap_flat", epsilon=60.0, depth=4)
