@@ -25,3 +25,20 @@ def test_only_figures_outside_the_targets_are_removed(tmp_path):
     assert len(lines) == 1 and "surfaces-old.png" in lines[0] and "results_dir" in lines[0]
     assert remove_stale_plots(str(plots), [str(plots / "tradeoff.png")]) == []
     assert remove_stale_plots(str(tmp_path / "none"), []) == []
+
+
+def test_a_damaged_shard_removes_its_whole_batch_folder(tmp_path):
+    """Snakemake sees a randomize job's view/batch~k folder, not its shards: the folder must go."""
+    import pandas as pd
+
+    from locpriv.smk import remove_damaged
+
+    run = tmp_path / "results/runs/d/m/p/rep~0"
+    batch = run / "view/batch~0"
+    batch.mkdir(parents=True)
+    pd.DataFrame({"user": [0, 1]}).to_parquet(batch / "shard~0.parquet")
+    (batch / "shard~1.parquet").write_bytes(b"PAR1 truncated")
+    pd.DataFrame({"a": [1]}).to_parquet(run / "metrics.parquet")
+    lines = remove_damaged(str(tmp_path / "results"))
+    assert not batch.exists() and (run / "metrics.parquet").exists()
+    assert len(lines) == 1 and "batch~0" in lines[0] and "made again" in lines[0]

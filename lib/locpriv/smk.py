@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import resource
+import shutil
 import sys
 import threading
 import time
@@ -200,9 +201,16 @@ def remove_damaged(results: str = "results") -> list[str]:
                 continue
             path = os.path.join(folder, name)
             why = damage(path)
-            if why:
-                os.remove(path)
-                lines.append(f"locpriv: removed damaged {path} ({why}); it is made again when needed")
+            if not why:
+                continue
+            if os.path.basename(folder).startswith("batch~"):
+                # a file of a directory output (a randomize job's view/batch~k): Snakemake sees only
+                # the folder, so the whole folder goes and its job makes every shard again
+                shutil.rmtree(folder)
+                lines.append(f"locpriv: removed {folder} ({name}: {why}); it is made again when needed")
+                break
+            os.remove(path)
+            lines.append(f"locpriv: removed damaged {path} ({why}); it is made again when needed")
     return lines
 
 
