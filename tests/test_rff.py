@@ -199,4 +199,7 @@ def test_illustration_plots_are_written(tmp_path):
     from locpriv.plots_rff import plot_fig3_convergence, plot_user_surfaces
     plot_fig3_convergence(str(tmp_path / "fig3.png"), np.random.default_rng(60), dpi=30)
     plot_user_surfaces(str(tmp_path / "fig4.png"), np.random.default_rng(61), dpi=30)
-    assert (tmp_path / "fig3.png").stat().st_size > 0 and (tmp_path / "fig4.png").stat().st_size > 0
+    from conftest import assert_figure
+
+    assert_figure(tmp_path / "fig3.png", panels=(2, 2))
+    assert_figure(tmp_path / "fig4.png", panels=(1, 3))

@@ -12,7 +12,7 @@ import xarray as xr
 
 import yaml
 
-from conftest import ROOT, TINY, copy_results, run_snakemake, write_config
+from conftest import ROOT, TINY, assert_figure, copy_results, run_snakemake, write_config
 
 pytestmark = pytest.mark.workflow
 
@@ -315,7 +315,7 @@ def test_rff_and_geoind_branches_with_a_refused_query(make_workdir):
     ldp = table[(table["mechanism"] == "laplace_ldp") & (table["metric"] == "guarantee_epsilon")]
     assert set(ldp["estimator"]) == {"naive", "deconv"} and (ldp["value"] == 8).all()
     for plot in ("tradeoff", "gain_per_cost", "rff-fig3-convergence", "rff-fig4-user-surfaces"):
-        assert (wd / f"results/plots/{plot}.png").stat().st_size > 0
+        assert_figure(wd / f"results/plots/{plot}.png")
 
 
 def test_person_level_epsilon_is_reported_beside_the_row_level_one(make_workdir):
