@@ -279,10 +279,13 @@ def plot_stage(summary_path: str, out_png: str, dpi: int) -> None:
     avg = table[~table["metric"].isin(["precision", "recall"])]
     avg = avg.groupby(["task", "n", "epsilon", "method"])["value"].mean().reset_index()
     classified = avg[avg["task"] == "classify"]
-    for method, grp in classified.groupby("method"):
-        axes[2].plot(grp["epsilon"], grp["value"], "o-", ms=3, label=method)
-    axes[2].set(xscale="log", xlabel="epsilon", ylabel="F1 (test)", title="California housing (§5.2)")
-    axes[2].legend(fontsize=5)
+    if classified.empty:
+        axes[2].axis("off")  # classification is configured only with the California housing file
+    else:
+        for method, grp in classified.groupby("method"):
+            axes[2].plot(grp["epsilon"], grp["value"], "o-", ms=3, label=method)
+        axes[2].set(xscale="log", xlabel="epsilon", ylabel="F1 (test)", title="California housing (§5.2)")
+        axes[2].legend(fontsize=5)
     avg = avg[avg["task"] != "classify"].assign(n=lambda t: t["n"].astype(int))
     # Fig. 2: MSE vs N per epsilon; Fig. 4/9: MRE vs epsilon per N
     for ax, task, x, line, ylabel in ((axes[0], "mean", "n", "epsilon", "MSE of the mean of ||x||^2"),
