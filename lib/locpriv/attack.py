@@ -56,8 +56,8 @@ class PersonTargets:
 
     def field(self, grid: Grid) -> np.ndarray:
         """(n, P, Q): distance from every grid point to each person's nearest point."""
-        X, Y = (a.ravel() for a in np.meshgrid(grid.x, grid.y, indexing="ij"))
-        return np.stack([self.distance(np.full(X.size, k), X, Y).reshape(grid.shape) for k in range(len(self))])
+        return np.stack([np.hypot(grid.x[:, None, None] - pts[:, 0], grid.y[None, :, None] - pts[:, 1]).min(axis=2)
+                         for pts in self.points])
 
 
 def target_distance(target, who: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -13,18 +13,12 @@ import sys
 from pathlib import Path
 
 import yaml
+from snakemake.utils import update_config
 
 from . import config as lpconfig
 from .smk import check_yaml
 
 SCHEMA = Path(__file__).resolve().parents[2] / "workflow/schemas/config.schema.yaml"
-
-
-def _merge(base: dict, update: dict) -> dict:
-    """Snakemake's update_config: nested dicts merge, every other value replaces."""
-    for key, value in update.items():
-        base[key] = _merge(dict(base.get(key) or {}), value) if isinstance(value, dict) else value
-    return base
 
 
 def check_files(paths: list[str]) -> None:
@@ -37,10 +31,8 @@ def check_files(paths: list[str]) -> None:
         loaded = yaml.safe_load(Path(path).read_text()) or {}
         if not isinstance(loaded, dict):
             raise lpconfig.ConfigError(f"{path}: the top level must be a mapping of keys (seed: ..., grid: ...)")
-        _merge(merged, loaded)
-    lpconfig.check_schema(merged, SCHEMA)
-    lpconfig.check_values(merged)
-    lpconfig.expand_runs(merged)
+        update_config(merged, loaded)  # as Snakemake merges --configfile files
+    lpconfig.check_startup(merged, SCHEMA, workdir=None)
 
 
 def main(argv: list[str]) -> int:

@@ -330,3 +330,21 @@ def check_dataset_paths(config: dict, base: Path) -> None:
                                   "allowed: a path (absolute or relative to the working directory) to a "
                                   "CSV, CSV.gz or Parquet file of points")
 
+
+def check_startup(config: dict, schema_path: str | Path, workdir: Path | None) -> list[Run]:
+    """The main DAG's checks before any job, in order; the runs they admit.
+
+    ``workdir``: where the data paths are resolved and checksummed; None checks the
+    config's content only (``python -m locpriv.check_config``: the files are checked where
+    the workflow runs).
+    """
+    check_schema(config, schema_path)
+    check_values(config)
+    if workdir is not None:
+        from .datasets import registry
+
+        unusable = registry.check_real_files(config, workdir)  # missing, or other bytes than the registry's
+        if unusable:
+            raise ConfigError("config key '{}': {}".format(*unusable[0]))
+        check_dataset_paths(config, workdir)
+    return expand_runs(config)

@@ -13,21 +13,18 @@ from locpriv import mechanisms as lpmechanisms
 from locpriv.adversary import bayes as lpbayes
 from locpriv.audit import stage as lpaudit
 from locpriv.datasets import ingest as lpingest
-from locpriv.datasets import registry
 from locpriv.fingerprint import code_fingerprint
 from locpriv.stages import utility as lputility
 
 try:
-    lpconfig.check_schema(
-        config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml"
-    )
-    lpconfig.check_values(config)
-    # real data: missing, or other bytes than the registry's checksum
-    _unusable = registry.check_real_files(config, Path.cwd())
-    if _unusable:
-        raise lpconfig.ConfigError("config key '{}': {}".format(*_unusable[0]))
-    lpconfig.check_dataset_paths(config, Path.cwd())
-    RUNS = {run.key: run for run in lpconfig.expand_runs(config)}
+    RUNS = {
+        run.key: run
+        for run in lpconfig.check_startup(
+            config,
+            Path(workflow.basedir) / "workflow/schemas/config.schema.yaml",
+            Path.cwd(),
+        )
+    }
 except lpconfig.ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
 

@@ -84,9 +84,9 @@ def sampled_targets(run: dict, seed: int, size: int, users_per_shard: int, view_
     rows = _rows_of_users(points_path, None, ["user", "x", "y", "source_user"], below=n)
     chosen = person_sample(run["dataset"], np.unique(rows["source_user"].to_numpy()), size, seed)
     rows = rows[np.isin(rows["source_user"].to_numpy(), chosen)]
-    owner_of_user = dict(zip(rows["user"], np.searchsorted(chosen, rows["source_user"].to_numpy())))
+    owner_of_user = pd.Series(np.searchsorted(chosen, rows["source_user"].to_numpy()), index=rows["user"].to_numpy())
     view = _view_of(rows["user"].to_numpy(), run, users_per_shard, view_paths)
-    owner = np.array([owner_of_user[u] for u in view["user"]], dtype=np.int64)
+    owner = owner_of_user.loc[view["user"].to_numpy()].to_numpy(dtype=np.int64)
     groups = rows.groupby("source_user", sort=True)
     ids = pd.DataFrame({"user": groups["user"].min().to_numpy(), "person": chosen,
                         "points": groups.size().to_numpy()})
