@@ -94,12 +94,14 @@ def real_data(root: Path, reps: int, eps: float) -> None:
         p = {k: f"{tmp}/{k}.parquet" for k in ("train", "test", "reports", "metrics", "curves")}
         for name, ds in cfg["datasets"].items():
             for rep in range(reps):
-                study.split_stage(name, "all", rep, ds, 1, p["train"], p["test"])
+                study.split_stage(dataset=name, n="all", rep=rep, ds=ds, seed=1, out_train=p["train"],
+                                  out_test=p["test"])
                 for e in ("inf", eps):
                     run = {"dataset": name, "n": "all", "epsilon": e, "rep": rep}
                     t0 = time.perf_counter()
-                    study.randomize_stage(run, ds, 1, p["train"], p["reports"])
-                    study.fit_stage(run, cfg, 1, p["reports"], p["train"], p["test"], p["metrics"], p["curves"])
+                    study.randomize_stage(run=run, ds=ds, seed=1, train_path=p["train"], out=p["reports"])
+                    study.fit_stage(run=run, cfg=cfg, seed=1, reports_path=p["reports"], train_path=p["train"],
+                                    test_path=p["test"], out_metrics=p["metrics"], out_curves=p["curves"])
                     m = pd.read_parquet(p["metrics"])
                     m = m[m["metric"].isin(["mse", "loglik", "bandwidth"]) & ~m["method"].str.startswith("density")]
                     rows += [{"dataset": name, "epsilon": str(e), "method": r.method, "metric": r.metric,

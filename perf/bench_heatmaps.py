@@ -11,14 +11,19 @@ the wall time of one adaptive run with 10^6 users and the functions dominating i
 ``--combination``: instead, dp_heatmap with the authors' options (threshold σ(ε_t),
 start at the root's children, collapse floor 5; our implementation, the authors'
 code is not run here), with Eq. 6 as printed from the root, and with our defaults, each with the map read from the last
-sub-query and from every sub-query combined by least squares (``consistency``), on
-Manhattan and on the study's synthetic mixture (1024 x 1024, 5 x 10^7 users, 12 hot
-spots), at 10^5 and 10^6 users per sub-query, ε = 1: mean MSE, L1, integers per user
-and seconds over the repetitions, plus the MSE of the true counts rendered on the
-same final partition (no count estimator on that partition does better); the table
-is also written as CSV with ``--out``.
+sub-query, from every sub-query combined by least squares (``consistency``), and from
+the combined counts rendered smoothly inside each cell (``render.smooth``; the others
+spread each count uniformly over its cell), on Manhattan and on the study's synthetic
+mixture (1024 x 1024, 5 x 10^7 users, 12 hot spots), at 10^5 and 10^6 users per
+sub-query, ε = 1: mean MSE, L1, integers per user and seconds over the repetitions,
+plus the MSE of the true counts on the same final partition, rendered both ways (no
+count estimator on that partition does better with the same renderer); then the
+paired comparison with the last-round map and with the authors' options (mean and
+standard error over repetitions).  The per-repetition table is also written as CSV
+with ``--out``; ``--summary CSV`` prints the comparison of a written table again.
 
 Run:  python perf/bench_heatmaps.py [--quick] [--data PATH] [--combination [--reps R] [--out CSV]]
+      python perf/bench_heatmaps.py --summary CSV
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import pandas as pd
 from locpriv.heatmaps import baselines, metrics
 from locpriv.heatmaps.adaptive import AdaptiveParams, render, run_adaptive
 from locpriv.heatmaps.aggregation import SecAgg
+from locpriv.heatmaps.render import smooth
 from locpriv.heatmaps.study import DEFAULTS, _synthetic_population, planned_dropout
 from locpriv.seeding import rng as make_rng
 
@@ -120,6 +126,7 @@ SETTINGS = {"authors' options": dict(threshold="authors", start="children", coll
             "paper rule": dict(threshold="paper", start="root"),      # Eq. 6 as printed, root first
             "locpriv defaults": {}}
 MIXTURE = {**DEFAULTS["population"], "depth": 10, "users": 50_000_000}
+SMOOTH = "least_squares + smooth"
 
 
 def combination_table(inputs, reps, seed):
@@ -136,10 +143,14 @@ def combination_table(inputs, reps, seed):
                     result = run_adaptive(image, params, make_rng(seed, "bench_heatmaps", label, n, setting, rep))
                     maps = {"last": (render(result.tree, result.rounds[-1].noisy), time.perf_counter() - start)}
                     start = time.perf_counter()
-                    combined = render(result.tree, result.combined().on(result.tree))
-                    maps["least_squares"] = (combined, maps["last"][1] + time.perf_counter() - start)
-                    # every estimator of counts on this partition is at least this far from the truth
-                    maps["true counts"] = (render(result.tree, result.tree.histogram(x, y, image.ravel())), 0.0)
+                    counts = result.combined().on(result.tree)
+                    maps["least_squares"] = (render(result.tree, counts), maps["last"][1] + time.perf_counter() - start)
+                    start = time.perf_counter()
+                    maps[SMOOTH] = (smooth(result.tree, counts), maps["least_squares"][1] + time.perf_counter() - start)
+                    # every estimator of counts on this partition is at least this far from the truth (per renderer)
+                    truth = result.tree.histogram(x, y, image.ravel())
+                    maps["true counts"] = (render(result.tree, truth), 0.0)
+                    maps["true counts + smooth"] = (smooth(result.tree, truth), 0.0)
                     for name, (heatmap, seconds) in maps.items():
                         rows.append(dict(input=label, users_per_round=n, setting=setting, map=name, rep=rep,
                                          mse=metrics.mse(heatmap, image), l1=metrics.l1_elementwise(heatmap, image),
@@ -151,6 +162,31 @@ def combination_table(inputs, reps, seed):
     return pd.DataFrame(rows)
 
 
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per input × n × setting: means, and paired MSE changes (%) against the last round and the authors' options."""
+    keys = ["input", "users_per_round", "setting"]
+    per_rep = table.pivot_table(index=[*keys, "rep"], columns="map", values=["mse", "l1"])
+    mse = per_rep["mse"]
+    authors = mse.xs("authors' options", level="setting")["last"].reindex(mse.index.droplevel("setting")).to_numpy()
+    change = 100 * pd.DataFrame({
+        "least squares vs last": mse["least_squares"] / mse["last"] - 1,
+        "smooth vs last": mse[SMOOTH] / mse["last"] - 1,
+        "smooth vs authors": mse[SMOOTH] / authors - 1,
+        "true counts vs last": mse["true counts"] / mse["last"] - 1,
+        "true counts + smooth vs last": mse["true counts + smooth"] / mse["last"] - 1})
+    means = per_rep.groupby(level=keys, sort=False).mean()
+    grouped = change.groupby(level=keys, sort=False)
+    by_setting = table.groupby(keys, sort=False)
+    out = pd.concat({"integers per user": by_setting.communication.mean(),
+                     **{f"{metric.upper()} {name}": means[metric][m] for metric in ("mse", "l1")
+                        for name, m in (("last", "last"), ("least squares", "least_squares"), ("smooth", SMOOTH))},
+                     **{f"{c} (%)": grouped[c].mean() for c in change},
+                     "smooth vs last ± s.e. (%)": grouped["smooth vs last"].sem(),
+                     "reps smooth better": (change["smooth vs last"] < 0).groupby(level=keys, sort=False).sum(),
+                     "seconds smooth": table[table["map"] == SMOOTH].groupby(keys, sort=False).seconds.mean()}, axis=1)
+    return out.reindex(table.drop_duplicates(keys).set_index(keys).index)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one repetition instead of three")
@@ -159,7 +195,11 @@ def main():
     parser.add_argument("--combination", action="store_true", help="authors' options vs defaults, last vs combined")
     parser.add_argument("--reps", type=int, default=None, help="repetitions (default 1 with --quick, else 3)")
     parser.add_argument("--out", default=None, help="--combination: write the per-repetition table here (CSV)")
+    parser.add_argument("--summary", default=None, help="print the comparison of a --combination CSV and exit")
     args = parser.parse_args()
+    if args.summary:
+        print(summary(pd.read_csv(args.summary)).to_string(float_format="%.4g"))
+        return
     path = Path(args.data) if Path(args.data).is_absolute() else ROOT / args.data
     image = np.load(path)
     reps = args.reps or (1 if args.quick else 3)
@@ -167,6 +207,7 @@ def main():
         inputs = {"manhattan": image.astype(np.int64), "mixture": _synthetic_population(MIXTURE, args.seed)}
         print(f"eps = {EPSILON}, shard 10,000, disjoint samples per sub-query; {reps} rep(s)\n")
         table = combination_table(inputs, reps, args.seed)
+        print("\n" + summary(table).to_string(float_format="%.4g"))
         if args.out:
             table.to_csv(args.out, index=False, float_format="%.6g")
         return

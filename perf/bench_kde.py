@@ -6,6 +6,8 @@ For each h / l (l = domain width 8) it times, in one run on this machine:
   * reduced bare GEMM          the same GEMM calls (same tiles, chunks, shapes and layout)
                                on ready-made random factors, accumulated into the same
                                blocks: what kde_sum would cost if its overhead were zero
+                               (timed alternately with kde_sum, so both see the same load)
+  * tiling                     kde.tiling alone (sort and gather), part of kde_sum's time
   * dense_reference            the previous kde_sum (dense factors over the whole grid,
                                copied below), and a bare GEMM of its full shapes
   * KDEpy FFTKDE               binned + FFT, approximate (pip install -e .[bench])
@@ -35,12 +37,24 @@ for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402  (after the thread settings)
 
 from locpriv import kde  # noqa: E402
+from locpriv.seeding import rng  # noqa: E402
 from timing import timed as _timed  # noqa: E402
 
 
 def timed(fn, repeat=1):
     return _timed(fn, repeat, clock=time.process_time)  # CPU seconds: the machine is shared
-from locpriv.seeding import rng  # noqa: E402
+
+
+def timed_alternately(fns, repeat):
+    """Best CPU time of each of ``fns`` over ``repeat`` rounds, one call of each per round:
+    a ratio of two of them is then measured under the same background load."""
+    best, out = [float("inf")] * len(fns), [None] * len(fns)
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            t, out[i] = timed(fn)
+            best[i] = min(best[i], t)
+    return best, out
+
 
 WIDTH = 8.0  # the grid spans [-4, 4]
 
@@ -124,19 +138,20 @@ def main():
     g = np.linspace(-WIDTH / 2, WIDTH / 2, args.grid)
     print(f"N = {args.n:,} users, grid {args.grid}x{args.grid} on width {WIDTH}, float64, "
           f"chunks of {kde.DEFAULT_CHUNK}, kernel cut at TAIL = {kde.TAIL:g} of the peak")
-    print(f"{'h/l':>6} {'tiles':>6} {'kde_sum s':>10} {'reduced GEMM s':>15} {'ours/reduced':>13} "
+    print(f"{'h/l':>6} {'tiles':>6} {'kde_sum s':>10} {'tiling s':>9} {'reduced GEMM s':>15} {'ours/reduced':>13} "
           f"{'full GEMM s':>12} {'ours/full':>10} {'dense ref s':>12} {'dense/ours':>11} {'KDEpy s':>8} "
           f"{'ours/KDEpy':>11} {'max |diff|/peak':>16}")
     t_full, _ = timed(full_gemm(args.n, args.grid, r))  # its shapes do not depend on h
     for ratio in args.ratios:
         h = ratio * WIDTH
-        t_ours, ours = timed(lambda: kde.kde_sum(pts, g, g, h), repeat=3)
         calls = gemm_calls(pts, g, h)
-        t_red, _ = timed(reduced_gemm(calls, args.grid, r), repeat=3)
+        (t_ours, t_red, t_tiling), (ours, _, tiles) = timed_alternately(
+            [lambda: kde.kde_sum(pts, g, g, h), reduced_gemm(calls, args.grid, r),
+             lambda: kde.tiling(pts, g, g, h)], repeat=5)
         t_dense, dense = timed(lambda: dense_reference(pts, g, g, h))
         t_fft = timed(lambda: fftkde(pts, g, h), repeat=2)[0] if has_kdepy() else float("nan")
         diff = np.abs(ours - dense).max() / dense.max()
-        print(f"{ratio:6.3f} {len(kde.tiling(pts, g, g, h)):6d} {t_ours:10.3f} {t_red:15.3f} {t_ours / t_red:13.2f} "
+        print(f"{ratio:6.3f} {len(tiles):6d} {t_ours:10.3f} {t_tiling:9.3f} {t_red:15.3f} {t_ours / t_red:13.2f} "
               f"{t_full:12.3f} {t_ours / t_full:10.3f} {t_dense:12.3f} {t_dense / t_ours:11.1f} {t_fft:8.3f} "
               f"{t_ours / t_fft:11.2f} {diff:16.1e}", flush=True)
     print("targets: ours/reduced <= 1.5 at every h/l; dense/ours >= 20 at h/l <= 0.01; diff <= 1e-12")

@@ -23,9 +23,9 @@ import time
 import numpy as np
 
 from locpriv.radiomap import scenario, validate_config
-from locpriv.radiomap.attack import localisation_error
+from locpriv.radiomap.wcl import localisation_error
 from locpriv.radiomap.model import hard_gain
-from locpriv.radiomap.stages import settings
+from locpriv.radiomap.study import settings
 from locpriv.radiomap.training import train
 from locpriv.seeding import rng
 

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from locpriv import kde
-from locpriv.attack import DEFAULT_BATCH, local_maxima_batch
+from locpriv.adversary.local_maxima import DEFAULT_BATCH, local_maxima_batch
 from locpriv.domain import Domain, Grid
 from locpriv.rff import RFFPolicy, answer_query, draw_users, rff_sum, rff_surfaces
 from locpriv.seeding import rng

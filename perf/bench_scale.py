@@ -2,9 +2,9 @@
 
 Runs the real workflow (snakemake, --cores 2) on gauss9 with two runs side by side:
 fedkde (h = 0.55, all users) and laplace_ldp (epsilon = 4, deconvoluting KDE), in
-fixed user shards (default 10^6, so 10^8 users make ~200 randomize jobs: the job
-count stays in the hundreds).  Every job's wall time and peak RSS come from its log
-(locpriv.smk.logged writes them).  Printed per stage and mechanism: jobs, summed and
+fixed user shards (default 10^6; a randomize job runs the config's shards_per_job of
+them, default 8, so 10^8 users make 2 x 13 randomize jobs).  Every job's wall time
+and peak RSS come from its log (locpriv.smk.logged writes them).  Printed per stage and mechanism: jobs, summed and
 largest single-job wall time, largest single-job peak RSS, and the peak-RSS ratio
 largest N / smallest N, which must stay <= 2 for memory bounded by the shard size.
 
@@ -40,10 +40,11 @@ def config(n: int, shard: int) -> dict:
 
 
 def stage_of(log: Path, logs: Path) -> str:
-    """'randomize fedkde' for logs/results/runs/<ds>/<mechanism>/.../randomize-<shard>.log, else the rule."""
-    rel = log.relative_to(logs).parts
-    if rel[0] == "results":
-        return f"{re.sub(r'-[0-9]+$', '', log.stem)} {rel[3]}"
+    """'randomize fedkde' for logs/results/runs/<ds>/<mechanism>/.../randomize-<batch>.log, else the rule
+    (the folder, or the file name, right under logs/results/)."""
+    rel = log.relative_to(logs / "results").parts
+    if rel[0] == "runs":
+        return f"{re.sub(r'-[0-9]+$', '', log.stem)} {rel[2]}"
     return Path(rel[0]).stem
 
 
@@ -52,9 +53,11 @@ def run(n: int, shard: int, workdir: Path) -> tuple[float, dict]:
     wd.mkdir(parents=True, exist_ok=True)
     (wd / "config.yaml").write_text(yaml.safe_dump(config(n, shard)))
     t = time.perf_counter()
+    # resume by file times only: a changed default param or script would otherwise redo an hour of 10^8 jobs
     with (wd / "snakemake.log").open("a") as err:
         subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--cores", "2",
-                        "--rerun-incomplete", "results/summary/metrics.parquet"], cwd=wd, check=True,
+                        "--rerun-incomplete", "--rerun-triggers=mtime", "results/summary/metrics.parquet"],
+                       cwd=wd, check=True,
                        stdout=subprocess.DEVNULL, stderr=err)
     total = time.perf_counter() - t
     stages = defaultdict(lambda: [0, 0.0, 0.0, 0.0])  # jobs, wall sum, wall max, peak RSS max
@@ -83,15 +86,15 @@ def main() -> None:
         total, stages = results[n]
         print(f"\nN = {n:,} users, shards of {args.shard:,}: workflow wall {total:.1f} s "
               f"(this invocation; a resumed run counts only what it ran)", flush=True)
-        print(f"{'stage':<26}{'jobs':>6}{'wall s (sum)':>14}{'wall s (max job)':>18}{'peak RSS MB (max job)':>24}")
+        print(f"{'stage':<32}{'jobs':>6}{'wall s (sum)':>14}{'wall s (max job)':>18}{'peak RSS MB (max job)':>24}")
         for name, (jobs, wall, wmax, rss) in sorted(stages.items()):
-            print(f"{name:<26}{jobs:>6}{wall:>14.2f}{wmax:>18.2f}{rss:>24.1f}", flush=True)
+            print(f"{name:<32}{jobs:>6}{wall:>14.2f}{wmax:>18.2f}{rss:>24.1f}", flush=True)
     if len(results) > 1:
         small, large = (results[n][1] for n in (min(results), max(results)))
         print(f"\npeak RSS ratio (N = {max(results):,} / N = {min(results):,}) per stage (bounded if <= 2):")
         for name in sorted(small):
             if name in large:
-                print(f"  {name:<26}{large[name][3] / small[name][3]:.2f}")
+                print(f"  {name:<32}{large[name][3] / small[name][3]:.2f}")
 
 
 if __name__ == "__main__":

@@ -2,4 +2,4 @@ from locpriv.deconv.study import summary_stage
 from locpriv.smk import logged
 
 with logged(snakemake):
-    summary_stage(list(snakemake.input), snakemake.output.parquet, snakemake.output.csv)
+    summary_stage(paths=list(snakemake.input), out_parquet=snakemake.output.parquet, out_csv=snakemake.output.csv)

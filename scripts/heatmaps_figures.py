@@ -4,5 +4,5 @@ from locpriv.smk import logged
 
 with logged(snakemake):
     i, o, p = snakemake.input, snakemake.output, snakemake.params
-    plots.plot_sweeps(i.summary, p.base, o.sweeps, p.dpi)
-    plots.plot_rounds(i.population, i.releases, o.rounds, p.dpi)
+    plots.plot_sweeps(summary_path=i.summary, base=p.base, out_png=o.sweeps, dpi=p.dpi)
+    plots.plot_rounds(population_path=i.population, releases_path=i.releases, out_png=o.rounds, dpi=p.dpi)

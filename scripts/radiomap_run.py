@@ -1,5 +1,5 @@
 """Federated training of one (scheme, mu, rho) run and the WCL attack ([GeoDP-Radio] eq. 18) on its transcript."""
-from locpriv.radiomap.stages import run_stage
+from locpriv.radiomap.study import run_stage
 from locpriv.smk import logged
 
 with logged(snakemake):

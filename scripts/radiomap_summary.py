@@ -1,5 +1,5 @@
-"""Attack RMSE, MAE, guarantee and Fig. 5 gradient-map tables over all runs of the radiomap study."""
-from locpriv.radiomap.stages import summarise
+"""The radiomap study's tidy summary (attack RMSE, MAE, guarantees) and Fig. 5's gradient-map table."""
+from locpriv.radiomap.study import summarise
 from locpriv.smk import logged
 
 with logged(snakemake):

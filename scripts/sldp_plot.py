@@ -2,4 +2,4 @@ from locpriv.sldp.study import plot_stage
 from locpriv.smk import logged
 
 with logged(snakemake):
-    plot_stage(snakemake.input[0], snakemake.output[0], snakemake.params.dpi)
+    plot_stage(summary_path=snakemake.input[0], out_png=snakemake.output[0], dpi=snakemake.params.dpi)

@@ -3,5 +3,5 @@ from locpriv.smk import logged
 
 with logged(snakemake):
     p = snakemake.params
-    plot_partition(p.run, p.cfg, p.seed, snakemake.input.regions, snakemake.input.partition,
-                   snakemake.output[0], p.dpi)
+    plot_partition(run=p.run, cfg=p.cfg, seed=p.seed, regions_path=snakemake.input.regions,
+                   partition_path=snakemake.input.partition, out_png=snakemake.output[0], dpi=p.dpi)

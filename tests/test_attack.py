@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from locpriv import attack, kde
+from locpriv import kde
+from locpriv.adversary import local_maxima as attack
 from locpriv.domain import Domain, Grid
 from locpriv.seeding import rng
 

@@ -1,9 +1,9 @@
 """One config dialect: every section answers the same three bad inputs with the same one-line style.
 
-The main DAG's sections (``experiments.*``, ``datasets.*``) are checked by the JSON schema, the studies'
-sections by their own validators (``StudySection``); both must say
-``config key '<full key>': <problem>; allowed: <allowed>`` on one line.  The schema's study keys and
-defaults must be the studies' own DEFAULTS.
+The main DAG's sections (``experiments.*``, ``datasets.*``) and the studies' sections are all checked
+by the config schema (the studies' validators run their own section's part of it, then what a schema
+cannot say); every message reads ``config key '<full key>': <problem>; allowed: <allowed>`` on one
+line.  The studies' defaults are the schema's.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from locpriv import check_config
 from locpriv import config as lpconfig
 from locpriv.deconv import study as deconv
 from locpriv.heatmaps import study as heatmaps
@@ -28,12 +29,6 @@ EXPERIMENT = next(iter(BASE["experiments"]))
 DATASET = next(iter(BASE["datasets"]))
 VALIDATORS = {"deconv": deconv.validate_config, "sldp": sldp.validate_config,
               "heatmaps": heatmaps.validate_config, "radiomap": radiomap.validate_config}
-STUDY_DEFAULTS = {"deconv": deconv.DEFAULTS, "sldp": sldp.DEFAULTS, "heatmaps": heatmaps.DEFAULTS,
-                  "radiomap": radiomap.DEFAULTS}
-# sub-sections whose default is null (off) but whose keys are fixed
-NULL_SECTIONS = {("heatmaps", "multi_location"): heatmaps.MULTI_DEFAULTS}
-# mappings of user-chosen names (datasets, noise schemes): no fixed keys
-FREE_SECTIONS = {("deconv", "datasets"), ("radiomap", "runs")}
 
 # section -> (where in the config, a wrong-typed (key, value))
 SECTIONS = {
@@ -81,12 +76,17 @@ def test_study_validators_alone_give_the_same_error(study, bad):
         VALIDATORS[study](section)
 
 
-@pytest.mark.parametrize("study", [s for s in VALIDATORS if "reps" in STUDY_DEFAULTS[s]])
+def _has_reps(study: str) -> bool:
+    return "reps" in lpconfig.schema_defaults(study)
+
+
+@pytest.mark.parametrize("study", [s for s in VALIDATORS if _has_reps(s)])
 def test_reps_is_one_positive_integer_in_every_study(study):
     section = copy.deepcopy(BASE["studies"][study])
     for bad in ([3, 1], [3], 0, 2.0, True):
         section["reps"] = bad
-        with pytest.raises(lpconfig.ConfigError, match=r"allowed: an integer >= 1$"):
+        with pytest.raises(lpconfig.ConfigError, match=rf"^config key 'studies\.{study}\.reps': .+; allowed: "
+                                                       r"integer >= 1 \(repetitions of every setting"):
             VALIDATORS[study](section)
     section["reps"] = 3
     assert VALIDATORS[study](section)["reps"] == 3
@@ -94,7 +94,7 @@ def test_reps_is_one_positive_integer_in_every_study(study):
 
 def test_a_study_without_repetitions_names_reps_an_unknown_key():
     """radiomap has one scenario per setting (no reps key): `reps` gets the same one-line style."""
-    studies = [s for s in VALIDATORS if "reps" not in STUDY_DEFAULTS[s]]
+    studies = [s for s in VALIDATORS if not _has_reps(s)]
     assert studies == ["radiomap"]
     section = copy.deepcopy(BASE["studies"]["radiomap"])
     section["reps"] = [3, 1]
@@ -102,31 +102,35 @@ def test_a_study_without_repetitions_names_reps_an_unknown_key():
         VALIDATORS["radiomap"](section)
 
 
-def _schema_keys(node: dict) -> dict:
-    return node.get("properties", {})
+def _leaves(value, path=()):
+    """(path, value) of every non-mapping value below ``value``."""
+    if isinstance(value, dict) and value:
+        for key, sub in value.items():
+            yield from _leaves(sub, (*path, key))
+    else:
+        yield path, value
 
 
-def _compare(schema_props: dict, defaults: dict, where: tuple) -> None:
-    assert sorted(schema_props) == sorted(defaults), (
-        f"schema keys of {'.'.join(where)} differ from the study's defaults: "
-        f"only in schema {sorted(set(schema_props) - set(defaults))}, "
-        f"only in defaults {sorted(set(defaults) - set(schema_props))}")
-    for key, default in defaults.items():
-        node = schema_props[key]
-        sub = NULL_SECTIONS.get((*where[1:], key), default)
-        if isinstance(sub, dict) and sub and (*where[1:], key) not in FREE_SECTIONS:
-            _compare(_schema_keys(node), sub, (*where, key))
-        else:
-            assert node.get("default") == default, f"{'.'.join((*where, key))}: schema default {node.get('default')!r}"
+@pytest.mark.parametrize("study", ["sldp", "heatmaps", "radiomap"])
+def test_an_empty_section_is_the_schemas_defaults(study):
+    """The studies keep no defaults of their own: an empty section validates to the schema's defaults
+    (up to int/float: the study casts numbers as its runs read them)."""
+    defaults = dict(_leaves(lpconfig.schema_defaults(study)))
+    validated = dict(_leaves(VALIDATORS[study]({})))
+    assert sorted(validated) == sorted(defaults)
+    assert [path for path, default in defaults.items() if validated[path] != default] == []
 
 
-@pytest.mark.parametrize("study", STUDY_DEFAULTS)
-def test_schema_keys_and_defaults_are_the_studys(study):
-    schema = yaml.safe_load(SCHEMA.read_text())
-    node = schema["properties"]["studies"]["properties"][study]
-    _compare(_schema_keys(node), STUDY_DEFAULTS[study], ("studies", study))
+def test_deconv_dataset_defaults_are_the_schemas():
+    cfg = deconv.validate_config({"datasets": {"a": {"source": "synthetic"}, "b": {"source": "adult", "path": "x"}}})
+    synthetic, adult = lpconfig.schema_defaults("deconv_synthetic"), lpconfig.schema_defaults("deconv_adult")
+    assert {k: cfg["datasets"]["a"][k] for k in ("x", "curve", "n", "test_size")} == {
+        k: synthetic[k] for k in ("x", "curve", "n", "test_size")}
+    assert cfg["datasets"]["b"]["bounds"] == adult["bounds"] and cfg["datasets"]["b"]["n"] == ["all"]
+    with pytest.raises(lpconfig.ConfigError, match=r"^config key 'studies\.deconv\.datasets\.b\.path': missing; "):
+        deconv.validate_config({"datasets": {"b": {"source": "adult"}}})
 
 
 def test_schema_lists_exactly_the_studies():
     schema = yaml.safe_load(SCHEMA.read_text())
-    assert sorted(schema["properties"]["studies"]["properties"]) == sorted(VALIDATORS)
+    assert sorted(schema["properties"]["studies"]["properties"]) == sorted(VALIDATORS) == sorted(check_config.STUDIES)

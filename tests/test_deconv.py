@@ -121,18 +121,23 @@ def test_config_errors_name_the_key(section, key):
         study.validate_config(section)
 
 
+def _fit(run: dict, cfg: dict, p: dict) -> None:
+    study.fit_stage(run=run, cfg=cfg, seed=7, reports_path=p["reports"], train_path=p["train"], test_path=p["test"],
+                    out_metrics=p["metrics"], out_curves=p["curves"])
+
+
 def test_fit_stage_on_synthetic_data(tmp_path):
     """End to end without Snakemake: at epsilon = 10 the kernel beats the line on g1's curve."""
     cfg = study.validate_config({"datasets": {"m": {"source": "synthetic", "n": [2000], "test_size": 2000}},
                                  "epsilon": [10.0], "bandwidth": {"count": 12, "cv_points": 500}})
     ds = cfg["datasets"]["m"]
     p = {k: str(tmp_path / f"{k}.parquet") for k in ("train", "test", "reports", "metrics", "curves")}
-    study.split_stage("m", 2000, 0, ds, 7, p["train"], p["test"])
+    study.split_stage(dataset="m", n=2000, rep=0, ds=ds, seed=7, out_train=p["train"], out_test=p["test"])
     run = {"dataset": "m", "n": 2000, "epsilon": 10.0, "rep": 0}
-    study.randomize_stage(run, ds, 7, p["train"], p["reports"])
+    study.randomize_stage(run=run, ds=ds, seed=7, train_path=p["train"], out=p["reports"])
     reports = pd.read_parquet(p["reports"])
     assert not np.allclose(reports["z"], pd.read_parquet(p["train"])["x"])   # the server never sees x
-    study.fit_stage(run, cfg, 7, p["reports"], p["train"], p["test"], p["metrics"], p["curves"])
+    _fit(run, cfg, p)
     m = pd.read_parquet(p["metrics"]).set_index(["method", "metric"])["value"]
     assert m[("kernel", "curve_mse")] < m[("linear", "curve_mse")]
     assert m[("density_deconv", "ise_vs_noiseless")] < m[("density_naive", "ise_vs_noiseless")]
@@ -147,11 +152,11 @@ def test_cv_at_true_voids_the_guarantee_and_names_the_leak(tmp_path):
                                  "epsilon": [5.0], "bandwidth": {"count": 4, "cv_points": 100, "cv_at": "true"}})
     ds = cfg["datasets"]["m"]
     p = {k: str(tmp_path / f"{k}.parquet") for k in ("train", "test", "reports", "metrics", "curves")}
-    study.split_stage("m", 500, 0, ds, 7, p["train"], p["test"])
+    study.split_stage(dataset="m", n=500, rep=0, ds=ds, seed=7, out_train=p["train"], out_test=p["test"])
     run = {"dataset": "m", "n": 500, "epsilon": 5.0, "rep": 0}
-    study.randomize_stage(run, ds, 7, p["train"], p["reports"])
+    study.randomize_stage(run=run, ds=ds, seed=7, train_path=p["train"], out=p["reports"])
     assert read_parquet_metadata(p["reports"])["guarantee"]["epsilon"] == 5.0
-    study.fit_stage(run, cfg, 7, p["reports"], p["train"], p["test"], p["metrics"], p["curves"])
+    _fit(run, cfg, p)
     guarantee = read_parquet_metadata(p["metrics"])["guarantee"]
     assert guarantee["epsilon"] is None and "cv_at: true" in guarantee["non_private_inputs"]
 
@@ -167,13 +172,32 @@ def test_one_job_per_split_writes_the_bytes_of_the_separate_stages(tmp_path):
     study.split_run_stage(dataset="m", n="300", rep=0, cfg=study.fit_config(cfg, "m"), seed=7, out=joint)
     alone = {k: str(tmp_path / f"alone-{k}.parquet") for k in ("train", "test", "reports", "metrics", "curves")}
     ds = cfg["datasets"]["m"]
-    study.split_stage("m", "300", 0, ds, 7, alone["train"], alone["test"])
+    study.split_stage(dataset="m", n="300", rep=0, ds=ds, seed=7, out_train=alone["train"], out_test=alone["test"])
     for k in ("train", "test"):
         assert open(joint[k], "rb").read() == open(alone[k], "rb").read(), k
     for i, eps in enumerate((5.0, "inf")):
         run = {"dataset": "m", "n": "300", "epsilon": eps, "rep": 0}
-        study.randomize_stage(run, ds, 7, alone["train"], alone["reports"])
-        study.fit_stage(run, study.fit_config(cfg, "m"), 7, alone["reports"], alone["train"], alone["test"],
-                        alone["metrics"], alone["curves"])
+        study.randomize_stage(run=run, ds=ds, seed=7, train_path=alone["train"], out=alone["reports"])
+        _fit(run, study.fit_config(cfg, "m"), alone)
         for k in ("reports", "metrics", "curves"):
             assert open(joint[k][i], "rb").read() == open(alone[k], "rb").read(), (k, eps)
+
+
+def test_metrics_are_tidy_rows_with_a_float_epsilon_and_a_named_noiseless_reference(tmp_path):
+    """The summary sorts epsilon as a number (10 after 5) and the noiseless run is NaN + ``_noiseless``."""
+    cfg = study.validate_config({"datasets": {"m": {"source": "synthetic", "n": [300], "test_size": 200}},
+                                 "epsilon": [10.0, 5.0], "reps": 1, "bandwidth": {"count": 4, "cv_points": 100}})
+    labels = study.epsilon_labels(cfg)
+    out = {"train": str(tmp_path / "train.parquet"), "test": str(tmp_path / "test.parquet"),
+           **{k: [str(tmp_path / f"{k}-{e}.parquet") for e in labels] for k in ("reports", "metrics", "curves")}}
+    study.split_run_stage(dataset="m", n="300", rep=0, cfg=study.fit_config(cfg, "m"), seed=7, out=out)
+    study.summary_stage(paths=out["metrics"], out_parquet=str(tmp_path / "s.parquet"), out_csv=str(tmp_path / "s.csv"))
+    table = pd.read_parquet(tmp_path / "s.parquet")
+    assert list(table.columns) == ["study", "method", "epsilon", "n", "rep", "dataset", "metric", "value"]
+    assert table["epsilon"].dtype == "float64" and table["n"].dtype == "int64" and set(table["n"]) == {300}
+    kernel = table[table["method"].str.startswith("kernel") & (table["metric"] == "mse")]
+    assert kernel["epsilon"].tolist()[:2] == [5.0, 10.0] and np.isnan(kernel["epsilon"].iloc[2])
+    assert kernel["method"].tolist() == ["kernel", "kernel", "kernel_noiseless"]
+    assert set(table[table["epsilon"].isna()]["method"]) >= {"kernel_noiseless", "linear_noiseless"}
+    private = table[table["epsilon"].notna()]
+    assert set(private[private["method"].str.endswith("_noiseless")]["method"]) == {"density_noiseless"}

@@ -83,8 +83,8 @@ def stage(tmp_path, mode, path, shard_size, depth=3, bits=(8, 16)):
     multi = {"path": path, "lonlat_bbox": [116.15, 116.60, 39.75, 40.10], "depth": depth, "epsilon": 1.0,
              "scale": [10.0, 100.0], "bits": list(bits), "max_points": 4, "shard_size": shard_size}
     out = tmp_path / f"{mode}.parquet"
-    multi_stage({"multi_location": multi, "aggregation": mode, "secagg": {"graph": "harary", "degree": None,
-                                                                          "threshold": 0.5, "bits": 32}}, 7, str(out))
+    multi_stage(cfg={"multi_location": multi, "aggregation": mode,
+                     "secagg": {"graph": "harary", "degree": None, "threshold": 0.5, "bits": 32}}, seed=7, out=str(out))
     return pd.read_parquet(out), io.read_parquet_metadata(str(out))
 
 

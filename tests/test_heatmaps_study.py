@@ -93,6 +93,7 @@ def test_heatmaps_study_runs_every_method(make_workdir):
     achieved = summary[(summary["dropout"] == 0.2) & (summary["metric"] == "epsilon_achieved")]["value"]
     assert len(achieved) == 1 and achieved.iloc[0] == pytest.approx(1.0)
     # baselines that pick their tree level against the true population promise no epsilon
+    assert summary[summary["method"] == "nonprivate"]["epsilon"].isna().all()   # no epsilon: NaN, not the base's
     promised = summary[(summary["metric"] == "guarantee_epsilon") & (summary["dropout"] != 0.2)]
     promised = promised.groupby("method")["value"].first()
     assert promised[["hierarchical", "psd", "count_min"]].isna().all()
@@ -128,10 +129,10 @@ def secure_study(make_workdir, tmp_path, users, shard, secagg=None):
     secure = wd / "results/studies/heatmaps/runs" / study.run_dir(run)
     ideal = tmp_path / "ideal"
     ideal.mkdir()
-    study.run_stage(run, cfg["seed"], str(wd / "results/studies/heatmaps/population.nc"),
-                    *(str(ideal / f) for f in ("heatmap.nc", "transcript.parquet", "releases.parquet",
-                                               "secagg_transcript.parquet")), aggregation="per_client",
-                    secagg=secagg)
+    study.run_stage(run=run, seed=cfg["seed"], population_path=str(wd / "results/studies/heatmaps/population.nc"),
+                    out_map=str(ideal / "heatmap.nc"), out_transcript=str(ideal / "transcript.parquet"),
+                    out_releases=str(ideal / "releases.parquet"), out_protocol=str(ideal / "secagg_transcript.parquet"),
+                    aggregation="per_client", secagg=secagg)
     return secure, ideal
 
 
@@ -168,7 +169,7 @@ def test_one_job_per_setting_writes_the_bytes_of_the_separate_stages(tmp_path):
     cfg = study.validate_config({"population": {"source": "synthetic", "depth": 4, "users": 20_000},
                                  "base": {"users_per_round": 2000, "shard_size": 500}, "reps": 2})
     pop = str(tmp_path / "population.nc")
-    study.ingest_stage(cfg, 3, pop)
+    study.ingest_stage(cfg=cfg, seed=3, out=pop)
     files = ("heatmap", "transcript", "releases", "protocol", "metrics")
     ext = {"heatmap": "nc"}
     for method in ("dp_heatmap", "flat"):
@@ -178,7 +179,13 @@ def test_one_job_per_setting_writes_the_bytes_of_the_separate_stages(tmp_path):
         for rep in range(2):
             run = {**setting, "rep": rep}
             alone = {k: str(tmp_path / f"alone-{k}.{ext.get(k, 'parquet')}") for k in files}
-            study.run_stage(run, 3, pop, alone["heatmap"], alone["transcript"], alone["releases"], alone["protocol"])
-            study.metrics_stage(run, pop, alone["heatmap"], alone["transcript"], alone["metrics"])
+            study.run_stage(run=run, seed=3, population_path=pop, out_map=alone["heatmap"],
+                            out_transcript=alone["transcript"], out_releases=alone["releases"],
+                            out_protocol=alone["protocol"])
+            study.metrics_stage(run=run, population_path=pop, map_path=alone["heatmap"],
+                                transcript_path=alone["transcript"], out=alone["metrics"])
             for k in files:
                 assert open(out[k][rep], "rb").read() == open(alone[k], "rb").read(), (method, rep, k)
+    metrics = pd.read_parquet(out["metrics"][1])   # flat, rep 1: the summary's tidy rows, typed identity
+    assert list(metrics.columns) == list(study.STUDY.columns)
+    assert metrics[["epsilon", "n", "rep", "shard_size"]].drop_duplicates().values.tolist() == [[1.0, 2000, 1, 500]]

@@ -82,16 +82,65 @@ def test_tiled_sum_equals_dense_sum(h, b, regular):
     assert np.max(np.abs(got - expect)) <= 1e-12 * np.max(np.abs(expect))
 
 
-@pytest.mark.parametrize("d", [0.0168, 0.5, 1.675, 4.0])       # one segment of 200 rows ... many short ones
+# one segment of 200 rows ... many short ones; 0.186: a shift of 128 rows, where r^128 would overflow at |v| = 30
+@pytest.mark.parametrize("d", [0.0168, 0.186, 0.5, 1.675, 4.0])
 def test_geometric_factor_rows_are_the_gaussian_to_2e13(d):
     """The recurrence's rows times its scale equal exp(-u^2/2) entry by entry (the docstring's bound;
-    np.exp's own reference carries about u^2/2 ulps, ~6e-14 at |u| = 24, so the bound is not tighter)."""
+    np.exp's own reference carries about u^2/2 ulps, ~6e-14 at |u| = 24, so the bound is not tighter),
+    over every v that factors() lets through (every |u| <= SAFE_U), both ends included."""
     width = min(200, int(kde.SAFE_U / d))
-    v = -rng(9, "kde-test", d).uniform(0, kde.SAFE_U - width * d, 500)  # every |u| <= SAFE_U, as factors() checks
+    v = np.r_[-kde.SAFE_U, kde.SAFE_U - width * d,
+              rng(9, "kde-test", d).uniform(-kde.SAFE_U, kde.SAFE_U - width * d, 500)]
     rows, scale = kde._gaussian_rows(v, d, width)
     expect = np.exp(-0.5 * np.add.outer(d * np.arange(width), v) ** 2)
     assert np.isfinite(rows).all() and rows.min() >= np.finfo(float).tiny   # normal floats only
     np.testing.assert_allclose(rows * scale[:, None], expect, rtol=2e-13, atol=0)
+
+
+@pytest.mark.parametrize("h", [0.01, 0.024, 0.08, 2.4])           # h/l 0.00125 ... 0.3 on the grid below
+@pytest.mark.parametrize("b", [(0.0, 0.0), (0.1, 0.05)])
+def test_factors_kde_sum_multiplies_are_never_subnormal(h, b, monkeypatch):
+    """Every factor entry and row scale kde_sum feeds its GEMMs is 0 or a normal float, and finite.
+
+    Points far beyond the grid and h below a grid step drive |u| up to hundreds, where an uncut
+    exp(-u^2/2) is subnormal; the smallest nonzero entry seen shows the check reaches the tail."""
+    seen = []
+    factors = kde._Axis.factors
+
+    def spy(self, *args, **kwargs):
+        f, scale = factors(self, *args, **kwargs)
+        seen.extend([f.ravel().copy()] + ([] if scale is None else [scale]))
+        return f, scale
+
+    monkeypatch.setattr(kde._Axis, "factors", spy)
+    r = rng(10, "kde-test", h, b[0])
+    pts = np.concatenate([r.normal(size=(2000, 2)) * 1.5, r.uniform(-40, 40, size=(50, 2))])
+    kde.kde_sum(pts, np.linspace(-4, 4, 200), np.linspace(-3, 5, 150), h, chunk=700, laplace_b=b)
+    entries = np.abs(np.concatenate(seen))
+    assert np.isfinite(entries).all()
+    nonzero = entries[entries != 0]
+    assert nonzero.min() >= np.finfo(float).tiny
+    assert nonzero.min() < 1e-12          # power: the factors do reach far into the kernel's tail
+
+
+@pytest.mark.parametrize("b", [(0.0, 0.0), (0.02, 0.01)])          # plain and deconvoluting kernel
+def test_error_is_within_the_stated_tail_bound_and_the_bound_bites(b, monkeypatch):
+    """The module docstring's bound: at each grid node |kde_sum - exact| <= TAIL * peak per point
+    whose kernel is cut there (peak (1 + c_x)(1 + c_y)).  One point at a time, so its tile is its
+    own window and the cut decides alone; at 40 random offsets some node falls just beyond the cut
+    (plain kernel: the worst dropped term is 0.996 TAIL, so the bound is tight).
+    Power: the same check with the cut 0.5 narrower must fail (dropped terms up to ~40x TAIL)."""
+    g, h = np.linspace(-1, 1, 101), 0.05
+    pts = rng(11, "kde-test", b[0]).uniform(-0.5, 0.5, size=(40, 2))
+    peak = (1 + (b[0] / h) ** 2) * (1 + (b[1] / h) ** 2)
+
+    def worst():
+        return max(np.abs(kde.kde_sum(p[None], g, g, h, laplace_b=b) - dense_sum(p[None], g, g, h, b)).max()
+                   for p in pts)
+
+    assert worst() <= kde.TAIL * peak
+    monkeypatch.setattr(kde._Axis, "cut", property(lambda self: gaussian_cut(self.c, kde.TAIL) - 0.5))
+    assert worst() > kde.TAIL * peak
 
 
 def test_single_grid_line_equals_dense_sum():

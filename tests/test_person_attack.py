@@ -79,7 +79,8 @@ def test_pooling_a_persons_reports_locates_them_better_than_one_report(chain):
 
 
 def single_report_bayes_error(f, run):
-    from locpriv import attack as attacks, mechanisms
+    from locpriv import mechanisms
+    from locpriv.adversary import local_maxima as attacks
     from locpriv.adversary import bayes
 
     grid = prepare.load_grid(f["grid"])

@@ -1,17 +1,18 @@
 """Unit tests of the radiomap study ([GeoDP-Radio]): geometry, model, noise, attack, training."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
 from locpriv.config import ConfigError
 from locpriv.radiomap import scenario, validate_config
-from locpriv.radiomap.attack import localisation_error, wcl
 from locpriv.radiomap.geometry import CellGrid, traverse
 from locpriv.radiomap.model import hard_gain, local_gradients, smooth_gain
 from locpriv.radiomap.noise import (GeoSettings, clip, geo_variance, gradient_step, guarantee, objective_terms,
                                     solve_offset, uniform_variance, upload)
 from locpriv.radiomap.training import Settings, train
+from locpriv.radiomap.wcl import localisation_error, wcl
 from locpriv.seeding import rng
 
 GRID = CellGrid(10, 3.0)
@@ -252,3 +253,24 @@ def test_user_with_zero_gradient_gets_no_noise_and_no_nan():
                             GeoSettings())
     assert np.all(np.isfinite(s2)) and np.all(s2[0] == 0)
     np.testing.assert_allclose(s2[1].sum(), 10.0 * 0.25, rtol=1e-9)
+
+
+def test_a_runs_summary_rows_are_tidy_and_carry_its_guarantee():
+    """Attack rows per (epoch, nu), training rows per epoch (nu ""); epsilon and delta from the guarantee."""
+    from locpriv.radiomap.study import STUDY, run_rows
+
+    attack = pd.DataFrame({"epoch": np.int32(1), "nu": ["1.0", "1.0", "inf", "inf"], "user": [0, 1, 0, 1],
+                           "error_m": [3.0, 4.0, 1.0, np.nan]})
+    history = pd.DataFrame({"epoch": np.arange(1, 3, dtype=np.int32), "mae_db": [5.0, 4.0], "loss": [2.0, 1.0],
+                            "clipped_fraction": [1.0, 1.0]})
+    run = {"scheme": "radio_uniform", "mu": 10.0, "rho": 0.0}
+    rows = run_rows(run, {"epsilon": 7.5, "delta": 1e-5}, attack, history, n_users=2)
+    assert list(rows.columns) == list(STUDY.columns) and set(rows["method"]) == {"radio_uniform"}
+    assert (rows["epsilon"] == 7.5).all() and (rows["delta"] == 1e-5).all() and (rows["n"] == 2).all()
+    rmse = rows[rows["metric"] == "wcl_rmse_m"].set_index("nu")["value"]
+    assert rmse["1.0"] == pytest.approx(np.sqrt(12.5)) and rmse["inf"] == pytest.approx(1.0)
+    assert rows[rows["metric"] == "wcl_no_estimate"].set_index("nu")["value"]["inf"] == 1
+    assert rows[rows["metric"] == "mae_db"]["epoch"].tolist() == [1, 2]
+    assert (rows[rows["metric"].isin(["mae_db", "loss", "clipped_fraction"])]["nu"] == "").all()
+    none = run_rows(run, {"epsilon": None, "delta": None}, attack, history, n_users=2)
+    assert none["epsilon"].isna().all() and none["delta"].isna().all()

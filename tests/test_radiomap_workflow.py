@@ -21,7 +21,7 @@ SECTION = {
     "plots": {"dpi": 30},
 }
 OUT = "results/studies/radiomap"
-TABLES = [f"{OUT}/summary/{name}.parquet" for name in ("attack_rmse", "mae", "guarantees", "gradient_maps")]
+TABLES = [f"{OUT}/summary.parquet", f"{OUT}/summary.csv", f"{OUT}/gradient_maps.parquet"]
 # figure -> panel layout (rows, columns): Fig. 5 has one map per noisy run (uniform mu=1, geo mu=1)
 FIGURES = {f"{OUT}/plots/fig4_error_vs_mu.png": (1, 1), f"{OUT}/plots/fig5_gradient_maps.png": (2, 1),
            f"{OUT}/plots/fig6_error_vs_rho.png": (1, 1), f"{OUT}/plots/mae.png": (1, 1)}
@@ -39,8 +39,8 @@ def test_radiomap_rules_run_and_extend_incrementally(make_workdir):
     run_snakemake(wd, "--cores", "2", *TARGETS)
     for figure, panels in FIGURES.items():
         assert_figure(wd / figure, panels)
-    maps = pd.read_parquet(wd / OUT / "summary/gradient_maps.parquet")
-    assert read_parquet_metadata(wd / OUT / "summary/gradient_maps.parquet")["titles"] == [
+    maps = pd.read_parquet(wd / OUT / "gradient_maps.parquet")
+    assert read_parquet_metadata(wd / OUT / "gradient_maps.parquet")["titles"] == [
         "uniform (DPFL) mu=1", "geometry-aligned mu=1"]
     assert set(maps["panel"]) == {0, 1} and (maps["gradient"] != 0).all()
     run = wd / OUT / "runs/scheme~radio_geo/mu~1/rho~1"
@@ -53,10 +53,21 @@ def test_radiomap_rules_run_and_extend_incrementally(make_workdir):
     # the uniform scheme with theta learned in the clear (the paper's protocol) claims nothing either
     uniform = read_parquet_metadata(wd / OUT / "runs/scheme~radio_uniform/mu~1/rho~0" / "history.parquet")
     assert uniform["guarantee"]["epsilon"] is None and "theta" in uniform["guarantee"]["note"]
-    att = pd.read_parquet(wd / OUT / "summary/attack_rmse.parquet")
+    summary = pd.read_parquet(wd / OUT / "summary.parquet")
+    att = summary[summary["metric"] == "wcl_rmse_m"]
     # every run x nu for each kept epoch with a nonzero upload (epoch 1 at least, see above)
     assert 1 in set(att["epoch"]) <= {1, 4} and len(att) == 3 * 3 * att["epoch"].nunique()
-    assert att["rmse_m"].notna().all()
+    assert att["value"].notna().all() and set(att["nu"]) == {"1.0", "2.0", "inf"}
+    # the scheme is the method; training rows (no attack, nu "") for every epoch of every run
+    mae = summary[summary["metric"] == "mae_db"]
+    assert set(mae["method"]) == {"radio_fedavg", "radio_uniform", "radio_geo"} and (mae["nu"] == "").all()
+    assert len(mae) == 3 * 4 and summary["n"].eq(6).all() and summary["rep"].eq(0).all()
+    # no run here has a guarantee (theta learned in the clear): epsilon and delta NaN, the reason in the metadata
+    assert summary["epsilon"].isna().all() and summary["delta"].isna().all()
+    guarantees = read_parquet_metadata(wd / OUT / "summary.parquet")["guarantees"]
+    assert set(guarantees) == {"scheme~radio_fedavg/mu~0/rho~0", "scheme~radio_uniform/mu~1/rho~0",
+                               "scheme~radio_geo/mu~1/rho~1"}
+    assert "theta" in guarantees["scheme~radio_uniform/mu~1/rho~0"]["note"]
 
     # one more mu value schedules only that run's jobs and the summaries
     more = copy.deepcopy(SECTION)

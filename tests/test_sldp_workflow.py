@@ -32,12 +32,14 @@ def test_sldp_study_runs_and_reports_every_method(make_workdir):
     table = pd.read_parquet(wd / "results/studies/sldp/summary.parquet")
     methods = set(table["method"])
     assert {"sldp", "ldp", "central", "privtree", "ldp_oue_grid", "ldp_kdtree"} <= methods
+    assert table["n"].dtype == "int64" and set(table[table["task"] == "mean"]["n"]) == {1500}
     if HOUSING.exists():
         classified = table[table["task"] == "classify"]
-        f1 = classified[classified["metric"] == "f1"].set_index("method")["value"]
-        assert len(f1) == 9 and f1["none/knn"] > f1["ldp/knn"]   # noise costs accuracy
+        f1 = classified[classified["metric"] == "f1"].set_index(["method", "classifier"])["value"]
+        assert len(f1) == 9 and f1[("none", "knn")] > f1[("ldp", "knn")]   # noise costs accuracy
         k_study = classified[classified["metric"].isin(["precision", "recall"])]
-        assert len(k_study) == 4 and k_study["value"].between(0, 1).all()
+        assert len(k_study) == 4 and k_study["value"].between(0, 1).all() and set(k_study["k"]) == {5.0, 200.0}
+        assert classified["n"].nunique() == 1 and classified["n"].iloc[0] > 1000   # n: the dataset's rows
     run = wd / "results/studies/sldp/runs/task~mean/n~1500/epsilon~2.0/rep~0"
     reports = pd.read_parquet(run / "transcript-reports.parquet")
     assert set(reports.columns) == {"round", "user", "level", "code", "y"}
@@ -73,7 +75,9 @@ def test_one_job_per_setting_writes_the_bytes_of_the_separate_stages(tmp_path, t
     for rep in range(2):
         run = {"task": task, "n": n, "epsilon": 2.0, "rep": rep}
         alone = {k: str(tmp_path / f"alone-{k}.parquet") for k in files}
-        study.protocol_stage(run, run_cfg, 5, alone["partition"], alone["rounds"], alone["reports"], alone["regions"])
-        study.evaluate_stage(run, run_cfg, 5, alone["partition"], alone["regions"], alone["evaluation"])
+        study.protocol_stage(run=run, cfg=run_cfg, seed=5, out_partition=alone["partition"], out_rounds=alone["rounds"],
+                             out_reports=alone["reports"], out_regions=alone["regions"])
+        study.evaluate_stage(run=run, cfg=run_cfg, seed=5, partition_path=alone["partition"],
+                             regions_path=alone["regions"], out=alone["evaluation"])
         for k in files:
             assert open(out[k][rep], "rb").read() == open(alone[k], "rb").read(), (rep, k)

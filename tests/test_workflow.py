@@ -217,7 +217,7 @@ def test_negative_bandwidth_stops_before_any_job(make_workdir):
     proc = run_snakemake(wd, "--cores", "1", check=False)
     assert proc.returncode != 0
     err = proc.stdout + proc.stderr
-    assert "experiments.density.mechanisms.fedkde.h" in err and "allowed: float > 0" in err
+    assert "experiments.density.mechanisms.fedkde.h" in err and "allowed: (number > 0.0)" in err
     assert not (wd / "results").exists()
 
 

@@ -4,11 +4,13 @@ Snakemake reads ``--configfile`` files itself, before the Snakefile runs, and re
 YAML syntax error without file, line or column ("Config file is not valid JSON or
 YAML"), and the Snakefile cannot step in before that. This command gives the one line
 the workflow gives for its own config.yaml (file, line, column), then runs the main
-DAG's start-up checks (schema, values, runs) on the files merged in command-line order.
+DAG's start-up checks (schema, values, runs) and each configured study's checks on the
+files merged in command-line order.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -18,7 +20,9 @@ from snakemake.utils import update_config
 from . import config as lpconfig
 from .smk import check_yaml
 
-SCHEMA = Path(__file__).resolve().parents[2] / "workflow/schemas/config.schema.yaml"
+# each study's validator (what workflow/rules/studies/<study>.smk calls at parse time)
+STUDIES = {"deconv": "locpriv.deconv.study", "sldp": "locpriv.sldp.study", "heatmaps": "locpriv.heatmaps.study",
+           "radiomap": "locpriv.radiomap.config"}
 
 
 def check_files(paths: list[str]) -> None:
@@ -32,7 +36,9 @@ def check_files(paths: list[str]) -> None:
         if not isinstance(loaded, dict):
             raise lpconfig.ConfigError(f"{path}: the top level must be a mapping of keys (seed: ..., grid: ...)")
         update_config(merged, loaded)  # as Snakemake merges --configfile files
-    lpconfig.check_startup(merged, SCHEMA, workdir=None)
+    lpconfig.check_startup(merged, lpconfig.SCHEMA_PATH, workdir=None)
+    for study, section in (merged.get("studies") or {}).items():
+        importlib.import_module(STUDIES[study]).validate_config(section)
 
 
 def main(argv: list[str]) -> int:

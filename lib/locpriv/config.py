@@ -1,14 +1,18 @@
 """Config validation and experiment expansion for the Snakefile.
 
-Validation runs at parse time, before any job: the JSON schema first (shape,
-types, ranges), then what a schema cannot know (mechanism names come from the
-plugin registry, each mechanism's parameters are checked by the mechanism,
-dataset files must exist).  Each failure is one message naming the config key
-and what is allowed.
+One declaration: the JSON schema (``workflow/schemas/config.source.yaml``, published with the
+mechanism plugins' parameters as ``config.schema.yaml`` by ``python -m locpriv.schema --write``)
+states every key's type, bounds, default and description; the main DAG and every study are
+validated against it with one validator and one error style, and the studies' defaults are
+filled from it.  Python checks only what a schema cannot know: keys bounded by other keys, the
+plugins' own checks, memory, files.  Each failure is one message naming the config key and what
+is allowed.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -20,20 +24,98 @@ import yaml
 from snakemake.utils import Paramspace
 
 from . import mechanisms
-from .params import explicit_params
+from .params import USERS, explicit_params
 
 
 class ConfigError(ValueError):
     pass
 
 
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow/schemas/config.schema.yaml"
+
+
+def _finite_number(checker, instance) -> bool:
+    return isinstance(instance, (int, float)) and not isinstance(instance, bool) and math.isfinite(instance)
+
+
+def _strict_integer(checker, instance) -> bool:
+    # JSON Schema's integer admits 2.0; a count written 2.0 is a typo worth a message (range(2.0)
+    # would fail later, in a job)
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+# The one validator of every config section: numbers are finite, integers are written as integers.
+Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"number": _finite_number, "integer": _strict_integer}))
+
+
+@functools.cache
+def _load_schema(path: Path) -> dict:
+    return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def published_schema() -> dict:
+    """The config schema the workflow validates against (generated: ``python -m locpriv.schema --write``)."""
+    return _load_schema(SCHEMA_PATH)
+
+
+def resolve(node: dict, root: dict) -> dict:
+    """``node`` with its local ``$ref`` replaced by the target, the node's own keys winning."""
+    while "$ref" in node:
+        target = root
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+_MISSING = object()
+
+
+def fill_defaults(given, node: dict, root: dict):
+    """``given`` with the schema's defaults filled in below ``node``.
+
+    An absent key takes its ``default``; a given value replaces a default whole (so a mapping with
+    a default, e.g. a study's noise schemes, is the user's alone).  A section with fixed keys and no
+    default of its own is filled key by key, and so is a null-able section (``default: null``)
+    when it is given.  Keys without a default stay absent.
+    """
+    node = resolve(node, root)
+    if given is _MISSING:
+        if "default" in node:
+            return copy.deepcopy(node["default"])
+        given = {} if "properties" in node else _MISSING
+    if not (isinstance(given, dict) and "properties" in node) or node.get("default") is not None:
+        return given
+    out = {}  # in the schema's key order, whatever the order given (same config, same bytes)
+    for key, sub in node["properties"].items():
+        value = fill_defaults(given.get(key, _MISSING), sub, root)
+        if value is not _MISSING:
+            out[key] = value
+    return {**out, **{k: v for k, v in given.items() if k not in out}}
+
+
+def schema_defaults(name: str) -> dict:
+    """The defaults of the schema's section ``$defs/<name>`` (e.g. a study), as one mapping."""
+    root = published_schema()
+    return fill_defaults(_MISSING, root["$defs"][name], root)
+
+
+def first_error(validator, instance, prefix: tuple = ()) -> ConfigError | None:
+    """The one-line error of the shallowest schema violation in ``instance`` (None if valid)."""
+    errors = sorted(validator.iter_errors(instance), key=lambda e: (len(e.path), list(map(str, e.path))))
+    return _schema_error(errors[0], prefix) if errors else None
+
+
 class StudySection:
-    """The one validation dialect of the ``studies.<name>`` sections.
+    """A ``studies.<name>`` section: the schema's ``$defs/<name>`` validates it and gives its defaults.
 
     Every error is one line, ``config key 'studies.<study>.<key>': <problem>; allowed: <allowed>``,
-    the same shape :func:`check_schema` gives for the main DAG.  ``reps`` means the same in every
-    study: one positive integer, the number of repetitions of every setting (a list is an error, as
-    it is for ``experiments.<name>.reps``).
+    as the main DAG's.  ``reps`` means the same in every study: one positive integer.  What a
+    schema cannot say (one key bounded by another, files) the study checks itself and reports
+    through :meth:`error`.
     """
 
     def __init__(self, study: str):
@@ -42,93 +124,67 @@ class StudySection:
     def error(self, key: str, problem: str, allowed: str) -> ConfigError:
         return ConfigError(f"config key 'studies.{self.study}.{key}': {problem}; allowed: {allowed}")
 
-    def merge(self, given: dict | None, defaults: dict, prefix: str = "", nested: tuple = ()) -> dict:
-        """Defaults overridden by ``given``; an unknown key or a non-mapping is an error.
+    def validate(self, section: dict | None) -> dict:
+        """The section checked against its schema, with every default filled in."""
+        section = {} if section is None else copy.deepcopy(section)  # the caller's config stays as given
+        root = published_schema()
+        node = root["$defs"][self.study]
+        error = first_error(Validator({**node, "$defs": root["$defs"]}), section, ("studies", self.study))
+        if error:
+            raise error
+        return fill_defaults(section, node, root)
 
-        Keys named in ``nested`` hold sub-sections that are merged the same way (recursively).
-        """
-        given = {} if given is None else given
-        if not isinstance(given, dict):
-            raise self.error(prefix.rstrip(".") or "<section>", f"got {given!r}",
-                             f"a mapping with keys among {sorted(defaults)}")
-        unknown = sorted(set(given) - set(defaults), key=str)
-        if unknown:
-            raise self.error(f"{prefix}{unknown[0]}", "unknown key", str(sorted(defaults)))
-        out = {**defaults, **given}
-        for key in nested:
-            if isinstance(defaults.get(key), dict):
-                out[key] = self.merge(given.get(key), defaults[key], f"{prefix}{key}.",
-                                      tuple(k for k, v in defaults[key].items() if isinstance(v, dict)))
-        return out
+    def defaults(self) -> dict:
+        return schema_defaults(self.study)
 
-    def reps(self, value, key: str = "reps") -> int:
-        """The number of repetitions: one positive integer (lists are refused everywhere)."""
-        return self.number(value, key, integer=True, low=1)
 
-    def number(self, value, key: str, integer: bool = False, low: float = -math.inf, high: float = math.inf,
-               open_low: bool = False, open_high: bool = False):
-        """A finite number (an int when ``integer``) in the interval given; booleans are refused."""
-        kind = int if integer else (int, float)
-        ok = (isinstance(value, kind) and not isinstance(value, bool) and math.isfinite(value)
-              and (value > low if open_low else value >= low) and (value < high if open_high else value <= high))
-        if not ok:
-            what = "an integer" if integer else "a finite number"
-            if low == -math.inf and high == math.inf:
-                span = ""
-            elif high == math.inf:
-                span = f" {'>' if open_low else '>='} {low:g}"
-            else:
-                span = f" in {'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
-            raise self.error(key, f"got {value!r}", what + span)
-        return value
-
-    def bounded(self, value, key: str, kind, low: float, high: float = math.inf, open_low: bool = True):
-        """A number (``kind`` int or (int, float)) in (low, high] or [low, high]."""
-        return self.number(value, key, integer=kind is int, low=low, high=high, open_low=open_low)
-
-    def choice(self, value, key: str, options) -> str:
-        if isinstance(value, (list, dict)) or value not in options:
-            raise self.error(key, f"got {value!r}", str(list(options)))
-        return value
-
-    def positive_list(self, value, key: str, integer: bool = False) -> list:
-        """A positive number (integer) or a non-empty list of them, as a list."""
-        values = value if isinstance(value, list) else [value]
-        kind = int if integer else (int, float)
-        if not values or not all(isinstance(v, kind) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-                                 for v in values):
-            raise self.error(key, f"got {value!r}",
-                             f"a positive {'integer' if integer else 'number'} or a non-empty list of them")
-        return [int(v) if integer else float(v) for v in values]
+def listed(value, cast) -> list:
+    """A value-or-list entry as a list of ``cast`` values (run paths print them: 5 and 5.0 differ)."""
+    return [cast(v) for v in (value if isinstance(value, list) else [value])]
 
 
 def _key(path) -> str:
     return ".".join(str(p) for p in path) or "<top level>"
 
 
-def check_schema(config: dict, schema_path: str | Path) -> None:
-    schema = yaml.safe_load(Path(schema_path).read_text())
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.path), list(map(str, e.path))))
-    if errors:
-        raise _schema_error(errors[0])
+def check_schema(config: dict, schema_path: str | Path = SCHEMA_PATH) -> None:
+    error = first_error(Validator(_load_schema(Path(schema_path).resolve())), config)
+    if error:
+        raise error
 
 
-def _schema_error(err) -> ConfigError:
-    """The study sections' one-line style: ``config key '<key>': <problem>; allowed: <allowed>``."""
+def _schema_error(err, prefix: tuple = ()) -> ConfigError:
+    """The one-line style: ``config key '<key>': <problem>; allowed: <allowed>``."""
     schema = err.schema if isinstance(err.schema, dict) else {}
-    path = list(err.absolute_path)
+    path = [*prefix, *err.absolute_path]
+    # a list item's error names the list's key and the item's position
+    item = next((i for i, part in enumerate(path) if isinstance(part, int)), None)
+    where = "" if item is None else f"item {path[item]}: "
+    path = path if item is None else path[:item]
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         known = sorted(schema.get("properties", {}))
         extra = sorted(set(err.instance) - set(known), key=str)
-        return ConfigError(f"config key '{_key(path + extra[:1])}': unknown key; allowed: {known}")
-    message = err.message if len(err.message) <= 200 else err.message[:200] + "..."
-    return ConfigError(f"config key '{_key(path)}': {message}; allowed: {_schema_allowed(schema)}")
+        # a mechanism's name is a key of ``mechanisms``: say which registry refused it
+        what = f"unknown mechanism {extra[0]!r}" if path and path[-1] == "mechanisms" else "unknown key"
+        return ConfigError(f"config key '{_key(path + extra[:1])}': {what}; allowed: {known}")
+    if err.validator == "required" and isinstance(err.instance, dict):
+        missing = next(k for k in err.validator_value if k not in err.instance)
+        message = f"missing required key {missing!r}"
+    elif err.validator == "anyOf":  # jsonschema's "not valid under any of the given schemas" says less
+        message = f"{err.instance!r} is not allowed"
+    else:
+        message = err.message
+    message = where + (message if len(message) <= 200 else message[:200] + "...")
+    text, hint = allowed(schema), schema.get("description", "")
+    return ConfigError(f"config key '{_key(path)}': {message}; allowed: "
+                       + (f"{text} ({hint})" if text and hint else (text or hint or "see docs/configuration.md")))
 
 
-def _schema_allowed(schema: dict) -> str:
-    """What a schema node accepts, in words (its type, bounds, choices and description)."""
+def allowed(schema: dict) -> str:
+    """What a schema node accepts, in words (type, bounds, choices); the errors and the docs say it."""
     parts = []
+    if "const" in schema:
+        parts.append(repr(schema["const"]))
     if "enum" in schema:
         parts.append(str(schema["enum"]))
     if "type" in schema:
@@ -137,23 +193,46 @@ def _schema_allowed(schema: dict) -> str:
     for key, sign in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<")):
         if key in schema:
             parts.append(f"{sign} {schema[key]}")
-    if "maxItems" in schema:
+    if "multipleOf" in schema:
+        parts.append(f"a multiple of {schema['multipleOf']}")
+    if "maxItems" in schema and schema["maxItems"] == schema.get("minItems"):
+        parts.append(f"of {schema['maxItems']} items")
+    elif "maxItems" in schema:
         parts.append(f"of {schema.get('minItems', 0)} to {schema['maxItems']} items")
     elif "minItems" in schema:
         parts.append(f"of at least {schema['minItems']} items")
+    if isinstance(schema.get("items"), dict) and allowed(schema["items"]):
+        parts.append(f"each {allowed(schema['items'])}")
     if "required" in schema:
         parts.append(f"with keys {schema['required']}")
     if "propertyNames" in schema and "enum" in schema["propertyNames"]:
         parts.append(f"keys among {schema['propertyNames']['enum']}")
-    text = " ".join(parts)
-    hint = schema.get("description", "")
-    return f"{text} ({hint})" if text and hint else (text or hint or "see workflow/schemas/config.schema.yaml")
+    one, many = (schema.get("anyOf", []) + [None, None])[:2]
+    if isinstance(many, dict) and many.get("type") == "array" and many.get("items") == one:
+        parts.append(f"{allowed(one)}, or a non-empty list of them" if many.get("minItems")
+                     else f"{allowed(one)}, or a list of them")
+    elif "anyOf" in schema:
+        alternatives = [allowed(alt) for alt in schema["anyOf"]]
+        parts.append(" or ".join(f"({a})" if " " in a else a for a in alternatives if a))
+    return " ".join(p for p in parts if p)
 
 
-# Defaults of optional keys (the schema documents them).
-DEFAULT_KNN_K = 500
-DEFAULT_MEMORY_LIMIT_MB = 4000
-ATTACK_BATCH = 256  # attack.batch default (locpriv.attack.DEFAULT_BATCH)
+def main_default(*key: str):
+    """The schema's default of a main-DAG key, e.g. ``main_default("attack", "batch")``."""
+    root = node = published_schema()
+    for part in key:
+        node = resolve(node, root)["properties"][part]
+    return fill_defaults(_MISSING, node, root)
+
+
+def __getattr__(name):
+    # DEFAULT_KNN_K (read by the ingest rules) from the schema on first use (PEP 562): importing
+    # this module reads no file
+    if name == "DEFAULT_KNN_K":
+        return schema_defaults("points_dataset")["knn_k"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # working copies per reconstructed surface in the attack (surface, neighbour comparisons, mask)
 _ATTACK_ARRAYS = 3
 
@@ -203,7 +282,7 @@ def memory_estimate_mb(config: dict) -> dict[str, float]:
     """
     cells = config["grid"]["P"] * config["grid"]["Q"]
     attack = config["attack"]
-    surfaces = min(int(attack.get("batch", ATTACK_BATCH)), int(attack["users"]))
+    surfaces = min(int(attack.get("batch", main_default("attack", "batch"))), int(attack["users"]))
     estimate = {"attack batch x grid": surfaces * cells * 8 * _ATTACK_ARRAYS / 1e6}
     features = max([int(v) for exp in config.get("experiments", {}).values()
                     for mech, grid in exp["mechanisms"].items() if mech == "rff"
@@ -215,12 +294,12 @@ def memory_estimate_mb(config: dict) -> dict[str, float]:
 
 
 def check_memory(config: dict) -> None:
-    limit = config.get("memory_limit_mb", DEFAULT_MEMORY_LIMIT_MB)
+    limit = config.get("memory_limit_mb", main_default("memory_limit_mb"))
     for what, mb in memory_estimate_mb(config).items():
         if mb > limit:
             raise ConfigError(f"config key 'memory_limit_mb': a job would need about {mb:,.0f} MB for "
                               f"{what} (grid {config['grid']['P']}x{config['grid']['Q']}, attack.batch "
-                              f"{config['attack'].get('batch', ATTACK_BATCH)}, users_per_shard "
+                              f"{config['attack'].get('batch', main_default('attack', 'batch'))}, users_per_shard "
                               f"{config['users_per_shard']}), above the limit {limit} MB; allowed: a smaller "
                               "grid, attack.batch or rff B/max_features, or raise memory_limit_mb if the "
                               "machine has the memory")
@@ -302,9 +381,10 @@ def expand_runs(config: dict) -> list[Run]:
                     except ValueError as exc:
                         raise ConfigError(f"config key {exc}") from None
                     for n in (n_values if isinstance(n_values, list) else [n_values]):
-                        if not (n == "all" or (isinstance(n, int) and n > 0)):
-                            raise ConfigError(f"config key '{where}.n': {n!r} is not allowed; "
-                                              "allowed: a positive integer or 'all'")
+                        try:
+                            USERS.validate(n, where)
+                        except ValueError as exc:
+                            raise ConfigError(f"config key {exc}") from None
                         rows.append({"n": n, **params})
                     check_run_params(params, where)
                 for row, pstr in zip(rows, _patterns(rows)):

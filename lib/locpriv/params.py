@@ -39,6 +39,27 @@ class Param:
             rng += f" and <= {self.high}"
         return rng + (f", or one of {list(self.special)}" if self.special else "")
 
+    def to_schema(self) -> dict:
+        """The JSON schema of this parameter in an experiment's grid: one value or a non-empty list.
+
+        The published config schema is generated from these (``python -m locpriv.schema --write``),
+        so a plugin declares its parameters once, here.
+        """
+        if self.kind == "choice":
+            one = {"enum": list(self.choices)}
+        else:
+            one = {"type": "number" if self.kind == "float" else "integer"}
+            if self.low is not None:
+                one["exclusiveMinimum"] = self.low
+            if self.high is not None:
+                one["maximum"] = self.high
+            if self.special:
+                one = {"anyOf": [one, {"enum": list(self.special)}]}
+        node = {"description": self.doc}
+        if self.default is not None:
+            node["default"] = self.default
+        return {**node, "anyOf": [one, {"type": "array", "items": one, "minItems": 1}]}
+
     def validate(self, value, where: str):
         if value is None:
             if self.default is None:
@@ -52,7 +73,7 @@ class Param:
             return value
         caster = float if self.kind == "float" else int
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if ok and self.kind == "int" and float(value) != int(value):
+        if ok and self.kind == "int" and not float(value).is_integer():  # 2.5, inf, nan
             ok = False
         if ok:
             value = caster(value)
@@ -60,6 +81,11 @@ class Param:
         if not ok:
             raise ValueError(f"'{where}.{self.name}': {value!r} is not allowed; allowed: {self.allowed()}")
         return value
+
+
+# every mechanism's grid takes n, the users of a run (the workflow samples them from the dataset)
+USERS = Param("n", "int", "users of a run, sampled from the dataset ('all': every user)", default="all", low=0,
+              special=("all",))
 
 
 def validate_params(declared: dict[str, Param], given: dict, where: str) -> dict:

@@ -99,7 +99,8 @@ def test_sldp_partition_plus_task_stays_within_epsilon(tmp_path):
                                           "split_rule": "all_children", "max_depth": 3})
         run = {"task": "mean", "n": 200, "epsilon": eps, "rep": 0}
         out = [str(tmp_path / f"{i}-{name}.parquet") for name in ("partition", "rounds", "reports", "regions")]
-        sldp_study.protocol_stage(run, cfg, 1, *out)
+        sldp_study.protocol_stage(run=run, cfg=cfg, seed=1, out_partition=out[0], out_rounds=out[1],
+                                  out_reports=out[2], out_regions=out[3])
         recorded = io.read_parquet_metadata(out[0])["guarantee"]["epsilon"]
         partition = eps * share
         # a round's 4 indicators have L1 sensitivity 2, so a round costs 2 / b with the scale b used;

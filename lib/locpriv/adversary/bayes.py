@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 from scipy import fft
 
-from ..attack import PersonTargets, target_distance
 from ..domain import Grid
+from .local_maxima import PersonTargets, target_distance
 
 RESULT_COLUMNS = {"user": "int64", "expected_error": "float64", "guess_x": "float64", "guess_y": "float64",
                   "guess_error": "float64", "hit_r": "float64"}
@@ -83,7 +83,7 @@ def bayes_batch(post: np.ndarray, grid: Grid, true_xy, r: float,
     """Shokri's metrics for a batch of posteriors (n, P, Q) and the targets' true locations.
 
     ``true_xy``: the users' true locations (n, 2), or the persons' points
-    (:class:`locpriv.attack.PersonTargets`), whose distances are to the nearest point.
+    (:class:`locpriv.adversary.local_maxima.PersonTargets`), whose distances are to the nearest point.
     """
     if isinstance(true_xy, PersonTargets):
         dist = true_xy.field(grid)

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..plots import _save, plt
+from .study import NOISELESS
 
 SCATTER_POINTS = 2000
 
@@ -24,8 +25,15 @@ def figure_epsilon(cfg: dict, name: str) -> float:
 
 
 def _metric_table(summary: pd.DataFrame, name: str, metric: str) -> pd.DataFrame:
+    """Mean over reps per (n, epsilon, method); the noiseless rows keep epsilon NaN, lose the suffix."""
     rows = summary[(summary["dataset"] == name) & (summary["metric"] == metric)]
-    return rows.groupby(["n", "epsilon", "method"])["value"].mean().reset_index()
+    rows = rows.assign(method=rows["method"].str.removesuffix(NOISELESS))
+    return rows.groupby(["n", "epsilon", "method"], dropna=False)["value"].mean().reset_index()
+
+
+def _clients(table: pd.DataFrame, n: str) -> int:
+    """The summary's n of the config's ``n`` ("all": the dataset's one training-split size)."""
+    return int(n) if n != "all" else int(table["n"].iloc[0])
 
 
 def _curves_panel(ax, curves: pd.DataFrame, test: pd.DataFrame, rng, title: str, base: str, scores: dict) -> None:
@@ -39,7 +47,7 @@ def _curves_panel(ax, curves: pd.DataFrame, test: pd.DataFrame, rng, title: str,
     ax.legend(fontsize=6)
 
 
-def dataset_figure(name: str, cfg: dict, summary_path: str, curve_paths: dict, test_paths: dict,
+def dataset_figure(*, name: str, cfg: dict, summary_path: str, curve_paths: dict, test_paths: dict,
                    out_png: str, dpi: int) -> None:
     """``curve_paths[(n, eps)]``: rep-0 curves for eps in {"inf", figure epsilon}; ``test_paths[n]``."""
     summary = pd.read_parquet(summary_path)
@@ -55,7 +63,8 @@ def dataset_figure(name: str, cfg: dict, summary_path: str, curve_paths: dict, t
         test = pd.read_parquet(test_paths[str(n)])
         for ax, eps in zip(row[:2], ("inf", fig_eps)):
             curves = pd.read_parquet(curve_paths[(str(n), str(eps))])
-            sel = table[(table["n"] == str(n)) & (table["epsilon"] == str(eps))].set_index("method")["value"]
+            at = table["epsilon"].isna() if eps == "inf" else table["epsilon"] == eps
+            sel = table[(table["n"] == _clients(table, str(n))) & at].set_index("method")["value"]
             scores = {m: f"{metric} {sel.get(m, np.nan):.3f}" for m in ("kernel", base)}
             label = "noiseless data" if eps == "inf" else f"epsilon = {eps:g} LDP data"
             _curves_panel(ax, curves, test, rng, f"{name}, n = {n}: {label}", base, scores)
@@ -68,12 +77,12 @@ def dataset_figure(name: str, cfg: dict, summary_path: str, curve_paths: dict, t
         ax.set(title=f"density, epsilon = {fig_eps:g} ({dens['kernel']} kernel, h = {dens['h']})", xlabel="x")
         ax.legend(fontsize=6)
         ax = row[3]
-        sub = table[table["n"] == str(n)]
-        private = sub[sub["epsilon"] != "inf"].assign(eps=lambda t: t["epsilon"].astype(float)).sort_values("eps")
+        sub = table[table["n"] == _clients(table, str(n))]
+        private = sub[sub["epsilon"].notna()].sort_values("epsilon")
         for method, style in (("kernel", "C0o-"), (base, "C1s--")):
             grp = private[private["method"] == method]
-            ax.plot(grp["eps"], grp["value"], style, label=f"{method}, epsilon-LDP")
-            ref = sub[(sub["epsilon"] == "inf") & (sub["method"] == method)]["value"]
+            ax.plot(grp["epsilon"], grp["value"], style, label=f"{method}, epsilon-LDP")
+            ref = sub[sub["epsilon"].isna() & (sub["method"] == method)]["value"]
             if len(ref):
                 ax.axhline(float(ref.iloc[0]), color=style[:2], lw=0.8, ls=":", label=f"{method}, noiseless")
         ax.set(xscale="log", xlabel="privacy budget epsilon",

@@ -26,112 +26,63 @@ import numpy as np
 import pandas as pd
 
 from .. import io
-from ..config import StudySection
+from ..config import StudySection, listed, schema_defaults
 from ..dp import Guarantee
 from ..laplace_ldp import discretisation, epsilon_spent, scales
 from ..laplace_ldp import randomize as laplace_randomize
 from ..seeding import rng as make_rng
+from ..study import Study
 from . import data, estimators
-from .kernels import KERNELS
 
-SOURCES = ("synthetic", "lendingclub", "adult")
-DATASET_DEFAULTS = {
-    "synthetic": {"x": "mixture", "curve": "g1", "n": [1000], "test_size": 10000, "figure_epsilon": None,
-                  "density": None},
-    # public FICO range 610-850 (ours): log(fico - 600) in [log 10, log 250]
-    "lendingclub": {"path": None, "bounds": [math.log(10.0), math.log(250.0)], "test_fraction": 0.3,
-                    "figure_epsilon": None, "density": None},
-    # education-num takes the values 1..16
-    "adult": {"path": None, "bounds": [1.0, 16.0], "figure_epsilon": None, "density": None},
-}
-DEFAULTS = {
-    "datasets": {},
-    "epsilon": [1.0, 5.0, 10.0],
-    "reps": 2,
-    "kernel": "cauchy",                                   # the paper's experiments (§Results)
-    # LOO-CV grid of eq. (8); cv_at "reports" (a server's view) or "true" (eq. 8 as printed, an oracle)
-    "bandwidth": {"min": 0.01, "max": 10.0, "count": 40, "cv_points": 2000, "cv_at": "reports"},
-    # density figure (Fig. 3); h "normal_reference" = Delaigle & Gijbels (2004), Gaussian kernel only
-    # a dataset may override it with its own `density` section
-    "density": {"kernel": "gaussian", "h": "normal_reference"},
-    "probability_clip": 1e-3,                             # ours: keeps log-likelihoods finite
-    "figure_epsilon": 5.0,        # Fig. 3, 5, 8 use epsilon = 5 (Fig. 1, 2: 10); a dataset may override it
-    "plots": {"dpi": 110},
-}
 GRID_POINTS = 200
+# the noiseless reference's rows: epsilon NaN and the method's name with this suffix
+NOISELESS = "_noiseless"
+# keys, bounds and defaults: workflow/schemas/config.source.yaml, $defs.deconv (docs/configuration.md)
 SECTION = StudySection("deconv")
 
 
 def _dataset(name: str, spec: dict) -> dict:
+    """One dataset with its source's defaults ($defs.deconv_<source>) and what the runs read."""
     key = f"datasets.{name}"
-    if not isinstance(spec, dict) or spec.get("source") not in SOURCES:
-        got = spec.get("source") if isinstance(spec, dict) else spec
-        raise SECTION.error(f"{key}.source", f"got {got!r}", str(list(SOURCES)))
-    source = spec["source"]
-    cfg = SECTION.merge({k: v for k, v in spec.items() if k != "source"}, DATASET_DEFAULTS[source], f"{key}.")
-    cfg["source"] = source
+    cfg = {**schema_defaults(f"deconv_{spec['source']}"), **spec}
     if cfg["figure_epsilon"] is not None:
-        cfg["figure_epsilon"] = float(SECTION.number(cfg["figure_epsilon"], f"{key}.figure_epsilon", low=0,
-                                                     open_low=True))
-    if source == "synthetic":
-        if cfg["x"] not in data.SYNTHETIC_X:
-            raise SECTION.error(f"{key}.x", f"{cfg['x']!r}", str(list(data.SYNTHETIC_X)))
-        if cfg["curve"] not in data.CURVES:
-            raise SECTION.error(f"{key}.curve", f"{cfg['curve']!r}", str(list(data.CURVES)))
-        cfg["n"] = SECTION.positive_list(cfg["n"], f"{key}.n", integer=True)
-        cfg["test_size"] = SECTION.number(cfg["test_size"], f"{key}.test_size", integer=True, low=1)
+        cfg["figure_epsilon"] = float(cfg["figure_epsilon"])
+    if cfg["source"] == "synthetic":
+        cfg["n"] = listed(cfg["n"], int)
         cfg["bounds"] = list(data.SYNTHETIC_X[cfg["x"]])
-    else:
-        if not isinstance(cfg["path"], str):
-            raise SECTION.error(f"{key}.path", "missing", "the path of loan_data.csv" if source == "lendingclub"
-                         else "the directory holding adult.data and adult.test")
-        cfg["n"] = ["all"]
-        b = cfg["bounds"]
-        if not (isinstance(b, list) and len(b) == 2 and all(isinstance(v, (int, float)) for v in b) and b[0] < b[1]):
-            raise SECTION.error(f"{key}.bounds", f"{b!r}", "[lower, upper] with lower < upper")
-        if source == "lendingclub":
-            SECTION.number(cfg["test_fraction"], f"{key}.test_fraction", low=0, high=1, open_low=True,
-                           open_high=True)
+        return cfg
+    if cfg["path"] is None:
+        raise SECTION.error(f"{key}.path", "missing", "the path of loan_data.csv" if cfg["source"] == "lendingclub"
+                            else "the directory holding adult.data and adult.test")
+    cfg["n"] = ["all"]
+    if not cfg["bounds"][0] < cfg["bounds"][1]:
+        raise SECTION.error(f"{key}.bounds", f"{cfg['bounds']!r}", "[lower, upper] with lower < upper")
     return cfg
 
 
-def _density_section(given: dict, defaults: dict, key: str) -> dict:
-    dens = SECTION.merge(given, defaults, f"{key}.")
-    if dens["kernel"] not in KERNELS:
-        raise SECTION.error(f"{key}.kernel", f"{dens['kernel']!r}", str(list(KERNELS)))
-    if dens["h"] == "normal_reference":
-        if dens["kernel"] != "gaussian":
-            raise SECTION.error(f"{key}.h", "normal_reference needs the Gaussian kernel (the Cauchy has no 2nd moment)",
-                         "a positive number, or normal_reference with kernel gaussian")
-    else:
-        dens["h"] = float(SECTION.number(dens["h"], f"{key}.h", low=0, open_low=True))
+def _density_section(given: dict | None, base: dict, key: str) -> dict:
+    """``given`` over ``base``; the normal-reference bandwidth needs the Gaussian kernel."""
+    dens = {**base, **(given or {})}
+    if dens["h"] != "normal_reference":
+        dens["h"] = float(dens["h"])
+    elif dens["kernel"] != "gaussian":
+        raise SECTION.error(f"{key}.h", "normal_reference needs the Gaussian kernel (the Cauchy has no 2nd moment)",
+                            "a positive number, or normal_reference with kernel gaussian")
     return dens
 
 
 def validate_config(section: dict) -> dict:
-    cfg = SECTION.merge(section, DEFAULTS, "", nested=("plots",))
-    SECTION.number(cfg["plots"]["dpi"], "plots.dpi", integer=True, low=1)
-    if not isinstance(cfg["datasets"], dict) or not cfg["datasets"]:
-        raise SECTION.error("datasets", "missing or empty", "a mapping name -> {source: synthetic|lendingclub|adult, ...}")
-    cfg["datasets"] = {name: _dataset(name, spec) for name, spec in cfg["datasets"].items()}
-    cfg["epsilon"] = SECTION.positive_list(cfg["epsilon"], "epsilon")
-    cfg["reps"] = SECTION.reps(cfg["reps"])
-    if cfg["kernel"] not in KERNELS:
-        raise SECTION.error("kernel", f"{cfg['kernel']!r}", str(list(KERNELS)))
-    cfg["bandwidth"] = SECTION.merge(cfg["bandwidth"], DEFAULTS["bandwidth"], "bandwidth.")
+    """The section checked against its schema, defaults filled in, value-or-list keys as lists."""
+    cfg = SECTION.validate(section)
     bw = cfg["bandwidth"]
-    SECTION.number(bw["min"], "bandwidth.min", low=0, open_low=True)
-    SECTION.number(bw["max"], "bandwidth.max", low=0, open_low=True)
-    SECTION.number(bw["cv_points"], "bandwidth.cv_points", integer=True, low=1)
-    if not (bw["min"] < bw["max"]) or not (isinstance(bw["count"], int) and bw["count"] >= 2):
+    if not bw["min"] < bw["max"]:
         raise SECTION.error("bandwidth", f"{bw!r}", "0 < min < max and an integer count >= 2")
-    if bw["cv_at"] not in ("reports", "true"):
-        raise SECTION.error("bandwidth.cv_at", f"{bw['cv_at']!r}", "['reports', 'true']")
-    cfg["density"] = _density_section(cfg["density"], DEFAULTS["density"], "density")
+    cfg["datasets"] = {name: _dataset(name, spec) for name, spec in cfg["datasets"].items()}
+    cfg["epsilon"] = listed(cfg["epsilon"], float)
+    cfg["density"] = _density_section(cfg["density"], {}, "density")
     for name, ds in cfg["datasets"].items():
-        ds["density"] = _density_section(ds["density"] or {}, cfg["density"], f"datasets.{name}.density")
-    SECTION.number(cfg["probability_clip"], "probability_clip", low=0, high=0.5, open_low=True, open_high=True)
-    cfg["figure_epsilon"] = float(SECTION.number(cfg["figure_epsilon"], "figure_epsilon", low=0, open_low=True))
+        ds["density"] = _density_section(ds["density"], cfg["density"], f"datasets.{name}.density")
+    cfg["figure_epsilon"] = float(cfg["figure_epsilon"])
     return cfg
 
 
@@ -198,16 +149,17 @@ def split_run_stage(*, dataset: str, n: str, rep: int, cfg: dict, seed: int, out
     :func:`epsilon_labels` order.  Each file is the one the separate stages wrote, byte for byte.
     """
     ds = cfg["datasets"][dataset]
-    split_stage(dataset, n, rep, ds, seed, out["train"], out["test"])
+    split_stage(dataset=dataset, n=n, rep=rep, ds=ds, seed=seed, out_train=out["train"], out_test=out["test"])
     for label, reports, metrics, curves in zip(epsilon_labels(cfg), out["reports"], out["metrics"],
                                                out["curves"]):
         run = {"dataset": dataset, "n": n, "epsilon": label if label == "inf" else float(label), "rep": rep}
-        randomize_stage(run, ds, seed, out["train"], reports)
-        fit_stage(run, cfg, seed, reports, out["train"], out["test"], metrics, curves)
+        randomize_stage(run=run, ds=ds, seed=seed, train_path=out["train"], out=reports)
+        fit_stage(run=run, cfg=cfg, seed=seed, reports_path=reports, train_path=out["train"], test_path=out["test"],
+                  out_metrics=metrics, out_curves=curves)
 
 
-def split_stage(name: str, n, rep: int, ds: dict, seed: int, out_train: str, out_test: str) -> None:
-    rng = make_rng(seed, "deconv-split", name, n, rep)
+def split_stage(*, dataset: str, n, rep: int, ds: dict, seed: int, out_train: str, out_test: str) -> None:
+    rng = make_rng(seed, "deconv-split", dataset, n, rep)
     if ds["source"] == "synthetic":
         train = data.synthetic(ds["x"], ds["curve"], int(n), rng)
         test = data.synthetic(ds["x"], ds["curve"], ds["test_size"], rng)
@@ -218,7 +170,7 @@ def split_stage(name: str, n, rep: int, ds: dict, seed: int, out_train: str, out
         is_test = np.zeros(len(frame), bool)
         is_test[rng.choice(len(frame), int(round(ds["test_fraction"] * len(frame))), replace=False)] = True
         train, test = frame[~is_test].reset_index(drop=True), frame[is_test].reset_index(drop=True)
-    meta = {"dataset": name, "source": ds["source"], "bounds": ds["bounds"],
+    meta = {"dataset": dataset, "source": ds["source"], "bounds": ds["bounds"],
             "rows": {"train": len(train), "test": len(test)}}
     io.write_parquet(train, out_train, metadata=meta)
     io.write_parquet(test, out_test, metadata=meta)
@@ -228,7 +180,7 @@ def _scale(ds: dict, epsilon) -> float:
     return 0.0 if epsilon == "inf" else float(scales(np.array([ds["bounds"]]), float(epsilon))[0])
 
 
-def randomize_stage(run: dict, ds: dict, seed: int, train_path: str, out: str) -> None:
+def randomize_stage(*, run: dict, ds: dict, seed: int, train_path: str, out: str) -> None:
     train = pd.read_parquet(train_path)
     if run["epsilon"] == "inf":
         z = train["x"].to_numpy()
@@ -280,8 +232,13 @@ def _density_h(dens: dict, sample: np.ndarray, b: float) -> float:
     return estimators.normal_reference_bandwidth(sample, b) if h == "normal_reference" else h
 
 
-def fit_stage(run: dict, cfg: dict, seed: int, reports_path: str, train_path: str, test_path: str,
+def fit_stage(*, run: dict, cfg: dict, seed: int, reports_path: str, train_path: str, test_path: str,
               out_metrics: str, out_curves: str) -> None:
+    """The server's estimators on one run's reports; ``out_metrics`` is the run's tidy summary rows.
+
+    ``n`` in those rows is the number of training clients (the whole training split where the
+    path says ``all``); the noiseless reference has epsilon NaN and methods named ``<method>_noiseless``.
+    """
     ds = cfg["datasets"][run["dataset"]]
     reports = pd.read_parquet(reports_path)
     b = io.read_parquet_metadata(reports_path)["laplace_b"]
@@ -342,9 +299,12 @@ def fit_stage(run: dict, cfg: dict, seed: int, reports_path: str, train_path: st
                  {"method": f"density_{est}", "metric": "bandwidth", "value": dens_h[est]}]
     rows.append({"method": "density_noiseless", "metric": "peak", "value": float(curves["density_noiseless"].max())})
 
-    table = pd.DataFrame(rows)
-    for key in ("rep", "epsilon", "n", "dataset"):
-        table.insert(0, key, str(run[key]))
+    noiseless = run["epsilon"] == "inf"
+    if noiseless:
+        rows = [{**r, "method": r["method"] if r["method"].endswith(NOISELESS) else r["method"] + NOISELESS}
+                for r in rows]
+    table = STUDY.run_table(rows, epsilon=math.nan if noiseless else float(run["epsilon"]), n=len(train),
+                            rep=int(run["rep"]), dataset=run["dataset"])
     meta = {"run": run, "laplace_b": b, "bandwidth": h, "kernel": kernel, "cv_at": bw["cv_at"],
             "cv_grid": grid_h.tolist(), "cv_scores": cv.tolist(), "density_bandwidths": dens_h,
             "undefined_predictions": undefined,
@@ -353,5 +313,8 @@ def fit_stage(run: dict, cfg: dict, seed: int, reports_path: str, train_path: st
     io.write_parquet(curves, out_curves, metadata=meta)
 
 
-def summary_stage(paths: list[str], out_parquet: str, out_csv: str) -> None:
-    io.concat_to_table(paths, ["dataset", "n", "epsilon", "rep", "method", "metric"], out_parquet, out_csv)
+def summary_stage(*, paths: list[str], out_parquet: str, out_csv: str) -> None:
+    STUDY.collect(paths, out_parquet=out_parquet, out_csv=out_csv)
+
+
+STUDY = Study(name="deconv", validate=validate_config, runs=runs, run_dir=run_dir, identity={"dataset": "str"})

@@ -44,7 +44,7 @@ def multi_guarantee(epsilon: float, sensitivities: dict) -> dict:
         other_relations={REPLACE_ONE: 2 * float(epsilon)}).as_dict()
 
 
-def multi_stage(cfg: dict, seed: int, out: str) -> None:
+def multi_stage(*, cfg: dict, seed: int, out: str) -> None:
     """§5.7 on Geolife: each real user's points (weight = points in a pixel), top max_points pixels kept.
 
     ``cfg``: ``multi_location``, and the study's ``aggregation`` and ``secagg`` (defaults: population)."""

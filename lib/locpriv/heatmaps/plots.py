@@ -1,6 +1,6 @@
 """[DDP-Heatmaps] figures: the heatmap per round (the paper's animation as a strip), MSE sweeps
-(Fig. 7, 8), Table 1 as CSV, the multi-location scale / clip-bits effect (Table 2), and the
-secure-aggregation protocol's bytes per client beside the heatmap's own vector."""
+(Fig. 7, 8), the multi-location scale / clip-bits effect (Table 2), and the secure-aggregation
+protocol's bytes per client beside the heatmap's own vector (Table 1 is :mod:`.tables`)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ from ..plots import _save, plt
 from ..secagg import ProtocolParams
 from ..secagg.protocol import client_bytes
 from .study import SWEEPS, round_maps
-
-TABLE_METRICS = ["mse", "l1_elementwise", "l1_matrix_norm", "mape", "smape", "maape", "communication",
-                 "epsilon_spent"]
+from .tables import COLUMN, at_base
 
 
 def _log_image(ax, image, title):
@@ -24,7 +22,7 @@ def _log_image(ax, image, title):
     ax.set(title=title, xticks=[], yticks=[])
 
 
-def plot_rounds(population_path: str, releases_path: str, out_png: str, dpi: int) -> None:
+def plot_rounds(*, population_path: str, releases_path: str, out_png: str, dpi: int) -> None:
     truth = io.read_netcdf(population_path)["users"].to_numpy()
     depth = int(truth.shape[0]).bit_length() - 1
     maps = round_maps(releases_path, depth)
@@ -36,27 +34,18 @@ def plot_rounds(population_path: str, releases_path: str, out_png: str, dpi: int
     _save(fig, out_png, {"dpi": dpi})
 
 
-def _at_base(table: pd.DataFrame, base: dict, free: str) -> pd.DataFrame:
-    keep = np.ones(len(table), bool)
-    for key in SWEEPS:
-        if key != free:
-            keep &= np.isclose(table[key].astype(float), float(base[key]))
-    return table[keep & np.isclose(table["epsilon"].astype(float), float(base["epsilon"]))]
-
-
-def plot_sweeps(summary_path: str, base: dict, out_png: str, dpi: int) -> None:
+def plot_sweeps(*, summary_path: str, base: dict, out_png: str, dpi: int) -> None:
     table = pd.read_parquet(summary_path)
     table = table[table["metric"] == "mse"]
     fig, axes = plt.subplots(1, len(SWEEPS), figsize=(5 * len(SWEEPS), 3.8))
     labels = {"users_per_round": "users per sub-query n", "calibration": "calibration c",
               "shard_size": "SecAgg shard size", "dropout": "dropout rate (noise provisioned for it)"}
     for ax, key in zip(axes, SWEEPS):
-        sub = _at_base(table, base, key)
-        for method, grp in sub.groupby("method"):
-            mean = grp.groupby(key)["value"].agg(["mean", "std"]).reset_index()
+        for method, grp in at_base(table, base, key).groupby("method"):
+            mean = grp.groupby(COLUMN[key])["value"].agg(["mean", "std"]).reset_index()
             if len(mean) > 1 or method in ("dp_heatmap", "nonprivate"):
-                ax.errorbar(mean[key], mean["mean"], yerr=mean["std"].fillna(0), fmt="o-", ms=3, capsize=2,
-                            label=method)
+                ax.errorbar(mean[COLUMN[key]], mean["mean"], yerr=mean["std"].fillna(0), fmt="o-", ms=3,
+                            capsize=2, label=method)
         ax.set(xlabel=labels[key], ylabel="MSE (normalised maps)", yscale="log",
                xscale="log" if key in ("users_per_round", "shard_size", "calibration") else "linear")
         ax.legend(fontsize=6)
@@ -64,19 +53,7 @@ def plot_sweeps(summary_path: str, base: dict, out_png: str, dpi: int) -> None:
     _save(fig, out_png, {"dpi": dpi})
 
 
-def results_table(summary_path: str, base: dict, out_csv: str) -> None:
-    """Table 1: every method at the base setting, mean (and std) over repetitions."""
-    table = pd.read_parquet(summary_path)
-    table = _at_base(table, base, free="")
-    wide = table[table["metric"].isin(TABLE_METRICS)].groupby(["method", "metric"])["value"].agg(["mean", "std"])
-    wide = wide.unstack("metric")
-    wide.columns = [f"{m}_{stat}" for stat, m in wide.columns]
-    order = [f"{m}_{s}" for m in TABLE_METRICS for s in ("mean", "std") if f"{m}_{s}" in wide.columns]
-    with io.atomic_path(out_csv) as tmp:
-        wide[order].sort_values("mse_mean").to_csv(tmp, float_format="%.6g")
-
-
-def plot_multi(multi_path: str, out_png: str, dpi: int) -> None:
+def plot_multi(*, multi_path: str, out_png: str, dpi: int) -> None:
     table = pd.read_parquet(multi_path)
     fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
     for scale, grp in table.groupby("scale"):
@@ -105,7 +82,7 @@ def secagg_bytes_per_client(protocol_path: str) -> pd.DataFrame:
     return total.div(clients, axis=0)[[s for s in STEP_LABELS if s in total.columns]]
 
 
-def plot_secagg_cost(protocol_path: str, transcript_path: str, out_png: str, dpi: int) -> None:
+def plot_secagg_cost(*, protocol_path: str, transcript_path: str, out_png: str, dpi: int) -> None:
     """Left: bytes per client and round, by protocol step and in total, beside the plain vector (K x 4 bytes).
     Right: bytes one client sends against shard size n at the run's largest K (``secagg.protocol.client_bytes``,
     equal to the transcript's counts), complete graph vs Harary graph, with and without 10 % planned dropout."""

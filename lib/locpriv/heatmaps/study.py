@@ -34,100 +34,42 @@ from .. import io
 from ..config import StudySection
 from ..errors import InputError
 from ..seeding import rng as make_rng
+from ..study import Study
 from . import baselines, metrics
-from .adaptive import OPTIONS, AdaptiveParams, render, run_adaptive
+from .adaptive import AdaptiveParams, render, run_adaptive
 from ..secagg import ProtocolParams
-from ..secagg.graph import GRAPHS
-from .aggregation import AGGREGATIONS, SecAgg
+from .aggregation import SecAgg
 from .prefix_tree import PrefixTree
 
 BASELINES = {"flat": baselines.flat, "hierarchical": baselines.hierarchical, "count_min": baselines.count_min,
              "adaptive_grid": baselines.adaptive_grid, "psd": baselines.private_spatial_decomposition}
 METHODS = ("dp_heatmap", *BASELINES, "nonprivate")
 SWEEPS = ("users_per_round", "calibration", "shard_size", "dropout")
-DEFAULTS = {
-    # synthetic: 2^depth square, `users` people; npy: path of a 2^D x 2^D non-negative integer image
-    "population": {"source": "synthetic", "depth": 8, "users": 2_000_000, "hotspots": 12, "path": None},
-    # paper §6: epsilon = 1 per user, shards of 10,000, c from the reference runner (adaptive.py)
-    "base": {"epsilon": 1.0, "users_per_round": 100_000, "calibration": 0.1, "shard_size": 10_000,
-             "dropout": 0.0},
-    "sweep": {k: [] for k in SWEEPS},
-    "methods": list(METHODS),
-    "reps": 2,
-    # how vectors are summed: population | per_client | secure (module doc)
-    "aggregation": "population",
-    # per_client / secure: m = 2^bits (32: shard sums of 10^4 users never wrap); secure: graph "harary"
-    # (random k-regular, Bell et al. 2020) with degree null = smallest safe even k >= log2 n, or "complete"
-    # (Bonawitz et al. 2017); threshold t = floor(threshold * (k + 1)) + 1 of a client's k neighbours and itself
-    "secagg": {"bits": 32, "graph": "harary", "degree": None, "threshold": 0.5},
-    "multi_location": None,
-    # dp_heatmap's options (adaptive.AdaptiveParams): split threshold rule, first tree, collapse floor, and
-    # whether the map reads the last sub-query or every sub-query combined by least squares
-    "adaptive": {k: getattr(AdaptiveParams(), k) for k in ("threshold", "start", "collapse_floor", "combine")},
-    "plots": {"dpi": 110},
-}
+# keys, bounds and defaults: workflow/schemas/config.source.yaml, $defs.heatmaps (docs/configuration.md)
 SECTION = StudySection("heatmaps")
-MULTI_DEFAULTS = {"path": None, "lonlat_bbox": None, "depth": 6, "epsilon": 1.0, "scale": [10.0, 100.0, 1000.0],
-                  "bits": [8, 12, 16, 20, 24], "max_points": 16, "shard_size": 50}
+DEFAULTS = SECTION.defaults()
+_INTEGER_SETTINGS = ("users_per_round", "shard_size")   # the other run settings are floats
 
 
-def _setting(key: str, value, where: str):
-    """One run setting ``key`` (written at config key ``where``)."""
-    if key == "dropout":
-        return float(SECTION.bounded(value, where, (int, float), 0.0, 0.9, open_low=False))
-    if key in ("users_per_round", "shard_size"):
-        return int(SECTION.bounded(value, where, int, 0))
-    return float(SECTION.bounded(value, where, (int, float), 0.0))
+def _setting(key: str, value):
+    return int(value) if key in _INTEGER_SETTINGS else float(value)
 
 
 def validate_config(section: dict) -> dict:
-    cfg = SECTION.merge(section, DEFAULTS, "")
-    pop = cfg["population"] = SECTION.merge(cfg["population"], DEFAULTS["population"], "population.")
-    if pop["source"] not in ("synthetic", "npy"):
-        raise SECTION.error("population.source", f"{pop['source']!r}", "['synthetic', 'npy']")
-    if pop["source"] == "npy" and not isinstance(pop["path"], str):
+    """The section checked against its schema, defaults filled in, numbers as the runs read them."""
+    cfg = SECTION.validate(section)
+    if cfg["population"]["source"] == "npy" and cfg["population"]["path"] is None:
         raise SECTION.error("population.path", "missing", "the path of a 2^D x 2^D .npy image of user counts")
-    if pop["source"] == "synthetic":
-        SECTION.bounded(pop["depth"], "population.depth", int, 0, 12)
-        SECTION.bounded(pop["users"], "population.users", int, 0)
-        SECTION.bounded(pop["hotspots"], "population.hotspots", int, 0)
-    cfg["base"] = SECTION.merge(cfg["base"], DEFAULTS["base"], "base.")
-    cfg["base"] = {k: _setting(k, v, f"base.{k}") for k, v in cfg["base"].items()}
-    cfg["sweep"] = SECTION.merge(cfg["sweep"], DEFAULTS["sweep"], "sweep.")
-    for key, values in cfg["sweep"].items():
-        if not isinstance(values, list):
-            raise SECTION.error(f"sweep.{key}", f"{values!r}", "a list of values")
-        cfg["sweep"][key] = [_setting(key, v, f"sweep.{key}") for v in values]
-    if not isinstance(cfg["methods"], list):
-        raise SECTION.error("methods", f"got {cfg['methods']!r}", f"a list among {list(METHODS)}")
-    bad = sorted(set(cfg["methods"]) - set(METHODS), key=str)
-    if bad or not cfg["methods"]:
-        raise SECTION.error("methods", f"unknown {bad}" if bad else "empty", str(list(METHODS)))
-    SECTION.reps(cfg["reps"])
-    if cfg["aggregation"] not in AGGREGATIONS:
-        raise SECTION.error("aggregation", f"{cfg['aggregation']!r}", str(list(AGGREGATIONS)))
-    sec = cfg["secagg"] = SECTION.merge(cfg["secagg"], DEFAULTS["secagg"], "secagg.")
-    SECTION.bounded(sec["bits"], "secagg.bits", int, 2, 62, open_low=False)
-    if sec["graph"] not in GRAPHS:
-        raise SECTION.error("secagg.graph", f"{sec['graph']!r}", str(list(GRAPHS)))
-    if sec["degree"] is not None and (SECTION.bounded(sec["degree"], "secagg.degree", int, 1) % 2):
-        raise SECTION.error("secagg.degree", f"{sec['degree']!r}", "null or an even integer >= 2")
-    sec["threshold"] = float(SECTION.bounded(sec["threshold"], "secagg.threshold", (int, float), 0.0, 0.99))
-    adaptive = cfg["adaptive"] = SECTION.merge(cfg["adaptive"], DEFAULTS["adaptive"], "adaptive.")
-    for key, choices in OPTIONS.items():
-        SECTION.choice(adaptive[key], f"adaptive.{key}", choices)
-    adaptive["collapse_floor"] = float(SECTION.number(adaptive["collapse_floor"], "adaptive.collapse_floor", low=0.0))
-    if cfg["multi_location"] is not None:
-        multi = cfg["multi_location"] = SECTION.merge(cfg["multi_location"], MULTI_DEFAULTS, "multi_location.")
-        if not isinstance(multi["path"], str) or not (isinstance(multi["lonlat_bbox"], list)
-                                                      and len(multi["lonlat_bbox"]) == 4):
+    cfg["base"] = {k: _setting(k, v) for k, v in cfg["base"].items()}
+    cfg["sweep"] = {k: [_setting(k, v) for v in values] for k, values in cfg["sweep"].items()}
+    cfg["secagg"]["threshold"] = float(cfg["secagg"]["threshold"])
+    cfg["adaptive"]["collapse_floor"] = float(cfg["adaptive"]["collapse_floor"])
+    multi = cfg["multi_location"]
+    if multi is not None:
+        if multi["path"] is None or multi["lonlat_bbox"] is None:
             raise SECTION.error("multi_location.path", "path and lonlat_bbox [lon0, lon1, lat0, lat1] are required",
-                         "a Geolife-style CSV (user, lat, lon) and its box")
-        SECTION.bounded(multi["depth"], "multi_location.depth", int, 0, 10)
-        SECTION.bounded(multi["max_points"], "multi_location.max_points", int, 0)
-        SECTION.bounded(multi["shard_size"], "multi_location.shard_size", int, 0)
-        multi["scale"] = [float(SECTION.bounded(s, "multi_location.scale[]", (int, float), 0.0)) for s in multi["scale"]]
-        multi["bits"] = [int(SECTION.bounded(b, "multi_location.bits[]", int, 1, 62, open_low=False)) for b in multi["bits"]]
+                                "a Geolife-style CSV (user, lat, lon) and its box")
+        multi["scale"] = [float(s) for s in multi["scale"]]
     return cfg
 
 
@@ -185,7 +127,7 @@ def load_population(path: str) -> np.ndarray:
     return image.astype(np.int64)
 
 
-def ingest_stage(cfg: dict, seed: int, out: str) -> None:
+def ingest_stage(*, cfg: dict, seed: int, out: str) -> None:
     pop = cfg["population"]
     image = _synthetic_population(pop, seed) if pop["source"] == "synthetic" else load_population(pop["path"])
     side = image.shape[0]
@@ -255,7 +197,7 @@ PROTOCOL_COLUMNS = {"round": np.int64, "shard": np.int64, "step": object, "sende
                     "kind": object, "items": np.int64, "bytes": np.int64}
 
 
-def run_stage(run: dict, seed: int, population_path: str, out_map: str, out_transcript: str,
+def run_stage(*, run: dict, seed: int, population_path: str, out_map: str, out_transcript: str,
               out_releases: str, out_protocol: str, aggregation: str = "population",
               secagg: dict | None = None, adaptive: dict | None = None) -> None:
     image = _population(population_path)
@@ -300,7 +242,11 @@ def run_stage(run: dict, seed: int, population_path: str, out_map: str, out_tran
     io.write_parquet(releases, out_releases, metadata=meta)
 
 
-def metrics_stage(run: dict, population_path: str, map_path: str, transcript_path: str, out: str) -> None:
+def metrics_stage(*, run: dict, population_path: str, map_path: str, transcript_path: str, out: str) -> None:
+    """The run's tidy summary rows: §6 / App. A.1 metrics, communication and epsilon spent / achieved.
+
+    ``epsilon`` is the run's configured epsilon (NaN for the non-private floor), ``n`` its users per round.
+    """
     truth = _population(population_path)
     heatmap = io.read_netcdf(map_path)["heatmap"].to_numpy()
     meta = io.read_parquet_metadata(transcript_path)
@@ -309,9 +255,10 @@ def metrics_stage(run: dict, population_path: str, map_path: str, transcript_pat
               "epsilon_achieved": float(meta["guarantee"]["achieved_epsilon"]),
               # empty where the method read the true population (no formal guarantee holds)
               "guarantee_epsilon": float(meta["guarantee"].get("guaranteed_epsilon") or math.nan)}
-    table = pd.DataFrame({"metric": list(values), "value": list(values.values())})
-    for key in ("rep", "dropout", "shard_size", "calibration", "users_per_round", "epsilon", "method"):
-        table.insert(0, key, run[key])
+    rows = [{"method": run["method"], "metric": k, "value": v} for k, v in values.items()]
+    table = STUDY.run_table(rows, epsilon=math.nan if run["method"] == "nonprivate" else float(run["epsilon"]),
+                            n=run["users_per_round"], rep=run["rep"], calibration=run["calibration"],
+                            shard_size=run["shard_size"], dropout=run["dropout"])
     io.write_parquet(table, out, metadata={"run": run})
 
 
@@ -341,9 +288,11 @@ def setting_stage(*, setting: dict, reps: int, seed: int, population_path: str, 
     """
     for rep in range(reps):
         run = {**setting, "rep": rep}
-        run_stage(run, seed, population_path, out["heatmap"][rep], out["transcript"][rep], out["releases"][rep],
-                  out["protocol"][rep], aggregation, secagg, adaptive)
-        metrics_stage(run, population_path, out["heatmap"][rep], out["transcript"][rep], out["metrics"][rep])
+        run_stage(run=run, seed=seed, population_path=population_path, out_map=out["heatmap"][rep],
+                  out_transcript=out["transcript"][rep], out_releases=out["releases"][rep],
+                  out_protocol=out["protocol"][rep], aggregation=aggregation, secagg=secagg, adaptive=adaptive)
+        metrics_stage(run=run, population_path=population_path, map_path=out["heatmap"][rep],
+                      transcript_path=out["transcript"][rep], out=out["metrics"][rep])
 
 
 def tree_from_reporting(depth: int, levels: np.ndarray, codes: np.ndarray) -> PrefixTree:
@@ -376,6 +325,9 @@ def round_maps(releases_path: str, depth: int) -> list[np.ndarray]:
     return out
 
 
-def summary_stage(paths: list[str], out_parquet: str, out_csv: str) -> None:
-    io.concat_to_table(paths, ["method", "epsilon", "users_per_round", "calibration",
-                                                  "shard_size", "dropout", "rep", "metric"], out_parquet, out_csv)
+def summary_stage(*, paths: list[str], out_parquet: str, out_csv: str) -> None:
+    STUDY.collect(paths, out_parquet=out_parquet, out_csv=out_csv)
+
+
+STUDY = Study(name="heatmaps", validate=validate_config, runs=runs, run_dir=run_dir,
+              identity={"calibration": "float64", "shard_size": "int64", "dropout": "float64"})

@@ -144,7 +144,10 @@ class DPHeatmap(_Heatmap):
                                       default=defaults.collapse_floor, omit_default=True),
               "combine": Param("combine", "choice", "published map from the last sub-query, or every sub-query "
                                "combined by least squares over the tree (post-processing, no privacy cost)",
-                               default=defaults.combine, choices=OPTIONS["combine"], omit_default=True)}
+                               default=defaults.combine, choices=OPTIONS["combine"], omit_default=True),
+              "render": Param("render", "choice", "counts to pixels: smooth (density varies inside a cell, each "
+                              "cell keeps its count; post-processing, no privacy cost) or uniform within each cell",
+                              default=defaults.render, choices=OPTIONS["render"], omit_default=True)}
 
     def communication(self, params, grid):
         """Upper bound: every sub-query's vector at most 4^depth entries (the exact Σ_t K_t is data-dependent
@@ -157,7 +160,8 @@ class DPHeatmap(_Heatmap):
         config = AdaptiveParams(epsilon=params["epsilon"], users_per_round=len(points),
                                 calibration=params["calibration"], k_sigma=params["k_sigma"],
                                 max_rounds=params["max_rounds"], sampling="fixed", secagg=_secagg(params, rng),
-                                **{k: self.params[k].value(params) for k in ("threshold", "start", "collapse_floor", "combine")})
+                                **{k: self.params[k].value(params)
+                                   for k in ("threshold", "start", "collapse_floor", "combine", "render")})
         result = run_adaptive(UserPool.from_pixels(x, y, depth, sampling="fixed"), config, rng)
         return _published(points[["user"]].reset_index(drop=True), result.heatmap(), depth, moved,
                           {"communication": result.communication, "rounds": len(result.rounds),

@@ -4,12 +4,13 @@ Modules: ``geometry`` (grid, exact vectorised link traversal, sparse storage),
 ``environment`` (synthetic city), ``scenario`` (config -> environment, links,
 measurements), ``model`` (eqs. 1-3 and gradients 8-9), ``noise`` (clipping,
 the schemes ``radio_fedavg`` / ``radio_uniform`` / ``radio_geo`` and their
-guarantees), ``training`` (the protocol, eqs. 10-11), ``attack`` (WCL, eq. 18),
-``tables`` (transcript and result tables), ``config`` (validate_config).
+guarantees), ``training`` (the protocol, eqs. 10-11), ``wcl`` (the WCL attack, eq. 18),
+``tables`` (transcript and result tables), ``config`` (validate_config), ``study`` (the
+workflow's stages and tidy summary), ``plots`` (the figures).
 """
 
-from .attack import localisation_error, wcl
 from .config import validate_config
 from .noise import SCHEMES, guarantee
+from .wcl import localisation_error, wcl
 
 __all__ = ["SCHEMES", "guarantee", "localisation_error", "validate_config", "wcl"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .attack import localisation_error
 from .model import THETA_NAMES
+from .wcl import localisation_error
 
 # display names of the noise schemes (figure titles and legends)
 LABEL = {"radio_fedavg": "FedAvg", "radio_uniform": "uniform (DPFL)", "radio_geo": "geometry-aligned"}

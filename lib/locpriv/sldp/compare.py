@@ -66,9 +66,12 @@ def methods_table(n: int, epsilons: list[float], reps: int, seed: int, path: str
     with tempfile.TemporaryDirectory() as tmp:
         for run in (r for r in study.runs(cfg) if r["task"] == "range"):
             out = [str(Path(tmp) / f"{name}.parquet") for name in ("partition", "rounds", "reports", "regions", "eval")]
-            study.protocol_stage(run, cfg, seed, *out[:4])
-            study.evaluate_stage(run, cfg, seed, out[0], out[3], out[4])
-            tables.append(pd.read_parquet(out[4]).assign(dataset="geolife" if path else "synthetic_clusters"))
+            study.protocol_stage(run=run, cfg=cfg, seed=seed, out_partition=out[0], out_rounds=out[1],
+                                 out_reports=out[2], out_regions=out[3])
+            study.evaluate_stage(run=run, cfg=cfg, seed=seed, partition_path=out[0], regions_path=out[3], out=out[4])
+            # range queries have no classifier or k (the summary's classification columns)
+            tables.append(pd.read_parquet(out[4]).drop(columns=["classifier", "k"])
+                          .assign(dataset="geolife" if path else "synthetic_clusters"))
     return pd.concat(tables, ignore_index=True)
 
 

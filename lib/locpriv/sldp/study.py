@@ -25,82 +25,37 @@ import numpy as np
 import pandas as pd
 
 from .. import io, laplace_ldp
-from ..config import StudySection
+from ..config import StudySection, listed
 from ..datasets.points import load_points, projected_box
 from ..quadtree import cell_box
 from ..seeding import rng as make_rng
+from ..study import Study
 from . import classify, ldp_grid, ldp_kdtree, mean, privtree, range_queries
-from .protocol import CALIBRATIONS, DEFAULT_THRESHOLD, LEAVES, MEAN_THRESHOLD, SPLIT_RULES, run_protocol
+from .protocol import run_protocol
 from .protocol import guarantee as protocol_guarantee
 
-DEFAULTS = {
-    "mean": {"n": [2000, 16000], "epsilon": [1.0, 4.0], "box": [-10.0, 10.0, -10.0, 10.0], "sd": 1.5,
-             "partition_share": 0.5, "threshold": MEAN_THRESHOLD},          # [SLDP] §5.1; Q = 100
-    # App. A.2; grid level ours.  path + lonlat_bbox: real lon/lat points (e.g. Geolife), scaled to
-    # the unit square, N drawn per repetition; without them, synthetic clustered points
-    "range": {"n": [5000], "epsilon": [1.0], "queries": 200, "grid_level": 4, "path": None, "lonlat_bbox": None,
-              "workload": "anchored", "threshold": DEFAULT_THRESHOLD,        # Q = 20
-              "kdtree_height": ldp_kdtree.DEFAULT_HEIGHT},
-    # §5.2; k: App. A.1's minimum users per region (split threshold), studied at epsilon k_epsilon
-    "classify": {"path": None, "epsilon": [0.5, 5.0], "mechanisms": list(classify.MECHANISMS), "k": [],
-                 "k_epsilon": 1.0, "threshold": DEFAULT_THRESHOLD},          # Q = k = 20
-    "reps": 2,
-    "delta": 0.05,                                          # [SLDP] §5.1
-    "calibration": "sensitivity2",                          # "paper": Alg. 1's Laplace(1/eps), 2 eps per round
-    "max_depth": 10,
-    "delta_constant": 6.0,                                  # Alg. 2 line 14
-    "split_rule": "per_child",                              # authors' code (no proof); "all_children" = Alg. 2 (Thm 4.1)
-    "leaves": "merge",                                      # measured best; "children" = the authors' code
-    "plots": {"dpi": 110},
-}
 TASKS = ("mean", "range")   # tasks with a sample size N; "classify" uses its whole dataset
 # the settings every protocol run reads (the split threshold Q is per task)
 PROTOCOL_KEYS = ("delta", "max_depth", "delta_constant", "split_rule", "calibration", "leaves")
 UNIT = (0.0, 1.0, 0.0, 1.0)
+# keys, bounds and defaults: workflow/schemas/config.source.yaml, $defs.sldp (docs/configuration.md)
 SECTION = StudySection("sldp")
 
 
 def validate_config(section: dict) -> dict:
+    """The section checked against its schema, defaults filled in, value-or-list keys as lists."""
     if "threshold" in (section or {}):   # Q differs by task in the paper: one shared key would hide that
         raise SECTION.error("threshold", "moved into each task", "mean.threshold (default 100), "
                             "range.threshold (20) or classify.threshold (20)")
-    cfg = SECTION.merge(section, DEFAULTS, "", nested=(*TASKS, "plots"))
+    cfg = SECTION.validate(section)
     for task in TASKS:
-        cfg[task]["n"] = SECTION.positive_list(cfg[task]["n"], f"{task}.n", True)
-        cfg[task]["epsilon"] = SECTION.positive_list(cfg[task]["epsilon"], f"{task}.epsilon", False)
-    given = (section or {}).get("classify")
-    if given is None:
-        cfg["classify"] = None
-    else:
-        cfg["classify"] = SECTION.merge(given, DEFAULTS["classify"], "classify.")
-        if not isinstance(cfg["classify"]["path"], str):
-            raise SECTION.error("classify.path", "missing", "the path of california_housing/housing.csv")
-        cfg["classify"]["epsilon"] = SECTION.positive_list(cfg["classify"]["epsilon"], "classify.epsilon", False)
-        if cfg["classify"]["k"]:
-            cfg["classify"]["k"] = SECTION.positive_list(cfg["classify"]["k"], "classify.k", False)
-        unknown = sorted(set(cfg["classify"]["mechanisms"]) - set(classify.MECHANISMS))
-        if unknown:
-            raise SECTION.error("classify.mechanisms", f"unknown {unknown}", str(list(classify.MECHANISMS)))
-    if cfg["range"]["workload"] not in ("anchored", "uniform"):
-        raise SECTION.error("range.workload", f"{cfg['range']['workload']!r}", "['anchored', 'uniform']")
+        cfg[task]["n"] = listed(cfg[task]["n"], int)
+        cfg[task]["epsilon"] = listed(cfg[task]["epsilon"], float)
+    if cfg["classify"] is not None:
+        cfg["classify"]["epsilon"] = listed(cfg["classify"]["epsilon"], float)
+        cfg["classify"]["k"] = listed(cfg["classify"]["k"], float)
     if bool(cfg["range"]["path"]) != bool(cfg["range"]["lonlat_bbox"]):
         raise SECTION.error("range.path", "path and lonlat_bbox must be given together", "both or neither")
-    SECTION.number(cfg["mean"]["partition_share"], "mean.partition_share", low=0, high=1, open_low=True,
-                   open_high=True)
-    SECTION.number(cfg["delta"], "delta", low=0, high=1, open_low=True, open_high=True)
-    if cfg["split_rule"] not in SPLIT_RULES:
-        raise SECTION.error("split_rule", f"{cfg['split_rule']!r}", str(list(SPLIT_RULES)))
-    if cfg["calibration"] not in CALIBRATIONS:
-        raise SECTION.error("calibration", f"{cfg['calibration']!r}", str(list(CALIBRATIONS)))
-    SECTION.choice(cfg["leaves"], "leaves", LEAVES)
-    SECTION.number(cfg["range"]["kdtree_height"], "range.kdtree_height", integer=True, low=1, high=10)
-    for task in (*TASKS, "classify"):
-        if cfg[task] is not None:
-            SECTION.number(cfg[task]["threshold"], f"{task}.threshold", low=0)
-    SECTION.number(cfg["max_depth"], "max_depth", integer=True, low=1, high=20)
-    SECTION.number(cfg["delta_constant"], "delta_constant", low=0, open_low=True)
-    SECTION.number(cfg["plots"]["dpi"], "plots.dpi", integer=True, low=1)
-    SECTION.reps(cfg["reps"])
     return cfg
 
 
@@ -119,6 +74,11 @@ def classify_runs(cfg: dict) -> list[dict]:
 
 def run_dir(run: dict) -> str:
     return f"task~{run['task']}/n~{run['n']}/epsilon~{run['epsilon']}/rep~{run['rep']}"
+
+
+def every_run(cfg: dict) -> list[dict]:
+    """The runs the summary holds: every task with a sample size N, then the classification runs."""
+    return runs(cfg) + classify_runs(cfg)
 
 
 def _data(run: dict, cfg: dict, seed: int) -> np.ndarray:
@@ -153,7 +113,7 @@ def _real_points(path: str, lonlat_bbox: tuple, n: int, rng: np.random.Generator
     return xy[rng.choice(len(xy), n, replace=False)].clip(0, 1)
 
 
-def protocol_stage(run: dict, cfg: dict, seed: int, out_partition: str, out_rounds: str,
+def protocol_stage(*, run: dict, cfg: dict, seed: int, out_partition: str, out_rounds: str,
                    out_reports: str, out_regions: str) -> None:
     """Client data + the interactive protocol; writes the server's transcript and partition."""
     pts = _data(run, cfg, seed)
@@ -177,7 +137,13 @@ def protocol_stage(run: dict, cfg: dict, seed: int, out_partition: str, out_roun
     io.write_parquet(res.user_cell, out_regions, metadata=meta)
 
 
-def evaluate_stage(run: dict, cfg: dict, seed: int, partition_path: str, regions_path: str, out: str) -> None:
+def _rows(run: dict, rows: list[dict], n: int) -> pd.DataFrame:
+    """One run's tidy summary rows; ``n`` the users whose data it used (classifier and k only in classify)."""
+    return STUDY.run_table([{"classifier": "", "k": np.nan, **row} for row in rows], epsilon=float(run["epsilon"]),
+                           n=n, rep=run["rep"], task=run["task"])
+
+
+def evaluate_stage(*, run: dict, cfg: dict, seed: int, partition_path: str, regions_path: str, out: str) -> None:
     pts = _data(run, cfg, seed)
     rng = make_rng(seed, "sldp-evaluate", run["task"], run["n"], run["epsilon"], run["rep"])
     eps = run["epsilon"]
@@ -200,30 +166,24 @@ def evaluate_stage(run: dict, cfg: dict, seed: int, partition_path: str, regions
         rows = [{"method": k, "metric": "mre",
                  "value": range_queries.mean_relative_error(range_queries.answer(q, p, UNIT), truth, run["n"])}
                 for k, p in parts.items()]
-    table = pd.DataFrame(rows)
-    for key in ("task", "n", "epsilon", "rep"):
-        table.insert(0, key, str(run[key]) if key == "n" else run[key])
-    io.write_parquet(table, out)
+    io.write_parquet(_rows(run, rows, run["n"]), out)
 
 
-def classify_stage(run: dict, cfg: dict, seed: int, data_path: str, out: str) -> None:
+def classify_stage(*, run: dict, cfg: dict, seed: int, data_path: str, out: str) -> None:
     X, y, counts = classify.load_housing(data_path)
     cfg = {**cfg, "threshold": cfg["classify"]["threshold"]}   # the protocol's Q (the k study overrides it)
     rows = []
     for mechanism in cfg["classify"]["mechanisms"]:
         rng = make_rng(seed, "sldp-classify", mechanism, run["epsilon"], run["rep"])
         for name, f1 in classify.f1_scores(X, y, mechanism, run["epsilon"], cfg, rng).items():
-            rows.append({"method": f"{mechanism}/{name}", "metric": "f1", "value": f1})
+            rows.append({"method": mechanism, "classifier": name, "metric": "f1", "value": f1})
     if run["epsilon"] == cfg["classify"]["k_epsilon"]:
         for k in cfg["classify"]["k"]:
             rng = make_rng(seed, "sldp-k-study", k, run["epsilon"], run["rep"])
             for metric, value in classify.k_sensitivity(X, y, run["epsilon"], k, cfg, rng).items():
-                rows.append({"method": f"sldp_quantization/random_forest/k={k:g}", "metric": metric,
-                             "value": value})
-    table = pd.DataFrame(rows)
-    for key in ("task", "n", "epsilon", "rep"):
-        table.insert(0, key, str(run[key]) if key == "n" else run[key])
-    io.write_parquet(table, out, metadata=counts)
+                rows.append({"method": "sldp_quantization", "classifier": "random_forest", "k": float(k),
+                             "metric": metric, "value": value})
+    io.write_parquet(_rows(run, rows, len(X)), out, metadata=counts)
 
 
 def setting_stage(*, task: str, n: int, epsilon: float, reps: int, cfg: dict, seed: int, out: dict) -> None:
@@ -233,16 +193,17 @@ def setting_stage(*, task: str, n: int, epsilon: float, reps: int, cfg: dict, se
     """
     for rep in range(reps):
         run = {"task": task, "n": n, "epsilon": epsilon, "rep": rep}
-        protocol_stage(run, cfg, seed, out["partition"][rep], out["rounds"][rep], out["reports"][rep],
-                       out["regions"][rep])
-        evaluate_stage(run, cfg, seed, out["partition"][rep], out["regions"][rep], out["evaluation"][rep])
+        protocol_stage(run=run, cfg=cfg, seed=seed, out_partition=out["partition"][rep], out_rounds=out["rounds"][rep],
+                       out_reports=out["reports"][rep], out_regions=out["regions"][rep])
+        evaluate_stage(run=run, cfg=cfg, seed=seed, partition_path=out["partition"][rep],
+                       regions_path=out["regions"][rep], out=out["evaluation"][rep])
 
 
 def classify_reps_stage(*, epsilon: float, reps: int, cfg: dict, seed: int, data_path: str, out: list) -> None:
     """Every rep of the classification study at one epsilon (``out``: one path per rep)."""
     for rep in range(reps):
-        classify_stage({"task": "classify", "n": "all", "epsilon": epsilon, "rep": rep}, cfg, seed, data_path,
-                       out[rep])
+        classify_stage(run={"task": "classify", "n": "all", "epsilon": epsilon, "rep": rep}, cfg=cfg, seed=seed,
+                       data_path=data_path, out=out[rep])
 
 
 def protocol_config(cfg: dict, task: str) -> dict:
@@ -258,17 +219,16 @@ def check_data_paths(cfg: dict) -> None:
                                 "a path (absolute or relative to the working directory)")
 
 
-def summary_stage(paths: list[str], out_parquet: str, out_csv: str) -> None:
-    io.concat_to_table(paths, ["task", "n", "epsilon", "rep", "method"], out_parquet, out_csv)
+def summary_stage(*, paths: list[str], out_parquet: str, out_csv: str) -> None:
+    STUDY.collect(paths, out_parquet=out_parquet, out_csv=out_csv)
 
 
-def plot_stage(summary_path: str, out_png: str, dpi: int) -> None:
+def plot_stage(*, summary_path: str, out_png: str, dpi: int) -> None:
     from ..plots import _save, plt
     table = pd.read_parquet(summary_path)
     fig, axes = plt.subplots(1, 4, figsize=(21, 4))
     k_rows = table[(table["task"] == "classify") & table["metric"].isin(["precision", "recall"])]
     if not k_rows.empty:
-        k_rows = k_rows.assign(k=k_rows["method"].str.split("k=").str[1].astype(float))
         for metric, grp in k_rows.groupby("metric"):
             axes[3].plot(*zip(*grp.groupby("k")["value"].mean().items()), "o-", label=metric)
         axes[3].set(xlabel="k (minimum users per region)", ylabel="random forest, test set (mean)",
@@ -277,6 +237,8 @@ def plot_stage(summary_path: str, out_png: str, dpi: int) -> None:
     else:
         axes[3].axis("off")
     avg = table[~table["metric"].isin(["precision", "recall"])]
+    # classification lines are mechanism/classifier; the other tasks have no classifier
+    avg = avg.assign(method=avg["method"].where(avg["classifier"] == "", avg["method"] + "/" + avg["classifier"]))
     avg = avg.groupby(["task", "n", "epsilon", "method"])["value"].mean().reset_index()
     classified = avg[avg["task"] == "classify"]
     if classified.empty:
@@ -286,7 +248,7 @@ def plot_stage(summary_path: str, out_png: str, dpi: int) -> None:
             axes[2].plot(grp["epsilon"], grp["value"], "o-", ms=3, label=method)
         axes[2].set(xscale="log", xlabel="epsilon", ylabel="F1 (test)", title="California housing (§5.2)")
         axes[2].legend(fontsize=5)
-    avg = avg[avg["task"] != "classify"].assign(n=lambda t: t["n"].astype(int))
+    avg = avg[avg["task"] != "classify"]
     # Fig. 2: MSE vs N per epsilon; Fig. 4/9: MRE vs epsilon per N
     for ax, task, x, line, ylabel in ((axes[0], "mean", "n", "epsilon", "MSE of the mean of ||x||^2"),
                                       (axes[1], "range", "epsilon", "n", "MRE")):
@@ -300,7 +262,7 @@ def plot_stage(summary_path: str, out_png: str, dpi: int) -> None:
     _save(fig, out_png, {"dpi": dpi})
 
 
-def plot_partition(run: dict, cfg: dict, seed: int, regions_path: str, partition_path: str, out_png: str,
+def plot_partition(*, run: dict, cfg: dict, seed: int, regions_path: str, partition_path: str, out_png: str,
                    dpi: int) -> None:
     """[SLDP] Fig. 1: the private partition over the data, and what users release under SLDP
     (region centre + Laplace over the region, the task half of epsilon) vs LDP (Laplace over the
@@ -325,3 +287,7 @@ def plot_partition(run: dict, cfg: dict, seed: int, regions_path: str, partition
         axes[0].add_patch(plt.Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, lw=0.4, color="k"))
     fig.tight_layout()
     _save(fig, out_png, {"dpi": dpi})
+
+
+STUDY = Study(name="sldp", validate=validate_config, runs=every_run, run_dir=run_dir,
+              identity={"task": "str", "classifier": "str", "k": "float64"})

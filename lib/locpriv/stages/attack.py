@@ -3,23 +3,25 @@
 With a person column in the data (``source_user``, from a dataset's ``user_column``)
 the attack targets a person: a seeded sample of persons, each attacked with all the
 reports of all their points, and scored against the nearest of their true points
-(:class:`locpriv.attack.PersonTargets`).  That is the adversary the summary's
+(:class:`locpriv.adversary.local_maxima.PersonTargets`).  That is the adversary the summary's
 ``guarantee_epsilon_person`` bounds (:mod:`locpriv.datasets.persons`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import reduce
 
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from .. import attack as attacks
+from ..adversary import local_maxima as attacks
 from ..adversary import bayes
 from .. import io, mechanisms
 from ..seeding import rng as make_rng
-from .prepare import POINTS_ROW_GROUP, load_grid
+from .prepare import load_grid
 from .run import check_views, n_users_of, resolve_params, shard_size
 
 
@@ -36,19 +38,43 @@ def person_sample(dataset: str, persons: np.ndarray, size: int, seed: int) -> np
     return persons[np.sort(pick)]
 
 
-def _rows_of_users(path: str, users: np.ndarray | None, columns: list[str], below: int | None = None) -> pd.DataFrame:
-    """The rows of a few users (or of every user id < ``below``), one row group in memory at a time.
+def _groups(path: str, columns: list[str], wanted) -> Iterator[pd.DataFrame]:
+    """The row groups whose user range [lo, hi] (Parquet statistics) ``wanted(lo, hi)`` accepts, one at a time.
 
-    The sample spans every row group, so a filtered read would materialise the
-    whole columns first: memory would grow with the dataset, not the sample.  pre_buffer=False:
-    pyarrow's pre-buffering would keep every batch read (see ``prepare.pooled_kde``).
+    A sample spans every row group, so a filtered read would materialise the whole
+    columns first: memory would grow with the dataset, not the sample.  pre_buffer=False:
+    pyarrow's pre-buffering would keep every group read (see ``prepare.pooled_kde``).
     """
-    parts = []
-    for batch in pq.ParquetFile(path, pre_buffer=False).iter_batches(POINTS_ROW_GROUP, columns=columns):
-        frame = batch.to_pandas()
-        ids = frame["user"].to_numpy()
-        parts.append(frame[np.isin(ids, users) if users is not None else ids < below])
+    file = pq.ParquetFile(path, pre_buffer=False)
+    user_col = file.schema.names.index("user")
+    for group in range(file.num_row_groups):
+        stats = file.metadata.row_group(group).column(user_col).statistics
+        if stats is None or not stats.has_min_max or wanted(stats.min, stats.max):
+            yield file.read_row_group(group, columns=columns).to_pandas()
+
+
+def _rows_of_users(path: str, users: np.ndarray) -> pd.DataFrame:
+    """user, x, y of a few users (sorted ids), sorted by user; only row groups holding one of them are read."""
+    parts = [frame[np.isin(frame["user"].to_numpy(), users)] for frame in _groups(
+        path, ["user", "x", "y"], lambda lo, hi: users.searchsorted(lo) < users.searchsorted(hi, "right"))]
     return pd.concat(parts, ignore_index=True).sort_values("user", ignore_index=True)
+
+
+def _rows_of_persons(path: str, n: int, dataset: str, size: int, seed: int) -> tuple[np.ndarray, pd.DataFrame]:
+    """The sampled persons among users < n (sorted ids), and all those users' rows sorted by user.
+
+    Two passes, so memory follows the number of persons and the sample, not N: the
+    persons present, then the rows of the chosen ones.
+    """
+    def below_n(lo, hi):
+        return lo < n
+
+    present = reduce(np.union1d, (f["source_user"].to_numpy()[f["user"].to_numpy() < n]
+                                  for f in _groups(path, ["user", "source_user"], below_n)))
+    chosen = person_sample(dataset, np.unique(present), size, seed)  # unique: a single group is not reduced
+    parts = [f[(f["user"].to_numpy() < n) & np.isin(f["source_user"].to_numpy(), chosen)]
+             for f in _groups(path, ["user", "x", "y", "source_user"], below_n)]
+    return chosen, pd.concat(parts, ignore_index=True).sort_values("user", ignore_index=True)
 
 
 @dataclass
@@ -56,7 +82,7 @@ class Targets:
     """What the adversary attacks: the server's view of the targets' reports, sorted by user.
 
     ``owner[t]`` is the target of view row t (None: one row per target, a user);
-    ``truth`` the targets' true locations ((n, 2) or :class:`~locpriv.attack.PersonTargets`);
+    ``truth`` the targets' true locations ((n, 2) or :class:`~locpriv.adversary.local_maxima.PersonTargets`);
     ``ids`` one row per target for the output (user, and person and points for persons).
     """
 
@@ -78,12 +104,10 @@ def sampled_targets(run: dict, seed: int, size: int, users_per_shard: int, view_
     n = n_users_of(run["params"], meta_json)
     if "source_user" not in pq.read_schema(points_path).names:
         users = attack_sample(run["dataset"], n, size, seed)
-        truth = _rows_of_users(points_path, users, ["user", "x", "y"])
+        truth = _rows_of_users(points_path, users)
         return Targets(_view_of(users, run, users_per_shard, view_paths), None, truth[["x", "y"]].to_numpy(),
                        pd.DataFrame({"user": users}))
-    rows = _rows_of_users(points_path, None, ["user", "x", "y", "source_user"], below=n)
-    chosen = person_sample(run["dataset"], np.unique(rows["source_user"].to_numpy()), size, seed)
-    rows = rows[np.isin(rows["source_user"].to_numpy(), chosen)]
+    chosen, rows = _rows_of_persons(points_path, n, run["dataset"], size, seed)
     owner_of_user = pd.Series(np.searchsorted(chosen, rows["source_user"].to_numpy()), index=rows["user"].to_numpy())
     view = _view_of(rows["user"].to_numpy(), run, users_per_shard, view_paths)
     owner = owner_of_user.loc[view["user"].to_numpy()].to_numpy(dtype=np.int64)
@@ -120,7 +144,7 @@ def _target_meta(targets: Targets) -> dict:
 def attack(*, run: dict, seed: int, attack_cfg: dict, users_per_shard: int, view_paths: list[str],
            points_path: str, meta_json: str, grid_path: str, bandwidth_json: str | None,
            out_attack: str) -> None:
-    """[RFF-KDE]'s local-maxima attack on the sampled users or persons (see :mod:`locpriv.attack`)."""
+    """[RFF-KDE]'s local-maxima attack on the sampled users or persons (see :mod:`locpriv.adversary.local_maxima`)."""
     mech = mechanisms.get(run["mechanism"])
     params = resolve_params(run["params"], bandwidth_json)
     grid = load_grid(grid_path)

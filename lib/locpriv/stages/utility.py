@@ -6,7 +6,8 @@ random data points, sides log-uniform in [1/256, 1/8] of the domain, kept if the
 true count is in [20, 0.05 N]).  The anchors and counts come from a uniform sample
 of at most ``workload_points`` users, so the rejection step's (queries x points)
 matrix stays bounded on large real datasets; the count bounds then refer to the
-sample.  The workload's SHA-256 goes into its metadata and every run's metrics.
+sample.  Only the sampled rows are read, so memory follows the sample, not N.  The
+workload's SHA-256 goes into its metadata and every run's metrics.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import hashlib
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from .. import io
 from ..seeding import rng as make_rng
@@ -37,10 +39,9 @@ def workload_hash(queries: np.ndarray) -> str:
 def range_workload(dataset: str, points_path: str, grid_path: str, utility_cfg: dict, seed: int,
                    out_parquet: str) -> None:
     rng = make_rng(seed, "range-workload", dataset)
-    pts = pd.read_parquet(points_path, columns=["x", "y"]).to_numpy()
-    keep = int(utility_cfg["workload_points"])
-    if len(pts) > keep:
-        pts = pts[np.sort(rng.choice(len(pts), keep, replace=False))]
+    n, keep = pq.read_metadata(points_path).num_rows, int(utility_cfg["workload_points"])
+    rows = np.sort(rng.choice(n, keep, replace=False)) if n > keep else np.arange(n)
+    pts = io.read_rows(points_path, rows, ["x", "y"]).to_numpy()
     queries = anchored_workload(pts, load_grid(grid_path).domain.as_list(), int(utility_cfg["range_queries"]), rng)
     io.write_parquet(pd.DataFrame(queries, columns=COLUMNS), out_parquet,
                      metadata={"workload_sha256": workload_hash(queries), "points_used": len(pts),

@@ -7,7 +7,7 @@
 from locpriv.deconv import study as deconv_study
 
 try:
-    DECONV = deconv_study.validate_config(config["studies"]["deconv"])
+    DECONV = deconv_study.STUDY.validate(config["studies"]["deconv"])
     deconv_study.check_data_paths(DECONV)
 except lpconfig.ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
@@ -67,8 +67,10 @@ rule deconv_run:
 rule deconv_summary:
     input:
         [
-            results(f"studies/deconv/runs/{deconv_study.run_dir(r)}/metrics.parquet")
-            for r in deconv_study.runs(DECONV)
+            results(
+                f"studies/deconv/runs/{deconv_study.STUDY.run_dir(r)}/metrics.parquet"
+            )
+            for r in deconv_study.STUDY.runs(DECONV)
         ],
     output:
         parquet=results("studies/deconv/summary.parquet"),

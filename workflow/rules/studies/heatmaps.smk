@@ -9,7 +9,7 @@
 from locpriv.heatmaps import study as heatmaps_study
 
 try:
-    HEATMAPS = heatmaps_study.validate_config(config["studies"]["heatmaps"])
+    HEATMAPS = heatmaps_study.STUDY.validate(config["studies"]["heatmaps"])
     heatmaps_study.check_data_paths(HEATMAPS)
 except lpconfig.ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
@@ -32,7 +32,7 @@ HEATMAPS_CODE = code_fingerprint(
     "locpriv.secagg.crypto",
     "locpriv.secagg.graph",
 )
-HEATMAPS_BASE_RUN = heatmaps_study.run_dir(
+HEATMAPS_BASE_RUN = heatmaps_study.STUDY.run_dir(
     {"method": "dp_heatmap", **HEATMAPS["base"], "rep": 0}
 )
 
@@ -105,9 +105,9 @@ rule heatmaps_summary:
     input:
         [
             results(
-                f"studies/heatmaps/runs/{heatmaps_study.run_dir(r)}/metrics.parquet"
+                f"studies/heatmaps/runs/{heatmaps_study.STUDY.run_dir(r)}/metrics.parquet"
             )
-            for r in heatmaps_study.runs(HEATMAPS)
+            for r in heatmaps_study.STUDY.runs(HEATMAPS)
         ],
     output:
         parquet=results("studies/heatmaps/summary.parquet"),
@@ -141,7 +141,7 @@ rule heatmaps_table:
         "../../../envs/locpriv.yaml"
     params:
         base=HEATMAPS["base"],
-        code=code_fingerprint("locpriv.heatmaps.plots"),
+        code=code_fingerprint("locpriv.heatmaps.tables"),
     script:
         "../../../scripts/heatmaps_table.py"
 
@@ -212,11 +212,6 @@ rule heatmaps_multi:
         (HEATMAPS["multi_location"] or {}).get("path") or [],
     output:
         table=results("studies/heatmaps/multi_location.parquet"),
-        plot=report(
-            results("studies/heatmaps/plots/multi_location.png"),
-            caption="../../report/heatmaps-multi.rst",
-            category="Location heatmaps (distributed DP)",
-        ),
     log:
         logs("studies/heatmaps/multi.log"),
     benchmark:
@@ -230,12 +225,10 @@ rule heatmaps_multi:
             "secagg": HEATMAPS["secagg"],
         },
         seed=config["seed"],
-        dpi=HEATMAPS["plots"]["dpi"],
         code=code_fingerprint(
             "locpriv.heatmaps.multi_study",
             "locpriv.heatmaps.multi_location",
             "locpriv.heatmaps.clients",
-            "locpriv.heatmaps.plots",
             "locpriv.secagg.protocol",
             "locpriv.secagg.shamir",
             "locpriv.secagg.crypto",
@@ -243,6 +236,28 @@ rule heatmaps_multi:
         ),
     script:
         "../../../scripts/heatmaps_multi.py"
+
+
+rule heatmaps_multi_plot:
+    input:
+        table=rules.heatmaps_multi.output.table,
+    output:
+        report(
+            results("studies/heatmaps/plots/multi_location.png"),
+            caption="../../report/heatmaps-multi.rst",
+            category="Location heatmaps (distributed DP)",
+        ),
+    log:
+        logs("studies/heatmaps/multi_plot.log"),
+    benchmark:
+        benchmarks("studies/heatmaps/multi_plot.tsv")
+    conda:
+        "../../../envs/locpriv.yaml"
+    params:
+        dpi=HEATMAPS["plots"]["dpi"],
+        code=code_fingerprint("locpriv.heatmaps.plots"),
+    script:
+        "../../../scripts/heatmaps_multi_plot.py"
 
 
 STUDY_TARGETS["heatmaps"] = [

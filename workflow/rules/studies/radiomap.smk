@@ -1,16 +1,16 @@
 # Federated radio-map construction with geometry-aligned DP and the WCL attack ([GeoDP-Radio]).
 #   ingest (city, users, stations; the cells under each link; RSS measurements, eq. 4)
 #   -> run (protocol per scheme/mu/rho: transcript, model, history; WCL attack, eq. 18)
-#   -> summary (tables: Table I/II, Fig. 4/5/6 data, guarantees) -> plots
+#   -> summary (one tidy table: attack RMSE, MAE, guarantees; Fig. 5's gradient maps) -> plots
 
-from locpriv.radiomap import config as radiomap_config
+from locpriv.radiomap import study as radiomap_study
 
 try:
-    RADIOMAP = radiomap_config.validate_config(config["studies"]["radiomap"])
+    RADIOMAP = radiomap_study.STUDY.validate(config["studies"]["radiomap"])
 except lpconfig.ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
 
-RADIOMAP_RUNS = radiomap_config.run_list(RADIOMAP)
+RADIOMAP_RUNS = radiomap_study.STUDY.runs(RADIOMAP)
 RADIOMAP_ENV = {
     "heights": results("studies/radiomap/ingest/heights.nc"),
     "users": results("studies/radiomap/ingest/users.parquet"),
@@ -25,7 +25,7 @@ RADIOMAP_LINKS = {
     "eval_distance": results("studies/radiomap/geometry/eval_distance.parquet"),
 }
 RADIOMAP_RUN = "studies/radiomap/runs/scheme~{scheme}/mu~{mu}/rho~{rho}"
-RADIOMAP_CODE = code_fingerprint("locpriv.radiomap.stages")
+RADIOMAP_CODE = code_fingerprint("locpriv.radiomap.study")
 
 
 rule radiomap_ingest:
@@ -105,27 +105,27 @@ rule radiomap_summary:
     input:
         attack=[
             results(
-                f"studies/radiomap/runs/{radiomap_config.run_dir(r)}/attack.parquet"
+                f"studies/radiomap/runs/{radiomap_study.STUDY.run_dir(r)}/attack.parquet"
             )
             for r in RADIOMAP_RUNS
         ],
         history=[
             results(
-                f"studies/radiomap/runs/{radiomap_config.run_dir(r)}/history.parquet"
+                f"studies/radiomap/runs/{radiomap_study.STUDY.run_dir(r)}/history.parquet"
             )
             for r in RADIOMAP_RUNS
         ],
         transcripts=[
             results(
-                f"studies/radiomap/runs/{radiomap_config.run_dir(r)}/transcript.parquet"
+                f"studies/radiomap/runs/{radiomap_study.STUDY.run_dir(r)}/transcript.parquet"
             )
             for r in RADIOMAP_RUNS
         ],
     output:
-        attack=results("studies/radiomap/summary/attack_rmse.parquet"),
-        mae=results("studies/radiomap/summary/mae.parquet"),
-        guarantees=results("studies/radiomap/summary/guarantees.parquet"),
-        gradient_maps=results("studies/radiomap/summary/gradient_maps.parquet"),
+        parquet=results("studies/radiomap/summary.parquet"),
+        csv=results("studies/radiomap/summary.csv"),
+        # Fig. 5's data: one user's upload per noisy run (not a summary table)
+        gradient_maps=results("studies/radiomap/gradient_maps.parquet"),
     log:
         logs("studies/radiomap/summary.log"),
     benchmark:
@@ -133,7 +133,7 @@ rule radiomap_summary:
     conda:
         "../../../envs/locpriv.yaml"
     params:
-        cfg={k: RADIOMAP[k] for k in ("environment", "attack", "plots")},
+        cfg={k: RADIOMAP[k] for k in ("environment", "n_users", "attack", "plots")},
         runs=RADIOMAP_RUNS,
         code=RADIOMAP_CODE,
     script:
@@ -142,8 +142,7 @@ rule radiomap_summary:
 
 rule radiomap_plots:
     input:
-        attack=rules.radiomap_summary.output.attack,
-        mae=rules.radiomap_summary.output.mae,
+        summary=rules.radiomap_summary.output.parquet,
         gradient_maps=rules.radiomap_summary.output.gradient_maps,
     output:
         mae=report(

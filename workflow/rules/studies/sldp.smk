@@ -5,7 +5,7 @@
 from locpriv.sldp import study as sldp_study
 
 try:
-    SLDP = sldp_study.validate_config(config["studies"]["sldp"])
+    SLDP = sldp_study.STUDY.validate(config["studies"]["sldp"])
     sldp_study.check_data_paths(SLDP)
 except lpconfig.ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
@@ -101,8 +101,10 @@ rule sldp_classify:
 rule sldp_summary:
     input:
         [
-            results(f"studies/sldp/runs/{sldp_study.run_dir(r)}/evaluation.parquet")
-            for r in sldp_study.runs(SLDP) + sldp_study.classify_runs(SLDP)
+            results(
+                f"studies/sldp/runs/{sldp_study.STUDY.run_dir(r)}/evaluation.parquet"
+            )
+            for r in sldp_study.STUDY.runs(SLDP)
         ],
     output:
         parquet=results("studies/sldp/summary.parquet"),

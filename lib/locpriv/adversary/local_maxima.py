@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy.ndimage import maximum_filter
 
-from .domain import Grid
+from ..domain import Grid
 
 DEFAULT_BATCH = 256
 

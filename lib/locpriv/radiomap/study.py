@@ -1,6 +1,13 @@
-"""File-level stages of the radiomap workflow (the rule scripts call these)."""
+"""File-level stages of the radiomap study ([GeoDP-Radio]); the rule scripts call these.
+
+ingest (city, users, stations, link geometry, measurements) → run per (scheme, mu, rho): federated
+training, then the WCL attack on its transcript → summary: one tidy table (:data:`STUDY`) and Fig. 5's
+gradient maps → plots (:mod:`.plots`, a plot rule, from those two files only).
+"""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pandas as pd
@@ -9,7 +16,9 @@ import xarray as xr
 from .. import io
 from ..errors import InputError
 from ..seeding import rng as make_rng
+from ..study import Study
 from . import scenario
+from .config import run_dir, run_list, validate_config
 from .geometry import Links
 from .noise import GeoSettings, guarantee
 from .tables import LABEL, attack_frame, history_frame, model_frame, rmse_table, transcript_frame, uploads_from_frame
@@ -126,18 +135,36 @@ def run_stage(*, cfg: dict, run: dict, seed: int, paths: dict, out: dict) -> Non
     attack(cfg, paths, out["transcript"], out["attack"])
 
 
+# the summary's metrics: the WCL attack's per (epoch, nu), training's per epoch (nu "")
+ATTACK_METRICS = {"rmse_m": "wcl_rmse_m", "n_users": "wcl_users", "n_no_estimate": "wcl_no_estimate"}
+HISTORY_METRICS = ("mae_db", "loss", "clipped_fraction")
+
+
+def _long(wide: pd.DataFrame, metrics: dict) -> list[dict]:
+    """Rows (epoch, nu, metric, value) of a per-epoch table whose columns ``metrics`` renames."""
+    wide = wide.assign(nu=wide["nu"] if "nu" in wide else "")
+    return [{"epoch": int(row.epoch), "nu": row.nu, "metric": name, "value": float(getattr(row, column))}
+            for row in wide.itertuples(index=False) for column, name in metrics.items()]
+
+
+def run_rows(run: dict, guarantee: dict, attack: pd.DataFrame, history: pd.DataFrame, n_users: int) -> pd.DataFrame:
+    """One run's tidy summary rows: method is the scheme, epsilon and delta its guarantee's (NaN: none)."""
+    rows = _long(rmse_table(attack), ATTACK_METRICS) + _long(history, {m: m for m in HISTORY_METRICS})
+    none = lambda v: math.nan if v is None else float(v)  # noqa: E731
+    return STUDY.run_table([{"method": run["scheme"], **row} for row in rows], epsilon=none(guarantee["epsilon"]),
+                           n=n_users, rep=0, mu=float(run["mu"]), rho=float(run["rho"]),
+                           delta=none(guarantee["delta"]))
+
+
 def summarise(*, cfg: dict, runs: list[dict], attack_paths, history_paths, transcripts, out: dict) -> None:
-    """Attack RMSE per (run, epoch, nu), MAE per (run, epoch), each run's guarantee and Fig. 5's maps."""
-    att, mae, guar = [], [], []
+    """The tidy summary (``out`` parquet, csv; each run's full guarantee in its metadata) and Fig. 5's maps."""
+    parts, guarantees = [], {}
     for run, a_path, h_path in zip(runs, attack_paths, history_paths):
-        key = {"scheme": run["scheme"], "mu": run["mu"], "rho": run["rho"]}
-        att.append(rmse_table(pd.read_parquet(a_path)).assign(**key))
-        mae.append(pd.read_parquet(h_path)[["epoch", "mae_db", "loss", "clipped_fraction"]].assign(**key))
         g = io.read_parquet_metadata(h_path)["guarantee"]
-        guar.append({**key, **{k: g[k] for k in ("model", "epsilon", "delta", "note")}})
-    io.write_parquet(pd.concat(att, ignore_index=True), out["attack"])
-    io.write_parquet(pd.concat(mae, ignore_index=True), out["mae"])
-    io.write_parquet(pd.DataFrame(guar), out["guarantees"])
+        guarantees[run_dir(run)] = g
+        parts.append(run_rows(run, g, pd.read_parquet(a_path), pd.read_parquet(h_path), cfg["n_users"]))
+    STUDY.write_summary(pd.concat(parts, ignore_index=True), out_parquet=out["parquet"], out_csv=out["csv"],
+                        metadata={"guarantees": guarantees})
     maps, titles = gradient_maps(cfg, runs, transcripts)
     io.write_parquet(maps, out["gradient_maps"],
                      metadata={"titles": titles, "epoch": min(cfg["attack"]["epochs"]),
@@ -164,3 +191,8 @@ def gradient_maps(cfg: dict, runs: list[dict], transcripts) -> tuple[pd.DataFram
         titles.append(f"{LABEL[run['scheme']]} mu={run['mu']:g}")
     empty = pd.DataFrame({"panel": np.zeros(0, np.int32), "cell": np.zeros(0, np.int32), "gradient": np.zeros(0)})
     return (pd.concat(parts, ignore_index=True) if parts else empty), titles
+
+
+# radiomap has no repetitions (rep 0); nu is "" on the training rows, which have no attack
+STUDY = Study(name="radiomap", validate=validate_config, runs=run_list, run_dir=run_dir,
+              identity={"mu": "float64", "rho": "float64", "delta": "float64", "epoch": "int64", "nu": "str"})

@@ -1,0 +1,61 @@
+"""The studies' one contract (locpriv.study): the tidy summary schema and what each study declares."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from locpriv.errors import InputError
+from locpriv.study import SUMMARY_COLUMNS, Study
+
+TOY = Study(name="toy", validate=dict, runs=lambda cfg: [], run_dir=str, identity={"dataset": "str"})
+
+
+def _rows(eps):
+    return TOY.run_table([{"method": "m", "metric": "mse", "value": 1.0 / (1 + i)} for i in range(2)],
+                         epsilon=eps, n=100, rep=0, dataset="d")
+
+
+def test_summary_sorts_epsilon_as_a_number_and_writes_the_same_bytes_twice(tmp_path):
+    frame = pd.concat([_rows(10.0), _rows(5.0), _rows(np.nan)], ignore_index=True)
+    out = {k: str(tmp_path / f"a.{k}") for k in ("parquet", "csv")}
+    table = TOY.write_summary(frame, out_parquet=out["parquet"], out_csv=out["csv"])
+    assert table["epsilon"].iloc[::2].tolist()[:2] == [5.0, 10.0] and np.isnan(table["epsilon"].iloc[-1])
+    back = pd.read_parquet(out["parquet"])
+    assert list(back.columns) == [*SUMMARY_COLUMNS][:5] + ["dataset", "metric", "value"]
+    assert {c: str(t) for c, t in back.dtypes.items()} == {**TOY.columns}
+    again = {k: str(tmp_path / f"b.{k}") for k in ("parquet", "csv")}
+    TOY.write_summary(frame.iloc[::-1], out_parquet=again["parquet"], out_csv=again["csv"])   # row order is free
+    for k in out:
+        assert open(out[k], "rb").read() == open(again[k], "rb").read(), k
+    assert pd.read_csv(out["csv"])["epsilon"].isna().sum() == 2    # NaN: the empty cell of a non-private run
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda t: t.drop(columns="dataset"), "columns"),
+    (lambda t: t.assign(extra=1), "columns"),
+    (lambda t: t.assign(epsilon=t["epsilon"].astype(str)), "epsilon"),
+    (lambda t: t.assign(n=t["n"].astype(float)), "n"),
+    (lambda t: t.assign(study="other"), "study"),
+])
+def test_a_table_off_the_schema_is_named_with_its_field(tmp_path, change, field):
+    with pytest.raises(InputError, match=rf"run-3\.parquet: field '{field}'"):
+        TOY.tidy(change(_rows(1.0)), "run-3.parquet")
+
+
+def test_identity_columns_cannot_shadow_the_common_ones_or_take_other_types():
+    with pytest.raises(ValueError, match="epsilon"):
+        Study(name="x", validate=dict, runs=list, run_dir=str, identity={"epsilon": "str"})
+    with pytest.raises(ValueError, match="bool"):
+        Study(name="x", validate=dict, runs=list, run_dir=str, identity={"flag": "bool"})
+
+
+def test_every_study_declares_the_contract():
+    from locpriv.deconv.study import STUDY as deconv
+    from locpriv.heatmaps.study import STUDY as heatmaps
+    from locpriv.radiomap.study import STUDY as radiomap
+    from locpriv.sldp.study import STUDY as sldp
+
+    studies = {s.name: s for s in (deconv, heatmaps, radiomap, sldp)}
+    assert set(studies) == {"deconv", "heatmaps", "radiomap", "sldp"}
+    for study in studies.values():
+        assert list(study.columns)[:5] == list(SUMMARY_COLUMNS)[:5] and list(study.columns)[-2:] == ["metric", "value"]
