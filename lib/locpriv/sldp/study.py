@@ -244,8 +244,12 @@ def plot_stage(*, summary_path: str, out_png: str, dpi: int) -> None:
     if classified.empty:
         axes[2].axis("off")  # classification is configured only with the California housing file
     else:
+        mechs = sorted({m.split("/")[0] for m in classified["method"]})
+        kinds = sorted({m.split("/")[-1] for m in classified["method"]})
         for method, grp in classified.groupby("method"):
-            axes[2].plot(grp["epsilon"], grp["value"], "o-", ms=3, label=method)
+            mech, kind = method.split("/")[0], method.split("/")[-1]
+            axes[2].plot(grp["epsilon"], grp["value"], ms=3, label=method,
+                         **_line_style(mechs.index(mech), kinds.index(kind)))
         axes[2].set(xscale="log", xlabel="epsilon", ylabel="F1 (test)", title="California housing (§5.2)")
         axes[2].legend(fontsize=5)
     avg = avg[avg["task"] != "classify"]
@@ -253,13 +257,25 @@ def plot_stage(*, summary_path: str, out_png: str, dpi: int) -> None:
     for ax, task, x, line, ylabel in ((axes[0], "mean", "n", "epsilon", "MSE of the mean of ||x||^2"),
                                       (axes[1], "range", "epsilon", "n", "MRE")):
         sub = avg[avg["task"] == task].sort_values(x)
+        methods, values = sorted(sub["method"].unique()), sorted(sub[line].unique())
         for (method, value), grp in sub.groupby(["method", line]):
-            ax.plot(grp[x], grp["value"], "o-", ms=3, label=f"{method}, {'eps' if line == 'epsilon' else 'N'}={value:g}")
+            ax.plot(grp[x], grp["value"], ms=3, label=f"{method}, {'eps' if line == 'epsilon' else 'N'}={value:g}",
+                    **_line_style(methods.index(method), values.index(value)))
         ax.set(xscale="log", yscale="log", xlabel="users N" if x == "n" else "epsilon", ylabel=ylabel,
                title="mean estimation (Ex. 2.1, 2.2, 3.1)" if task == "mean" else "range queries (App. A.2)")
         ax.legend(fontsize=6)
     fig.tight_layout()
     _save(fig, out_png, {"dpi": dpi})
+
+
+# a panel holds up to ~20 lines: the colour names the method, the line style and marker the other key
+_DASHES = ("-", "--", ":", "-.")
+_MARKERS = ("o", "s", "^", "v", "D", "x")
+
+
+def _line_style(method: int, other: int) -> dict:
+    return {"color": f"C{method % 10}", "linestyle": _DASHES[other % len(_DASHES)],
+            "marker": _MARKERS[other % len(_MARKERS)]}
 
 
 def plot_partition(*, run: dict, cfg: dict, seed: int, regions_path: str, partition_path: str, out_png: str,
