@@ -142,9 +142,9 @@ HISTORY_METRICS = ("mae_db", "loss", "clipped_fraction")
 
 def _long(wide: pd.DataFrame, metrics: dict) -> list[dict]:
     """Rows (epoch, nu, metric, value) of a per-epoch table whose columns ``metrics`` renames."""
-    wide = wide.assign(nu=wide["nu"] if "nu" in wide else "")
-    return [{"epoch": int(row.epoch), "nu": row.nu, "metric": name, "value": float(getattr(row, column))}
-            for row in wide.itertuples(index=False) for column, name in metrics.items()]
+    wide = wide.assign(nu=wide["nu"] if "nu" in wide else "").rename(columns=metrics)
+    long = wide.melt(id_vars=["epoch", "nu"], value_vars=list(metrics.values()), var_name="metric")
+    return long.astype({"epoch": "int64", "value": "float64"}).to_dict("records")
 
 
 def run_rows(run: dict, guarantee: dict, attack: pd.DataFrame, history: pd.DataFrame, n_users: int) -> pd.DataFrame:
