@@ -6,9 +6,11 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import fft
 
 from locpriv import mechanisms
 from locpriv.adversary import bayes, likelihoods
+from locpriv.adversary import local_maxima as attack_lm
 from locpriv.domain import Domain, Grid
 
 GRID = Grid.regular(Domain(-3, 3, -3, 3), 24, 20)
@@ -52,6 +54,62 @@ def test_rff_axis_parallel_lines_have_the_cell_side_as_length():
     crossed = np.abs(np.mod(GRID.x - 0.1 + np.pi, 2 * np.pi) - np.pi) < (GRID.x[1] - GRID.x[0]) / 2
     np.testing.assert_allclose(lengths[crossed], dy, rtol=1e-6)
     assert np.all(lengths[~crossed] == 0)
+
+
+def _wide_line_lengths(omega, phase, grid, reach=40):
+    """Reference: the line lengths summed over a fixed wide range of lines k, zeros included."""
+    a, b = (grid.x[1] - grid.x[0]) / 2, (grid.y[1] - grid.y[0]) / 2
+    wx, wy, ph = omega[:, 0, None, None], omega[:, 1, None, None], phase[:, None, None]
+    norm = np.hypot(wx, wy)
+    A, B = np.maximum(np.abs(wx) * a, 1e-9 * norm), np.maximum(np.abs(wy) * b, 1e-9 * norm)
+    t0 = np.mod(ph - wx * grid.x[None, :, None] - wy * grid.y[None, None, :] + np.pi, 2 * np.pi) - np.pi
+    overlap = np.zeros(t0.shape)
+    for k in range(-reach, reach + 1):
+        t = t0 + 2 * np.pi * k
+        overlap += np.clip(np.minimum(t + A, B) - np.maximum(t - A, -B), 0.0, None)
+    return norm * (a * b) * overlap / (A * B)
+
+
+@pytest.mark.parametrize("h", [0.3, 0.015])
+def test_rff_log_lengths_are_the_dense_sum_over_features_bit_for_bit(h):
+    """Only the lines that can reach a cell, only at the cells still possible: the same bits as the
+    dense sum over features of the lengths over a wide range of lines."""
+    rng = np.random.default_rng(21)
+    omega = rng.standard_normal((30, 6, 2)) / h
+    phase = np.mod(np.einsum("nbk,nk->nb", omega, rng.uniform(-3, 3, (30, 2))), 2 * np.pi)   # users' true phases
+    dense = np.zeros((30, *GRID.shape))
+    with np.errstate(divide="ignore"):
+        for b in range(6):
+            wide = _wide_line_lengths(omega[:, b], phase[:, b], GRID)
+            assert np.array_equal(likelihoods.rff_line_lengths(omega[:, b], phase[:, b], GRID), wide)
+            dense += np.log(wide)
+    assert np.array_equal(likelihoods.rff_log_lengths(omega, phase, GRID), dense)
+    finite = np.isfinite(dense)
+    assert finite.any() and not finite.all()   # power: cells both kept and ruled out
+    if h < 0.1:   # power: lines closer than a cell, so lines k != 0 reach cells
+        half = np.array([GRID.x[1] - GRID.x[0], GRID.y[1] - GRID.y[0]]) / 2
+        assert (np.abs(omega) @ half).max() > np.pi
+
+
+def test_add_rows_is_np_add_at_bit_for_bit():
+    rng = np.random.default_rng(22)
+    rows = rng.standard_normal((40, 5, 4)) * 10.0 ** rng.integers(-8, 8, (40, 1, 1))
+    rows[3, 0, 0] = -np.inf
+    owner = rng.integers(0, 6, 40)
+    expect, got = np.zeros((6, 5, 4)), np.zeros((6, 5, 4))
+    np.add.at(expect, owner, rows)
+    attack_lm.add_rows(got, owner, rows)
+    assert np.array_equal(got, expect)
+
+
+def test_median_guess_is_the_full_fft_convolution():
+    """The axis-by-axis transforms equal rfft2/irfft2 (bit for bit with today's scipy, whose
+    pocketfft does the same 1-D transforms; to rounding whatever the FFT library's internals)."""
+    grid = Grid.regular(Domain(0, 3, 0, 2), 13, 9)
+    post = np.random.default_rng(23).dirichlet(np.ones(13 * 9) * 0.3, size=4).reshape(4, 13, 9)
+    median = bayes.MedianGuess(grid)
+    full = fft.irfft2(fft.rfft2(post, median.shape, axes=(1, 2)) * median.kernel, median.shape, axes=(1, 2))
+    np.testing.assert_allclose(median.expected_distance(post), full[:, 12:25, 8:17], rtol=1e-12, atol=0)
 
 
 def test_median_guess_matches_brute_force():

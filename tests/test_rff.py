@@ -79,6 +79,18 @@ def test_surfaces_are_the_unreduced_projection():
     np.testing.assert_allclose(rff_surfaces(omega, phase, gx, gy), ref, atol=1e-10)
 
 
+def test_a_persons_summed_surfaces_are_their_reports_aggregate():
+    # a person-level attack sums its reports' surfaces: the aggregate rff_sum of the
+    # same reports, to rounding (many features: the products' inner dimension is 100)
+    rng = np.random.default_rng(14)
+    _, _, (omega, phase) = report(12, 50, 0.3, rng)
+    gx, gy = np.linspace(-3, 3, 30), np.linspace(-3, 3, 25)
+    person = rff_surfaces(omega, phase, gx, gy).sum(axis=0)
+    total = rff_sum(omega, phase, gx, gy)
+    np.testing.assert_allclose(person, total, rtol=0, atol=1e-12 * np.abs(total).max())
+    np.testing.assert_allclose(person, naive(omega, phase, gx, gy).sum(0), rtol=0, atol=1e-10)
+
+
 def test_irregular_grid_rejected():
     with pytest.raises(ValueError, match="evenly spaced"):
         rff_sum(np.ones((1, 1, 2)), np.zeros((1, 1)), np.array([0.0, 1.0, 3.0]), np.arange(3.0))

@@ -18,7 +18,7 @@ import pandas as pd
 from scipy import fft
 
 from ..domain import Grid
-from .local_maxima import PersonTargets, target_distance
+from .local_maxima import PersonTargets, add_rows, target_distance
 
 RESULT_COLUMNS = {"user": "int64", "expected_error": "float64", "guess_x": "float64", "guess_y": "float64",
                   "guess_error": "float64", "hit_r": "float64"}
@@ -65,11 +65,22 @@ class MedianGuess:
         self.shape = (fft.next_fast_len(3 * P - 2, real=True), fft.next_fast_len(3 * Q - 2, real=True))
         self.kernel = fft.rfft2(offsets, self.shape)
         self.P, self.Q = P, Q
+        # irfft2's normalisation 1 / (L1 L2), as pocketfft forms it (in long double)
+        self.scale = float(np.longdouble(1) / np.longdouble(self.shape[0] * self.shape[1]))
 
     def expected_distance(self, post: np.ndarray) -> np.ndarray:
-        """(n, P, Q): posterior expected distance from every candidate cell."""
-        full = fft.irfft2(fft.rfft2(post, self.shape, axes=(1, 2)) * self.kernel, self.shape, axes=(1, 2))
-        return full[:, self.P - 1:2 * self.P - 1, self.Q - 1:2 * self.Q - 1]
+        """(n, P, Q): posterior expected distance from every candidate cell.
+
+        irfft2(rfft2(post) * kernel) cropped to the candidates, one axis at a time so that
+        the last-axis transforms run only on the P rows that are not zero padding (going
+        in) or that are kept (coming out): the same 1-D transforms and the same single
+        scaling as rfft2/irfft2 (same bits), in about half the time.
+        """
+        (L1, L2), P, Q = self.shape, self.P, self.Q
+        spectrum = fft.fft(fft.rfft(post, L2, axis=2), L1, axis=1)
+        spectrum *= self.kernel
+        rows = fft.ifft(spectrum, axis=1, norm="forward")[:, P - 1:2 * P - 1]
+        return fft.irfft(rows, L2, axis=2, norm="forward")[:, :, Q - 1:2 * Q - 1] * self.scale
 
     def __call__(self, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # CHUNK users at a time: the padded transforms are ~9x a posterior's size each
@@ -117,9 +128,9 @@ def person_likelihoods(likelihood_batches, owner: np.ndarray, n_persons: int) ->
             if log_lik is None:
                 log_lik = np.zeros((n_persons, *lik.shape[1:]))
                 mixture = np.zeros_like(log_lik)
-            np.add.at(log_lik, owner[sl], np.log(lik))
+            add_rows(log_lik, owner[sl], np.log(lik))
             total = lik.reshape(len(lik), -1).sum(axis=1)
-            np.add.at(mixture, owner[sl], lik / np.where(total > 0, total, 1.0)[:, None, None])
+            add_rows(mixture, owner[sl], lik / np.where(total > 0, total, 1.0)[:, None, None])
         top = log_lik.reshape(n_persons, -1).max(axis=1)
         moved = ~np.isfinite(top)
         joint = np.exp(log_lik - np.where(moved, 0.0, top)[:, None, None])

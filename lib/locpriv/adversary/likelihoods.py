@@ -71,17 +71,64 @@ def rff_line_lengths(omega: np.ndarray, phase: np.ndarray, grid: Grid) -> np.nda
     with no loop over cells.  The interval form is exactly 0 off the cell (no
     cancellation); A and B are floored at 1e-9 |omega| for an axis-parallel frequency.
     """
-    a, b = (grid.x[1] - grid.x[0]) / 2, (grid.y[1] - grid.y[0]) / 2
-    norm = np.hypot(omega[:, 0], omega[:, 1])
-    A = np.maximum(np.abs(omega[:, 0]) * a, 1e-9 * norm)[:, None, None]
-    B = np.maximum(np.abs(omega[:, 1]) * b, 1e-9 * norm)[:, None, None]
-    # offset of the nearest line from each cell centre, in [-pi, pi)
-    t0 = phase[:, None, None] - omega[:, 0, None, None] * grid.x[None, :, None] \
-        - omega[:, 1, None, None] * grid.y[None, None, :]
-    t0 = np.mod(t0 + np.pi, 2 * np.pi) - np.pi
-    reach = int(np.ceil(float((A + B).max()) / (2 * np.pi)))
-    overlap = np.zeros(t0.shape)
+    return _line_lengths(omega[:, 0, None, None], omega[:, 1, None, None], phase[:, None, None],
+                         grid.x[None, :, None], grid.y[None, None, :], _half_sides(grid))
+
+
+def _half_sides(grid: Grid) -> tuple[float, float]:
+    return (grid.x[1] - grid.x[0]) / 2, (grid.y[1] - grid.y[0]) / 2
+
+
+def _line_lengths(wx, wy, phase, x, y, half: tuple[float, float]) -> np.ndarray:
+    """``rff_line_lengths`` elementwise over broadcastable arrays: frequency (wx, wy) and phase
+    against the cell of centre (x, y).
+
+    Only the lines that can reach a cell are summed: with the offset t0 in [-pi, pi], line k
+    is at |t0 + 2 pi k| >= 2 pi |k| - pi from the centre and cuts the cell only below A + B,
+    so |k| <= K, the largest k with 2 pi k - pi < max(A + B) (plus a margin for rounding).
+    Every term left out is exactly 0, so the sum is the same as over any wider range.
+    """
+    a, b = half
+    norm = np.hypot(wx, wy)
+    A = np.maximum(np.abs(wx) * a, 1e-9 * norm)
+    B = np.maximum(np.abs(wy) * b, 1e-9 * norm)
+    # offset of the nearest line from each cell centre, in [-pi, pi); in place: the arrays are large
+    t0 = phase - wx * x - wy * y
+    t0 += np.pi
+    np.mod(t0, 2 * np.pi, out=t0)
+    t0 -= np.pi
+    reach = int(np.ceil((float(np.max(A + B, initial=0.0)) + np.pi + 1e-9) / (2 * np.pi))) - 1
+    overlap = None
     for k in range(-reach, reach + 1):
-        t = t0 + 2 * np.pi * k
-        overlap += np.clip(np.minimum(t + A, B) - np.maximum(t - A, -B), 0.0, None)
-    return norm[:, None, None] * (a * b) * overlap / (A * B)
+        t = t0 + 2 * np.pi * k if k else t0
+        part = np.minimum(t + A, B)
+        part -= np.maximum(t - A, -B)
+        np.clip(part, 0.0, None, out=part)
+        overlap = part if overlap is None else np.add(overlap, part, out=overlap)
+    overlap *= norm * (a * b)
+    overlap /= A * B
+    return overlap
+
+
+def rff_log_lengths(omega: np.ndarray, phase: np.ndarray, grid: Grid) -> np.ndarray:
+    """sum_b log rff_line_lengths(omega[:, b], phase[:, b]) in that order: (n, P, Q), -inf where
+    some feature's lines miss the cell.
+
+    A cell one feature rules out stays at -inf whatever follows, so after the first feature
+    the lengths are evaluated only at the cells still possible, a shrinking set (each
+    feature keeps the cells its bands cross); the sum at those cells takes the same terms
+    in the same order as the dense loop over features, so the result is the same.
+    """
+    half = _half_sides(grid)
+    with np.errstate(divide="ignore"):
+        first = rff_line_lengths(omega[:, 0], phase[:, 0], grid)
+        log_lik = np.log(first)
+        flat = log_lik.reshape(-1)
+        alive = np.flatnonzero(first.reshape(-1) > 0)
+        for b in range(1, phase.shape[1]):
+            row, cell = np.divmod(alive, grid.x.size * grid.y.size)
+            i, j = np.divmod(cell, grid.y.size)
+            lengths = _line_lengths(omega[row, b, 0], omega[row, b, 1], phase[row, b], grid.x[i], grid.y[j], half)
+            flat[alive] += np.log(lengths)
+            alive = alive[lengths > 0]
+    return log_lik

@@ -119,3 +119,13 @@ def local_maxima_attack(surface_batches, grid: Grid, users: np.ndarray, true_xy,
 def batches(n: int, size: int = DEFAULT_BATCH):
     for start in range(0, n, size):
         yield slice(start, min(n, start + size))
+
+
+def add_rows(total: np.ndarray, owner: np.ndarray, rows: np.ndarray) -> None:
+    """total[owner[t]] += rows[t], t in order: ``np.add.at``'s result, the same additions in the same order.
+
+    A loop over rows, each a whole (P, Q) surface added in place: np.add.at goes
+    element by element and was the slowest step of a person-level attack.
+    """
+    for who, row in zip(owner.tolist(), rows):
+        total[who] += row

@@ -107,9 +107,4 @@ class RFF(Mechanism):
         given the cell — the cell-resolution approximation of their joint law, whose support
         is the intersection of the B line families.
         """
-        omega, phase = self._report(view, params["B"])
-        log_lik = np.zeros((len(view), *grid.shape))
-        with np.errstate(divide="ignore"):
-            for b in range(params["B"]):
-                log_lik += np.log(likelihoods.rff_line_lengths(omega[:, b], phase[:, b], grid))
-        return likelihoods.row_scaled(log_lik)
+        return likelihoods.row_scaled(likelihoods.rff_log_lengths(*self._report(view, params["B"]), grid))

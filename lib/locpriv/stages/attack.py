@@ -159,7 +159,7 @@ def attack(*, run: dict, seed: int, attack_cfg: dict, users_per_shard: int, view
     if targets.owner is not None:   # a person's surface: the sum of their reports' surfaces
         total = np.zeros((len(targets.ids), *grid.shape))
         for sl, part in surfaces:
-            np.add.at(total, targets.owner[sl], part)
+            attacks.add_rows(total, targets.owner[sl], part)
         surfaces = ((sl, total[sl]) for sl in attacks.batches(len(total), batch))
     result = attacks.local_maxima_attack(surfaces, grid, _ids(targets), targets.truth, float(attack_cfg["ratio"]))
     io.write_parquet(_with_ids(result, targets), out_attack, metadata=meta)
