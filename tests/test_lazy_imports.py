@@ -43,6 +43,38 @@ def test_per_run_stages_do_not_load_the_audit_or_plots(stage):
     assert not unwanted, sorted(unwanted)
 
 
+def test_per_run_stages_read_and_write_surfaces_without_xarray(tmp_path):
+    """NetCDF surfaces go through locpriv.nc3: xarray with scipy.io cost each job ~0.3 s."""
+    code = ("import numpy as np\nfrom locpriv import io\nfrom locpriv.domain import Domain, Grid\n"
+            "from locpriv.stages import metrics, prepare, run\n"
+            "g = Grid.regular(Domain(0, 1, 0, 1), 4, 5)\n"
+            f"io.write_netcdf(g.to_dataset('m'), {str(tmp_path / 'grid.nc')!r})\n"
+            "s = g.surface(np.ones(g.shape), 'density', {'n_users': 3}, 'm')\n"
+            f"io.write_netcdf(s, {str(tmp_path / 'd.nc')!r})\n"
+            f"prepare.load_grid({str(tmp_path / 'grid.nc')!r}); io.read_nc3({str(tmp_path / 'd.nc')!r})\n")
+    mods = imported(code)
+    assert (tmp_path / "d.nc").exists()
+    assert not top_level(mods) & {"xarray", "scipy"}, sorted(top_level(mods) & {"xarray", "scipy"})
+
+
+@pytest.mark.parametrize("name", ["sldp", "privtree", "ldp_oue_grid", "ldp_kdtree", "dp_heatmap", "heatmap_flat"])
+def test_a_mechanism_loads_only_its_own_plugin_module(name):
+    """A plugin module defining several mechanisms is found through SHARED_MODULES, not by importing every plugin."""
+    mods = imported(f"from locpriv import mechanisms\nmechanisms.get({name!r})")
+    plugins = {m for m in mods if m.startswith("locpriv.mechanisms.") and m != "locpriv.mechanisms.base"}
+    assert len(plugins) <= 2, sorted(plugins)   # its module and at most the base module it extends
+    assert not {m for m in mods if m.startswith(("scipy.stats", "xarray"))}
+
+
+def test_every_mechanism_is_in_its_own_module_or_in_the_shared_table():
+    """SHARED_MODULES is complete and right: a mechanism missing there would load every plugin."""
+    from locpriv import mechanisms
+
+    for name in mechanisms.names():
+        module = type(mechanisms.get(name)).__module__.rsplit(".", 1)[1]
+        assert mechanisms.SHARED_MODULES.get(name, name) == module, (name, module)
+
+
 def test_unknown_mechanism_still_lists_every_plugin():
     code = ("from locpriv import mechanisms\n"
             "try:\n    mechanisms.get('nope')\nexcept ValueError as e:\n    print(e)\n")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import xarray as xr
+
+from . import nc3
 
 
 @dataclass(frozen=True)
@@ -61,21 +62,22 @@ class Grid:
     def cell_area(self) -> float:
         return float((self.x[1] - self.x[0]) * (self.y[1] - self.y[0]))
 
-    def to_dataset(self, units: str) -> xr.Dataset:
-        return xr.Dataset(
-            coords={"x": ("x", self.x, {"units": units}), "y": ("y", self.y, {"units": units})},
-            attrs={"bbox": self.domain.as_list(), "units": units})
+    def _coords(self, units: str) -> dict[str, nc3.Variable]:
+        return {"x": nc3.Variable(("x",), self.x, {"units": units}),
+                "y": nc3.Variable(("y",), self.y, {"units": units})}
+
+    def to_dataset(self, units: str) -> nc3.Dataset:
+        return nc3.Dataset(self._coords(units), {"bbox": self.domain.as_list(), "units": units})
 
     @classmethod
-    def from_dataset(cls, ds: xr.Dataset) -> "Grid":
+    def from_dataset(cls, ds) -> "Grid":
+        """The grid of a grid file's contents (``locpriv.nc3.Dataset`` or ``xarray.Dataset``)."""
         box = ds.attrs["bbox"]
         if isinstance(box, str):
             import json
             box = json.loads(box)
         return cls(ds["x"].values, ds["y"].values, Domain.from_list(box))
 
-    def surface(self, values: np.ndarray, name: str, attrs: dict, units: str) -> xr.DataArray:
-        return xr.DataArray(values, dims=("x", "y"),
-                            coords={"x": ("x", self.x, {"units": units}),
-                                    "y": ("y", self.y, {"units": units})},
-                            name=name, attrs=attrs)
+    def surface(self, values: np.ndarray, name: str, attrs: dict, units: str) -> nc3.Dataset:
+        """``values`` on the grid as the variable ``name``, for ``locpriv.io.write_netcdf``."""
+        return nc3.Dataset({**self._coords(units), name: nc3.Variable(("x", "y"), values, attrs)})

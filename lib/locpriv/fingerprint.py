@@ -74,6 +74,9 @@ def closure(module: str) -> frozenset[str]:
     return frozenset(seen)
 
 
+# cached: Snakemake evaluates a rule's params for each of its jobs (~360 in the default run),
+# and hashing the sources again each time cost the main process seconds; one run sees one tree
+@lru_cache(maxsize=None)
 def code_fingerprint(*modules: str) -> str:
     digest = hashlib.sha256()
     for mod in sorted(set().union(*(closure(m) for m in modules))):

@@ -2,7 +2,8 @@
 
 Every writer goes through a temporary file in the target directory and an
 ``os.replace``, so a failing job never leaves a partial output behind.
-NetCDF is written with the scipy backend (NetCDF3 64-bit offset): it needs no
+NetCDF is NetCDF3 64-bit offset (xarray's scipy backend, or ``locpriv.nc3`` for the
+surfaces of the per-run jobs, which then import neither xarray nor scipy.io): it needs no
 HDF5 library and, unlike HDF5, embeds no timestamps, so identical data gives
 identical bytes.
 """
@@ -18,7 +19,8 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-import xarray as xr
+
+from . import nc3
 
 META_KEY = b"locpriv"
 
@@ -105,7 +107,17 @@ def read_parquet_metadata(path) -> dict:
     return json.loads(meta[META_KEY]) if META_KEY in meta else {}
 
 
-def write_netcdf(obj: xr.Dataset | xr.DataArray, path) -> None:
+def write_netcdf(obj, path) -> None:
+    """Write a ``locpriv.nc3.Dataset`` (no xarray needed) or an ``xarray`` Dataset/DataArray."""
+    if isinstance(obj, nc3.Dataset):
+        variables = {name: nc3.Variable(var.dims, var.values, {k: _attr(v) for k, v in var.attrs.items()})
+                     for name, var in obj.variables.items()}
+        raw = nc3.to_bytes(nc3.Dataset(variables, {k: _attr(v) for k, v in obj.attrs.items()}))
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            fh.write(raw)
+        return
+    import xarray as xr  # ~0.3 s with scipy.io: only the studies' labelled arrays come this way
+
     ds = obj.to_dataset() if isinstance(obj, xr.DataArray) else obj
     ds = ds.copy()
     # NetCDF3 attrs take only numbers and strings: nested metadata goes in as JSON.
@@ -116,9 +128,17 @@ def write_netcdf(obj: xr.Dataset | xr.DataArray, path) -> None:
         ds.to_netcdf(tmp, engine="scipy", format="NETCDF3_64BIT")
 
 
-def read_netcdf(path) -> xr.Dataset:
+def read_netcdf(path):
+    """The file as a loaded ``xarray.Dataset`` (labelled arrays, for plots and studies)."""
+    import xarray as xr
+
     with xr.open_dataset(path, engine="scipy") as ds:
         return ds.load()
+
+
+def read_nc3(path) -> nc3.Dataset:
+    """The file's arrays and attrs (``ds[name].values``) without importing xarray: for the per-run jobs."""
+    return nc3.read(path)
 
 
 def write_json(obj, path) -> None:

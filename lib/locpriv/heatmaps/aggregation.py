@@ -31,7 +31,6 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..secagg import ProtocolParams
 from . import clients, polya
@@ -234,6 +233,8 @@ def round_achieved_epsilon(survivors: Survivors, epsilon: float, sensitivity: in
         return float(epsilon)
     if k < 1:
         return math.inf
+    from scipy import stats  # ~0.5 s to import: only the runs that measure an achieved epsilon need it
+
     a = math.exp(-epsilon / sensitivity)
     if stats.nbinom.isf(1e-12, k / n_dp, 1 - a) > max_support:
         return polya.achieved_epsilon_bound(k, n_dp, epsilon, int(sensitivity))

@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 
 def _alpha(epsilon: float, sensitivity: float) -> float:
@@ -84,6 +83,8 @@ def secure_sum(reduced: np.ndarray, modulus: int) -> np.ndarray:
 
 def difference_pmf(r: float, alpha: float, support: int) -> np.ndarray:
     """P(X − Y = z) for z in [−support, support], X, Y iid Pólya(r, alpha)."""
+    from scipy import stats  # ~0.5 s to import: not at the top, every heatmap job imports this module
+
     k = np.arange(2 * support + 1)
     p = stats.nbinom.pmf(k, r, 1 - alpha)
     full = np.convolve(p, p[::-1])          # index j <-> z = j − 2 support
@@ -104,6 +105,8 @@ def achieved_epsilon(n_survivors: int, n_dp: int, epsilon: float, sensitivity: i
         return float(epsilon)
     a = _alpha(epsilon, sensitivity)
     r = n_survivors / n_dp
+    from scipy import stats
+
     support = int(stats.nbinom.isf(tail, r, 1 - a)) + int(sensitivity) + 1
     pmf = difference_pmf(r, a, support)
     d = int(sensitivity)

@@ -28,7 +28,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 
 from .. import io
 from ..config import StudySection
@@ -130,6 +129,8 @@ def load_population(path: str) -> np.ndarray:
 def ingest_stage(*, cfg: dict, seed: int, out: str) -> None:
     pop = cfg["population"]
     image = _synthetic_population(pop, seed) if pop["source"] == "synthetic" else load_population(pop["path"])
+    import xarray as xr  # here, not at the top: the heatmap mechanisms' per-run jobs import this module
+
     side = image.shape[0]
     da = xr.DataArray(image, dims=("x", "y"), coords={"x": np.arange(side), "y": np.arange(side)}, name="users")
     da.attrs.update(source=pop["source"], path=pop["path"] or "", users=int(image.sum()),
@@ -234,6 +235,8 @@ def run_stage(*, run: dict, seed: int, population_path: str, out_map: str, out_t
     if protocol is None:
         protocol = pd.DataFrame({k: pd.Series(dtype=v) for k, v in PROTOCOL_COLUMNS.items()})
     io.write_parquet(protocol[list(PROTOCOL_COLUMNS)].astype(PROTOCOL_COLUMNS), out_protocol, metadata=meta)
+    import xarray as xr
+
     side = heatmap.shape[0]
     da = xr.DataArray(heatmap, dims=("x", "y"), coords={"x": np.arange(side), "y": np.arange(side)}, name="heatmap")
     da.attrs.update(method=run["method"], communication=int(communication), epsilon=float(guarantee["epsilon"]))

@@ -34,11 +34,19 @@ def _load_all():
     _LOADED_ALL = True
 
 
+# Mechanisms that share a plugin module (the others live in a module of their own name).
+# Only a shortcut: a name missing here is still found by importing every plugin, just
+# slower; tests/test_lazy_imports.py checks this table against the registry.
+SHARED_MODULES = {"sldp": "partitions", "privtree": "partitions", "ldp_oue_grid": "partitions",
+                  "dp_heatmap": "heatmap", "heatmap_flat": "heatmap", "heatmap_hierarchical": "heatmap"}
+
+
 def get(name: str) -> Mechanism:
-    # a job needs one mechanism: import its own module first (most are named after it),
-    # not every plugin's dependencies (scipy.stats, cryptography, ...: seconds per job)
-    if name not in _REGISTRY and name in {m.name for m in pkgutil.iter_modules(__path__)} - {"base"}:
-        importlib.import_module(f"{__name__}.{name}")
+    # a job needs one mechanism: import its own module, not every plugin's dependencies
+    # (scipy.stats, cryptography, ...: up to a second per job)
+    module = SHARED_MODULES.get(name, name)
+    if name not in _REGISTRY and module in {m.name for m in pkgutil.iter_modules(__path__)} - {"base"}:
+        importlib.import_module(f"{__name__}.{module}")
     if name not in _REGISTRY and not _LOADED_ALL:
         _load_all()
     if name not in _REGISTRY:

@@ -186,7 +186,7 @@ def bayes_attack(*, run: dict, seed: int, adversary_cfg: dict, users_per_shard: 
     if targets.view.empty:
         _write_refused(bayes.RESULT_COLUMNS, out_attack, meta)
         return
-    prior = bayes.prior(adversary_cfg["prior"], io.read_netcdf(truth_path)["density"].values)
+    prior = bayes.prior(adversary_cfg["prior"], io.read_nc3(truth_path)["density"].values)
     batch = int(adversary_cfg.get("batch", attacks.DEFAULT_BATCH))
     likelihoods = _row_batches(targets, batch, lambda rows: mech.likelihood(rows, params, grid))
     if targets.owner is not None:

@@ -18,16 +18,16 @@ def run_metrics(*, run: dict, est_path: str, truth_path: str, pooled_path: str |
     mech = mechanisms.get(run["mechanism"])
     params = resolve_params(run["params"], bandwidth_json)
     grid = load_grid(grid_path)
-    est = io.read_netcdf(est_path)
+    est = io.read_nc3(est_path)
     dens = est["density"].values
-    truth_d = io.read_netcdf(truth_path)["density"].values
+    truth_d = io.read_nc3(truth_path)["density"].values
     att = pd.read_parquet(attack_path)
     workload_queries, workload_sha = read_workload(workload_path)
     g = mech.run_guarantee(run["params"], params)   # void (no epsilon) if a private input leaked
     answered = bool(np.isfinite(dens).all())
     # the pooled reference is the same users' exact KDE ([RFF-KDE]'s score); a mechanism
     # without a bandwidth answers a constant, whose rank correlation with anything is 0
-    pooled_d = io.read_netcdf(pooled_path)["density"].values if pooled_path else truth_d
+    pooled_d = io.read_nc3(pooled_path)["density"].values if pooled_path else truth_d
     nan = float("nan")
     values = {
         "answered": float(answered),

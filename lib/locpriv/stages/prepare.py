@@ -62,12 +62,12 @@ def bandwidth(points_path: str, name: str, k: int, seed: int, out_json: str) -> 
 
 
 def load_grid(path: str) -> Grid:
-    return Grid.from_dataset(io.read_netcdf(path))
+    return Grid.from_dataset(io.read_nc3(path))
 
 
 def truth(spec: dict, points_path: str, grid_path: str, bandwidth_json: str | None, out_truth: str) -> None:
     grid = load_grid(grid_path)
-    units = io.read_netcdf(grid_path).attrs["units"]
+    units = io.read_nc3(grid_path).attrs["units"]
     pts = pd.read_parquet(points_path, columns=["x", "y"]) if spec["source"] != "synthetic" else None
     h = io.read_json(bandwidth_json)["h"] if bandwidth_json else None
     dens, how = ds_ingest.truth_density(spec, grid, pts, h)
@@ -85,7 +85,7 @@ def pooled_kde(points_path: str, n_users: int, h: float, grid_path: str, out_nc:
     own smoothing bias against the analytic density.
     """
     grid = load_grid(grid_path)
-    units = io.read_netcdf(grid_path).attrs["units"]
+    units = io.read_nc3(grid_path).attrs["units"]
     total, seen = np.zeros(grid.shape), 0
     # one row per user, sorted by id: the first n users are the first n rows.  pre_buffer=False:
     # pyarrow's pre-buffering keeps every batch read (RSS grew to 2.2 GB at 10^8 users)

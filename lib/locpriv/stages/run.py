@@ -137,7 +137,7 @@ def aggregate(*, run: dict, view_paths: list[str], grid_path: str, bandwidth_jso
         n += len(view)
         if "refusal" in (meta := io.read_parquet_metadata(path)):
             refusals.add(meta["refusal"]["reason"])
-    units = io.read_netcdf(grid_path).attrs["units"]
+    units = io.read_nc3(grid_path).attrs["units"]
     attrs = {"n_users": n, "mechanism": mech.name, "params": params}
     if refusals:
         attrs["refusal"] = "; ".join(sorted(refusals))
@@ -148,12 +148,12 @@ def estimate(*, run: dict, agg_path: str, grid_path: str, bandwidth_json: str | 
     mech = mechanisms.get(run["mechanism"])
     params = resolve_params(run["params"], bandwidth_json)
     grid = load_grid(grid_path)
-    agg = io.read_netcdf(agg_path)
+    agg = io.read_nc3(agg_path)
     n = int(agg["sum"].attrs["n_users"])
     refusal = agg["sum"].attrs.get("refusal")
     # users who refused the query sent nothing: there is no estimate, not a zero one
     dens = np.full(grid.shape, np.nan) if n == 0 else mech.estimate(agg["sum"].values, n, params, grid)
-    units = io.read_netcdf(grid_path).attrs["units"]
+    units = io.read_nc3(grid_path).attrs["units"]
     attrs = {"mechanism": mech.name, "params": params, "n_users": n, "guarantee": mech.run_guarantee(run["params"], params),
              "units": f"1/{units}^2", **({"refusal": refusal} if refusal else {})}
     io.write_netcdf(grid.surface(dens, "density", attrs, units), out_est)
