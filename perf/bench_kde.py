@@ -72,27 +72,25 @@ def dense_reference(points, gx, gy, h, chunk=kde.DEFAULT_CHUNK):
     return total
 
 
-def gemm_calls(pts, g, h, chunk=kde.DEFAULT_CHUNK):
+def chunk_tiles(t, chunk=kde.DEFAULT_CHUNK):
+    """(b0, b1, first, last) per chunk of kde_sum's sorted points: rows [b0, b1) hold tiles [first, last)."""
+    b = t.bounds
+    for b0 in range(0, b[-1], chunk):
+        b1 = min(b0 + chunk, b[-1])
+        yield b0, b1, np.searchsorted(b, b0, "right") - 1, np.searchsorted(b, b1 - 1, "right")
+
+
+def gemm_calls(t, chunk=kde.DEFAULT_CHUNK):
     """The (rows, x block, y block) of every GEMM kde_sum makes: tiles cut at chunk boundaries."""
-    t = kde.tiling(pts, g, g, h)
-    b, calls = t.bounds, []
-    for b0 in range(0, b[-1], chunk):
-        b1 = min(b0 + chunk, b[-1])
-        for k in range(np.searchsorted(b, b0, "right") - 1, np.searchsorted(b, b1 - 1, "right")):
-            calls.append((max(b[k], b0) - b0, min(b[k + 1], b1) - b0,
-                          slice(t.x0[k], t.x1[k]), slice(t.y0[k], t.y1[k])))
-    return calls
+    b = t.bounds
+    return [(max(b[k], b0) - b0, min(b[k + 1], b1) - b0, slice(t.x0[k], t.x1[k]), slice(t.y0[k], t.y1[k]))
+            for b0, b1, first, last in chunk_tiles(t, chunk) for k in range(first, last)]
 
 
-def factor_shapes(pts, g, h, chunk=kde.DEFAULT_CHUNK):
+def factor_shapes(t, chunk=kde.DEFAULT_CHUNK):
     """(x rows, y rows, points) of the factor blocks kde_sum builds, one per chunk of sorted points."""
-    t = kde.tiling(pts, g, g, h)
-    b, shapes = t.bounds, []
-    for b0 in range(0, b[-1], chunk):
-        b1 = min(b0 + chunk, b[-1])
-        first, last = np.searchsorted(b, b0, "right") - 1, np.searchsorted(b, b1 - 1, "right")
-        shapes.append((int((t.x1 - t.x0)[first:last].max()), int((t.y1 - t.y0)[first:last].max()), b1 - b0))
-    return shapes
+    return [(int((t.x1 - t.x0)[first:last].max()), int((t.y1 - t.y0)[first:last].max()), b1 - b0)
+            for b0, b1, first, last in chunk_tiles(t, chunk)]
 
 
 def factor_writes(shapes, r, chunk=kde.DEFAULT_CHUNK):
@@ -172,10 +170,11 @@ def main():
     t_full, _ = timed(full_gemm(args.n, args.grid, r))  # its shapes do not depend on h
     for ratio in args.ratios:
         h = ratio * WIDTH
-        calls = gemm_calls(pts, g, h)
+        tiles_of_h = kde.tiling(pts, g, g, h)
+        calls = gemm_calls(tiles_of_h)
         (t_ours, t_red, t_tiling, t_writes), (ours, _, tiles, _) = timed_alternately(
             [lambda: kde.kde_sum(pts, g, g, h), reduced_gemm(calls, args.grid, r),
-             lambda: kde.tiling(pts, g, g, h), factor_writes(factor_shapes(pts, g, h), r)], repeat=5)
+             lambda: kde.tiling(pts, g, g, h), factor_writes(factor_shapes(tiles_of_h), r)], repeat=5)
         t_floor = t_tiling + t_writes + t_red
         t_dense, dense = timed(lambda: dense_reference(pts, g, g, h))
         t_fft = timed(lambda: fftkde(pts, g, h), repeat=2)[0] if has_kdepy() else float("nan")
