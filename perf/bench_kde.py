@@ -25,6 +25,7 @@ BLAS runs single-threaded (override with OPENBLAS_NUM_THREADS), and times are CP
 seconds of this process (best of repeats): on a shared, oversubscribed machine wall
 time measures the other jobs, CPU time measures the work.
 Run:  python perf/bench_kde.py [--n 1000000] [--grid 200] [--ratios 0.003 0.01 0.03 0.1 0.3]
+                              [--min-tile-users 1024]
 """
 
 from __future__ import annotations
@@ -157,13 +158,18 @@ def main():
     ap.add_argument("--grid", type=int, default=200)
     ap.add_argument("--ratios", type=float, nargs="+", default=[0.003, 0.01, 0.03, 0.1, 0.3])
     ap.add_argument("--binned-ratio", type=float, default=0.01, help="h / l of the binned comparison")
+    ap.add_argument("--min-tile-users", type=int, default=kde.MIN_TILE_USERS,
+                    help="override kde.MIN_TILE_USERS: larger tiles make the reduced GEMM larger, which "
+                         "improves kde_sum / reduced GEMM while kde_sum itself gets slower")
     args = ap.parse_args()
+    kde.MIN_TILE_USERS = args.min_tile_users
 
     r = rng(0, "bench-kde")
     pts = r.normal(size=(args.n, 2))
     g = np.linspace(-WIDTH / 2, WIDTH / 2, args.grid)
     print(f"N = {args.n:,} users, grid {args.grid}x{args.grid} on width {WIDTH}, float64, "
-          f"chunks of {kde.DEFAULT_CHUNK}, kernel cut at TAIL = {kde.TAIL:g} of the peak")
+          f"chunks of {kde.DEFAULT_CHUNK}, kernel cut at TAIL = {kde.TAIL:g} of the peak, "
+          f"tiles of about {kde.MIN_TILE_USERS} users or more")
     print(f"{'h/l':>6} {'tiles':>6} {'kde_sum s':>10} {'tiling s':>9} {'reduced GEMM s':>15} {'ours/reduced':>13} "
           f"{'floor s':>8} {'floor/reduced':>14} {'full GEMM s':>12} {'ours/full':>10} {'dense ref s':>12} {'dense/ours':>11} {'KDEpy s':>8} "
           f"{'ours/KDEpy':>11} {'max |diff|/peak':>16}")

@@ -50,7 +50,7 @@ from ..dp import ADD_REMOVE, REPLACE_ONE, Guarantee
 from ..heatmaps import baselines
 from ..heatmaps.adaptive import OPTIONS, AdaptiveParams, run_adaptive
 from ..heatmaps.aggregation import AGGREGATIONS, SecAgg, UserPool
-from ..heatmaps.study import heatmap_guarantee
+from ..heatmaps.guarantee import heatmap_guarantee
 from ..params import Param
 from ..quadtree import cell_codes, deinterleave, interleave
 from . import register
