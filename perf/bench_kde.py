@@ -169,7 +169,7 @@ def main():
     g = np.linspace(-WIDTH / 2, WIDTH / 2, args.grid)
     print(f"N = {args.n:,} users, grid {args.grid}x{args.grid} on width {WIDTH}, float64, "
           f"chunks of {kde.DEFAULT_CHUNK}, kernel cut at TAIL = {kde.TAIL:g} of the peak, "
-          f"tiles of about {kde.MIN_TILE_USERS} users or more")
+          f"tiles sized for {kde.MIN_TILE_USERS} users or more (a side at most {kde.TILE_REACH:g} h)")
     print(f"{'h/l':>6} {'tiles':>6} {'kde_sum s':>10} {'tiling s':>9} {'reduced GEMM s':>15} {'ours/reduced':>13} "
           f"{'floor s':>8} {'floor/reduced':>14} {'full GEMM s':>12} {'ours/full':>10} {'dense ref s':>12} {'dense/ours':>11} {'KDEpy s':>8} "
           f"{'ours/KDEpy':>11} {'max |diff|/peak':>16}")
