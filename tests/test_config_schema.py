@@ -86,28 +86,28 @@ def test_every_mechanism_parameter_is_generated_from_its_class():
 
 
 @pytest.fixture
-def forget():
-    """Names of mechanisms a test defines, unregistered again after it."""
+def define():
+    """A mechanism class defined by the test (its epsilon the parameter, if it declares one), unregistered after."""
     names = []
-    yield names.append
+
+    def make(name: str, doc: str, param: Param):
+        names.append(name)
+
+        def claim(self):
+            epsilon = self.settings.get("epsilon")
+            return Guarantee(model="epsilon-LDP" if epsilon else "none", epsilon=epsilon, delta=epsilon and 0.0,
+                             relation="any two inputs (local)", covers="the location")
+        return type(name.title(), (Mechanism,), {"__doc__": doc, "name": name, "trust_model": "local",
+                                                 "params": {param.name: param}, "claim": claim})
+    yield make
     for name in names:
         REGISTRY.pop(name, None)
 
 
-def test_a_new_mechanism_class_is_in_the_schema_with_nothing_regenerated(forget):
+def test_a_new_mechanism_class_is_in_the_schema_with_nothing_regenerated(define):
     """Defining the class is all: the next validation knows its name and its parameters."""
-    forget("_probe")
-
-    class Probe(Mechanism):
-        """A probe mechanism (this test's)."""
-
-        name, trust_model = "_probe", "none"
-        params = {"k": Param("k", "int", "a probe parameter", low=0)}
-
-        def claim(self):
-            return Guarantee(model="none", epsilon=None, delta=None, relation="none", covers="nothing")
-
-    assert mechanisms.get("_probe") is Probe
+    probe = define("_probe", "A probe mechanism (this test's).", Param("k", "int", "a probe parameter", low=0))
+    assert mechanisms.get("_probe") is probe
     node = lpconfig.published_schema()["$defs"]["mechanisms"]["properties"]["_probe"]
     assert node["description"] == "_probe: A probe mechanism (this test's)." and node["required"] == ["k"]
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
@@ -118,26 +118,15 @@ def test_a_new_mechanism_class_is_in_the_schema_with_nothing_regenerated(forget)
         lpconfig.check_schema(config)
 
 
-def test_a_mechanism_stating_epsilon_without_an_audit_case_is_refused_at_config_time(forget):
-    forget("_noaudit")
-
-    class NoAudit(Mechanism):
-        """Claims an epsilon, audits nothing."""
-
-        name, trust_model = "_noaudit", "local"
-        params = {"epsilon": Param("epsilon", "float", "budget", low=0.0)}
-
-        def claim(self):
-            return Guarantee(model="epsilon-LDP", epsilon=self.settings["epsilon"], delta=0.0,
-                             relation="any two inputs (local)", covers="the location")
-
+def test_a_mechanism_stating_epsilon_without_an_audit_case_is_refused_at_config_time(define):
+    no_audit = define("_noaudit", "Claims an epsilon, audits nothing.", Param("epsilon", "float", "budget", low=0.0))
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     config["experiments"]["density"]["mechanisms"] = {"_noaudit": {"n": 100, "epsilon": 1.0}}
     with pytest.raises(lpconfig.ConfigError, match=r"^config key 'experiments\.density\.mechanisms\._noaudit': "
                                                    r"mechanism '_noaudit' states an epsilon but has no audit case"):
         lpconfig.expand_runs(config)
     with pytest.raises(NotImplementedError, match="audit_case"):
-        NoAudit(epsilon=1.0).audit_pairs(None)
+        no_audit(epsilon=1.0).audit_pairs(None)
 
 
 def _candidates(param) -> list:
