@@ -35,6 +35,15 @@ def test_dry_run_lists_the_dag(make_workdir):
     assert not (wd / "results").exists()
 
 
+def test_a_studies_only_config_needs_no_main_dag_keys(make_workdir):
+    """seed and a study section: no grid, attack, users_per_shard or plots, and no main-DAG job."""
+    config = {"seed": 1, "studies": {"deconv": {"datasets": {"m": {"source": "synthetic", "x": "mixture",
+                                                                   "curve": "g1", "n": [100]}}, "epsilon": [1]}}}
+    planned = planned_jobs(make_workdir(config))
+    assert {"deconv_run", "deconv_summary", "all"} <= set(planned) <= {"deconv_run", "deconv_summary", "deconv_plot",
+                                                                       "all"}
+
+
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     """The tiny config run to the end twice, on 1 and on 2 cores (shared by the tests below)."""
