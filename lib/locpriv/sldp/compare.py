@@ -2,10 +2,11 @@
 
 ``leaves``: MRE of SLDP's range answers with the four child leaves kept ("children", the
 authors' code) or merged into their parent ("merge"), under ``counts`` "regions" (exact
-region counts) or "noisy" (the transcript's n_hat).
+region counts) or "noisy" (the transcript's n_hat); ``--child-share`` adds "children" runs
+whose child cells are re-released at that share of eps (the partition gets the rest).
 
-Same points, queries and protocol randomness for both options (one transcript, so the pair
-differs only in the released cells); the study's range task: 200 anchored queries ([SLDP]
+Same points, queries and protocol randomness for every option (at share 0 one transcript, so
+the options differ only in the released cells); the study's range task: 200 anchored queries ([SLDP]
 App. A.2), Q = 20, per-child split rule, max_depth 10, under the default calibration
 (Laplace(2/eps): the authors' range notebook's noise, Alg. 1 run at eps / 2) and Alg. 1's printed
 Laplace(1/eps) ("paper", 2 eps per round).  Writes one row per calibration x counts x dataset x
@@ -49,7 +50,10 @@ GEOLIFE_BBOX = [116.15, 116.60, 39.75, 40.10]
 
 
 def leaves_table(n: int, epsilons: list[float], reps: int, seed: int, path: str | None = None,
-                 calibration: str = "sensitivity2", counts: str = "regions") -> pd.DataFrame:
+                 calibration: str = "sensitivity2", counts: str = "regions",
+                 child_shares: tuple[float, ...] = (0.0,)) -> pd.DataFrame:
+    """Paired MREs per leaves option; under counts "regions", "children" once per child share (the
+    partition at (1 - share) eps, the child cells re-released at share eps)."""
     given = {"range": {"n": [n], "epsilon": epsilons}, "reps": reps, "calibration": calibration}
     if path:
         given["range"].update(path=path, lonlat_bbox=GEOLIFE_BBOX)
@@ -62,15 +66,17 @@ def leaves_table(n: int, epsilons: list[float], reps: int, seed: int, path: str 
             q = range_queries.anchored_workload(pts, study.UNIT, cfg["range"]["queries"],
                                                 make_rng(seed, "sldp-evaluate", "range", n, eps, rep))
             truth = range_queries.true_counts(q, pts)
-            for leaves in LEAVES:
-                part = run_protocol(pts, study.UNIT, eps, cfg["range"]["threshold"], cfg["max_depth"], cfg["delta"],
-                                    make_rng(seed, "sldp-protocol", "range", n, eps, rep),
+            options = [(leaves, share) for leaves in LEAVES
+                       for share in (child_shares if (leaves, counts) == ("children", "regions") else (0.0,))]
+            for leaves, share in options:
+                part = run_protocol(pts, study.UNIT, eps * (1 - share), cfg["range"]["threshold"], cfg["max_depth"],
+                                    cfg["delta"], make_rng(seed, "sldp-protocol", "range", n, eps, rep),
                                     split_rule=cfg["split_rule"], keep_reports=False, calibration=cfg["calibration"],
-                                    leaves=leaves, counts=counts).cells
+                                    leaves=leaves, counts=counts, child_epsilon=eps * share).cells
                 mre = range_queries.mean_relative_error(range_queries.answer(q, part, study.UNIT), truth, n)
                 rows.append({"dataset": "geolife" if path else "synthetic_clusters", "n": n, "epsilon": eps,
                              "rep": rep, "calibration": calibration, "counts": counts, "leaves": leaves,
-                             "cells": len(part), "mre": mre})
+                             "child_share": share, "cells": len(part), "mre": mre})
     return pd.DataFrame(rows)
 
 
@@ -172,15 +178,18 @@ def main(argv=None) -> None:
     parser.add_argument("--geolife", help="Geolife CSV (each GPS point a user); synthetic clusters are always run")
     parser.add_argument("--calibration", nargs="+", default=["sensitivity2", "paper"])
     parser.add_argument("--counts", nargs="+", default=list(COUNTS), help="leaves: the count options compared")
+    parser.add_argument("--child-share", type=float, nargs="+", default=[0.0],
+                        help="leaves: shares of eps re-releasing the child cells (children, counts regions)")
     parser.add_argument("--authors", help="authors: a checkout of asuvor/privacy (their code is run, never copied)")
     args = parser.parse_args(argv)
     paths = [None] + ([args.geolife] if args.geolife else [])
     if args.table == "leaves":
-        table = pd.concat([leaves_table(n, args.epsilon, args.reps, args.seed, path, calibration, counts)
+        table = pd.concat([leaves_table(n, args.epsilon, args.reps, args.seed, path, calibration, counts,
+                                        tuple(args.child_share))
                            for n in args.n for calibration in args.calibration for counts in args.counts
                            for path in paths], ignore_index=True)
-        wide = table.pivot_table(index=["calibration", "counts", "dataset", "n", "epsilon"], columns="leaves",
-                                 values=["mre", "cells"])
+        wide = table.pivot_table(index=["calibration", "counts", "dataset", "n", "epsilon"],
+                                 columns=["leaves", "child_share"], values=["mre", "cells"])
     elif args.table == "methods":
         table = pd.concat([methods_table(n, args.epsilon, args.reps, args.seed, path) for n in args.n
                            for path in paths], ignore_index=True)
