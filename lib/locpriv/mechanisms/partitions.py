@@ -13,8 +13,11 @@ product (``quadtree.cell_overlaps``).
   ``threshold`` (default k = 20 users per region, the paper's §5.2 / App. A.2);
   noise calibrated to the indicators' L1 sensitivity 2 unless ``calibration:
   paper`` (Alg. 1 as printed, recorded at its true cost 2 eps per round);
-  ``leaves`` (children | merge) only changes which cells the server publishes
-  from what it received, so not the guarantee (``sldp.protocol``).
+  ``leaves`` (children | merge) only changes which cells the server publishes;
+  ``counts: regions`` (default) gives each released region its exact number of
+  users, free under the SLDP relation (``noisy``: the transcript's n_hat);
+  under ``leaves: children`` the child cells inside a region carry the transcript's
+  n_hat shifted to the region's exact count (``sldp.protocol``).
   Guarantee (Kroshnin & Suvorikova 2025, Thm 4.1, ``all_children`` = Alg. 2 as
   printed): (eps, delta)-DP for replacing one user's location by another inside
   its privacy region U*(X), the cell of the ideal partition holding it; the
@@ -46,7 +49,8 @@ from ..params import Param
 from ..quadtree import cell_codes, cell_overlaps
 from ..sldp import privtree as privtree_lib
 from ..sldp.ldp_grid import oue_bits, oue_probabilities
-from ..sldp.protocol import CALIBRATIONS, DEFAULT_THRESHOLD, LEAVES, SPLIT_RULES, run_protocol
+from ..sldp.margin import MIN_DELTA
+from ..sldp.protocol import CALIBRATIONS, COUNTS, DEFAULT_THRESHOLD, LEAVES, SPLIT_RULES, run_protocol
 from ..sldp.protocol import guarantee as sldp_guarantee
 from . import register
 from .base import Mechanism, clamp_to_domain
@@ -101,8 +105,8 @@ class _Released(Mechanism):
 class SLDP(_Released):
     name = "sldp"
     params = {"epsilon": EPSILON,
-              "delta": Param("delta", "float", "SLDP delta (Lemma 4.1 failure probability)", default=0.05,
-                             low=0.0, high=0.5),
+              "delta": Param("delta", "float", "SLDP delta: P(the split margin is exceeded), exact tail bound",
+                             default=0.05, low=MIN_DELTA, high=0.5),
               "max_depth": Param("max_depth", "int", "deepest quadtree level", default=8, low=0, high=20),
               "split_rule": Param("split_rule", "choice", "per_child (authors' code; no privacy proof) or "
                                   "all_children (Alg. 2 as printed, Thm 4.1)", default="per_child",
@@ -114,7 +118,10 @@ class SLDP(_Released):
                                    choices=CALIBRATIONS),
               "leaves": Param("leaves", "choice", "merge (a parent whose children all stopped is one cell; "
                               "measured lower MRE) or children (the authors' code: its four children); "
-                              "post-processing", default="merge", choices=LEAVES)}
+                              "post-processing", default="merge", choices=LEAVES),
+              "counts": Param("counts", "choice", "regions (each released region's exact user count, free under "
+                              "the SLDP relation) or noisy (the transcript's n_hat)", default="regions",
+                              choices=COUNTS, omit_default=True)}
 
     def guarantee(self, params):
         return sldp_guarantee(params["epsilon"], params["delta"], params["threshold"], params["split_rule"],
@@ -127,7 +134,8 @@ class SLDP(_Released):
         xy, moved = clamp_to_domain(points, grid)
         res = run_protocol(xy, _box(grid), params["epsilon"], params["threshold"], params["max_depth"],
                            params["delta"], rng, split_rule=params["split_rule"], keep_reports=False,
-                           calibration=params["calibration"], leaves=params["leaves"])
+                           calibration=params["calibration"], leaves=params["leaves"],
+                           counts=self.params["counts"].value(params))
         region = res.user_cell.sort_values("user")
         view = pd.DataFrame({"user": points["user"].to_numpy(), "level": region["level"].to_numpy(),
                              "code": region["code"].to_numpy()})
