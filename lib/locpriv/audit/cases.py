@@ -190,12 +190,16 @@ def _hdg(params: dict, grid: Grid) -> list[Pair]:
     def group_and_bits(view):
         """(group, bit of the low corner's cell, bit of the high corner's cell) of each user's report."""
         r = view.attrs["release"]
-        cells = [hdg_lib.values(corners, box, name, r["g1"], r["g2"]) for name in names]
+        # cells[j]: the two corners' cells in group j's grid
+        cells = np.array([hdg_lib.values(corners, box, name, r["g1"], r["g2"]) for name in names])
         group = view["group"].to_numpy()
+        ones = view["ones"].to_numpy()
+        rows = np.repeat(np.arange(len(ones)), [len(o) for o in ones])
+        flat = np.concatenate(ones).astype(np.int64) if len(rows) else np.zeros(0, np.int64)
         out = np.zeros((len(view), 3))
         out[:, 0] = group
-        for i, (j, ones) in enumerate(zip(group, view["ones"])):
-            out[i, 1:] = np.isin(cells[j], ones)
+        for corner in (0, 1):
+            out[rows[flat == cells[group[rows], corner]], 1 + corner] = 1.0
         return out
 
     def sample(xy):
