@@ -8,7 +8,7 @@ __version__ = "0.1.0"
 
 # The public API (``locpriv.api``) and the grid it takes, imported on first use (PEP 562):
 # ``import locpriv`` stays cheap for the workflow's jobs, which need neither.
-_LAZY = {**{name: "api" for name in ("DPHeatmap", "FedKDE", "GeoInd", "HeatmapFlat", "HeatmapHierarchical",
+_LAZY = {**{name: "api" for name in ("DPHeatmap", "FedKDE", "GeoInd", "HDG", "HeatmapFlat", "HeatmapHierarchical",
                                      "LDPKDTree", "LaplaceLDP", "OUEGrid", "PrivTree", "RFF", "SLDP", "Zero")},
          "Domain": "domain", "Grid": "domain"}
 

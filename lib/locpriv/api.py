@@ -24,8 +24,8 @@ import pandas as pd
 from . import mechanisms
 from .domain import Domain, Grid
 
-__all__ = ["DPHeatmap", "FedKDE", "GeoInd", "HeatmapFlat", "HeatmapHierarchical", "LDPKDTree", "LaplaceLDP",
-           "OUEGrid", "PrivTree", "RFF", "SLDP", "Zero"]
+__all__ = ["DPHeatmap", "FedKDE", "GeoInd", "HDG", "HeatmapFlat", "HeatmapHierarchical", "LDPKDTree",
+           "LaplaceLDP", "OUEGrid", "PrivTree", "RFF", "SLDP", "Zero"]
 
 
 def _points(xy) -> pd.DataFrame:
@@ -105,7 +105,8 @@ class _APIMechanism:
         if grid is None and self._needs_domain:
             raise ValueError(f"{type(self).__name__}.randomize: domain= is required (the public box "
                              "[xmin, xmax, ymin, ymax], a Domain or a Grid)")
-        return self._plugin.randomize(_points(xy), self._params, grid, rng)
+        points = _points(xy)
+        return self._plugin.randomize(points, self._plugin.for_users(self._params, len(points)), grid, rng)
 
     def estimate(self, view: pd.DataFrame, *, grid: Grid) -> np.ndarray:
         """Density (a pdf, (P, Q) array indexed [x, y]) on ``grid`` from a view of ``randomize``.
@@ -120,8 +121,8 @@ class _APIMechanism:
                             f"got {type(grid).__name__}")
         if len(view) == 0:
             return np.full(grid.shape, np.nan)
-        total = self._plugin.partial(view, self._params, grid)
-        return self._plugin.estimate(total, len(view), self._params, grid)
+        params = self._plugin.for_users(self._params, len(view))
+        return self._plugin.estimate(self._plugin.partial(view, params, grid), len(view), params, grid)
 
     def fit_estimate(self, xy, *, rng: np.random.Generator, grid: Grid) -> np.ndarray:
         """``estimate(randomize(xy, rng=rng, domain=grid), grid=grid)``."""
@@ -173,6 +174,12 @@ class LDPKDTree(_APIMechanism):
     """LDP kd-tree with private medians (Alptekin, Balioglu & Gursoy 2025). Parameters: epsilon, height,
     buckets."""
     _name = "ldp_kdtree"
+
+
+class HDG(_APIMechanism):
+    """HDG (Yang et al. 2021): user groups over 1-D and 2-D grids, OUE, consistency, weighted update.
+    Parameters: epsilon, variant (hdg or tdg), fine_level."""
+    _name = "hdg"
 
 
 class DPHeatmap(_APIMechanism):

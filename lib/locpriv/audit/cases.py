@@ -16,6 +16,10 @@ randomizer it calls) for one parameter setting on one public domain:
 * ``ldp_kdtree``: one user's OUE report at the root, its location in the first vs the last
   bucket (Alptekin et al. 2025 as in ``sldp.ldp_kdtree``; a deeper level's report is the same
   OUE over more values);
+* ``hdg``: users at opposite corners (different cells of every group's grid), through the
+  mechanism's randomize: each user's group and its report's bits of the two corners' cells
+  (Yang et al. 2021 as in ``sldp.hdg``; the group is a function of the user id, the same under
+  both inputs);
 * ``privtree`` (central DP): a dataset with and without one user (add/remove);
 * ``dp_heatmap`` / ``heatmap_flat``: one secure-
   aggregation shard's noisy sum with and without one user (Bagdasaryan et al.
@@ -44,6 +48,7 @@ from ..dp import ADD_REMOVE
 from ..heatmaps import polya
 from ..planar_laplace import grid_step
 from ..quadtree import cell_codes
+from ..sldp import hdg as hdg_lib
 from ..sldp.ldp_grid import oue_bits
 from ..sldp.protocol import child_reports
 
@@ -176,6 +181,33 @@ def _ldp_kdtree(params: dict, grid: Grid) -> list[Pair]:
                  lambda out: 2 * out[:, 0] + out[:, 1], box_free=True)]
 
 
+def _hdg(params: dict, grid: Grid) -> list[Pair]:
+    lo, hi = _box(grid)
+    corners = np.array([lo, hi])
+    box = grid.domain.as_list()
+    names = hdg_lib.GROUPS[params["variant"]]
+
+    def group_and_bits(view):
+        """(group, bit of the low corner's cell, bit of the high corner's cell) of each user's report."""
+        r = view.attrs["release"]
+        # cells[j]: the two corners' cells in group j's grid
+        cells = np.array([hdg_lib.values(corners, box, name, r["g1"], r["g2"]) for name in names])
+        group = view["group"].to_numpy()
+        ones = view["ones"].to_numpy()
+        rows = np.repeat(np.arange(len(ones)), [len(o) for o in ones])
+        flat = np.concatenate(ones).astype(np.int64) if len(rows) else np.zeros(0, np.int64)
+        out = np.zeros((len(view), 3))
+        out[:, 0] = group
+        for corner in (0, 1):
+            out[rows[flat == cells[group[rows], corner]], 1 + corner] = 1.0
+        return out
+
+    def sample(xy):
+        return _randomized("hdg", params, grid, xy, group_and_bits)
+    return [Pair("users at opposite corners: their group and the two corners' bits", sample(lo), sample(hi),
+                 lambda out: 4 * out[:, 0] + 2 * out[:, 1] + out[:, 2], box_free=True)]
+
+
 def _privtree(params: dict, grid: Grid) -> list[Pair]:
     lo, hi = _box(grid)
     mech = mechanisms.get("privtree")
@@ -223,6 +255,7 @@ CASES: dict[str, Callable[[dict, Grid], list[Pair]]] = {
     "ldp_oue_grid": _oue,
     "sldp": _sldp,
     "ldp_kdtree": _ldp_kdtree,
+    "hdg": _hdg,
     "privtree": _privtree,
     "dp_heatmap": _heatmap,
     "heatmap_flat": _heatmap,

@@ -73,6 +73,16 @@ class Mechanism:
             return Guarantee(**record).leaked(KNN_LEAK).as_dict()
         return record
 
+    def for_users(self, params: dict, n_users: int | None) -> dict:
+        """``params`` with the values a public rule derives from the run's size N filled in.
+
+        Resolved where N is known: when the workflow expands its runs (n, or a synthetic
+        dataset's n_users for n: all; None where the size is known only once the data are
+        read) and by the API from the users it is given.  A mechanism without such a rule
+        returns ``params`` unchanged; one that cannot resolve with N None raises ValueError.
+        """
+        return params
+
     def state_params(self, params: dict) -> dict | None:
         """Parameters that identify a user's persistent randomness, if it has any.
 

@@ -32,7 +32,9 @@ product (``quadtree.cell_overlaps``).
 * ``ldp_oue_grid`` (LDP; optimized unary encoding, Wang et al., USENIX Security
   2017): each user sends a perturbed bit vector over a 2^level x 2^level grid
   (bit of its own cell kept w.p. p = 1/2, others set w.p. q = 1/(e^ε + 1));
-  shardable.  The attack surface is the exact posterior over cells under a
+  shardable.  ``level: auto`` takes the level from the granularity guideline (N and ε
+  only, ``sldp.ldp_grid.grid_level``), resolved with the run's N before any stage
+  (``Mechanism.for_users``).  The attack surface is the exact posterior over cells under a
   uniform prior: weight e^ε on reported ones, 1 on zeros.
 """
 
@@ -48,7 +50,7 @@ from ..dp import Guarantee
 from ..params import Param
 from ..quadtree import cell_codes, cell_overlaps
 from ..sldp import privtree as privtree_lib
-from ..sldp.ldp_grid import oue_bits, oue_probabilities
+from ..sldp.ldp_grid import grid_level, oue_bits, oue_probabilities
 from ..sldp.margin import MIN_DELTA
 from ..sldp.protocol import CALIBRATIONS, COUNTS, DEFAULT_THRESHOLD, LEAVES, SPLIT_RULES, run_protocol
 from ..sldp.protocol import guarantee as sldp_guarantee
@@ -71,6 +73,14 @@ def ones_column(bits: np.ndarray) -> pd.Series:
     rows, cols = np.nonzero(bits)          # row-major: each user's ones, in order
     offsets = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=len(bits)))])
     return pa.ListArray.from_arrays(offsets, cols).to_pandas()
+
+
+def oue_guarantee(epsilon: float, covers: str, note: str) -> dict:
+    """The record of one OUE report per user (Wang et al. 2017): epsilon-LDP, p (1 - q) / (q (1 - p)) = e^eps."""
+    return Guarantee(
+        model="epsilon-LDP", epsilon=epsilon, delta=0.0, relation="any two inputs (local)", covers=covers,
+        discretisation="bits only (OUE); each bit's probability is a double, so the exact epsilon exceeds "
+                       "the recorded one by at most float rounding (< 1e-15)", note=note).as_dict()
 
 
 def _release_surface(release: dict, grid) -> np.ndarray:
@@ -181,7 +191,17 @@ class OUEGrid(Mechanism):
     name = "ldp_oue_grid"
     params = {"epsilon": EPSILON,
               # each user's bit vector is materialised per shard: 4^6 bits x 5000 users = 20 MB
-              "level": Param("level", "int", "grid of 2^level x 2^level cells", default=4, low=0, high=6)}
+              "level": Param("level", "int", "grid of 2^level x 2^level cells, or 'auto': the granularity "
+                             "guideline from the run's N and epsilon (locpriv.sldp.ldp_grid.grid_level)",
+                             default=4, low=0, high=6, special=("auto",))}
+
+    def for_users(self, params, n_users):
+        if params["level"] != "auto":
+            return params
+        if n_users is None:
+            raise ValueError("level: 'auto' sizes the grid from the run's number of users, which is known only "
+                             "once the dataset is read here; give n as numbers or an explicit level")
+        return {**params, "level": grid_level(n_users, params["epsilon"], self.params["level"].high)}
 
     def guarantee(self, params):
         return Guarantee(
