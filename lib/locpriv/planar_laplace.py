@@ -15,9 +15,9 @@ Sampling K: propose k with independent exact discrete Laplace coordinates of sca
 s >= √2 / a (``dp.sampling``), P ∝ exp(−||k||₁ / s) >= exp(−a ||k||₂) since
 ||k||₁ <= √2 ||k||₂, and accept with probability exp(−(a ||k||₂ − ||k||₁ / s)) <= 1
 (rejection sampling: the accepted k has exactly the target law; ~79 % accepted).
-The acceptance coin is Bernoulli(e^−1)^⌊γ⌋ (exact, integer-only) times a float
-Bernoulli(exp(−frac γ)) with exp(−frac γ) >= e^−1: the only floating-point step,
-with relative error <= 2^-50, i.e. log-probabilities exact to ~1e-15.
+The acceptance coin is an exact Bernoulli(e^−⌊γ⌋) (``dp.sampling.bernoulli_exp_integer``)
+times a float Bernoulli(exp(−frac γ)) with exp(−frac γ) >= e^−1: the only floating-point
+step, with relative error <= 2^-50, i.e. log-probabilities exact to ~1e-15.
 
 Guarantee (ε-geo-indistinguishability, metric DP): the law of K's translate depends
 on x only through x̂ and P(report = z | x̂) / P(report = z | x̂′)
@@ -36,7 +36,7 @@ import numpy as np
 
 from .dp import Guarantee
 from .dp.grid import grid_step as _grid_step
-from .dp.sampling import discrete_laplace, exact_scale, geometric_exp1
+from .dp.sampling import bernoulli_exp_integer, discrete_laplace, exact_scale
 
 # Length of one degree of latitude (the meridian degree), the constant the paper's
 # per-degree epsilons are converted with.  The WGS84 meridian degree varies from
@@ -60,9 +60,9 @@ def grid_step(epsilon: float) -> float:
 
 
 def _accept(gamma: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Bernoulli(exp(−γ)) for γ >= 0: ⌊γ⌋ exact Bernoulli(e^−1) coins and one for the fraction."""
+    """Bernoulli(exp(−γ)) for γ >= 0: an exact Bernoulli(e^−⌊γ⌋) and a float coin for the fraction."""
     whole = np.floor(gamma)
-    return (geometric_exp1(gamma.size, rng) >= whole) & (rng.random(gamma.size) < np.exp(-(gamma - whole)))
+    return bernoulli_exp_integer(whole.astype(np.int64), rng) & (rng.random(gamma.size) < np.exp(-(gamma - whole)))
 
 
 def grid_noise(n: int, a: float, rng: np.random.Generator) -> np.ndarray:

@@ -39,25 +39,28 @@ def snap(values, lo, step, top) -> np.ndarray:
     return np.clip(k, 0, top).astype(np.int64)
 
 
-def release_on_grid(k, origin, step, sensitivity_steps, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+def release_on_grid(k, origin, step, sensitivity_steps, epsilon: float, rng: np.random.Generator,
+                    timing_safe: bool = False) -> np.ndarray:
     """origin + step (k + Z), Z ~ discrete Laplace(sensitivity_steps / ε): ε-DP for integer inputs k
-    that neighbours change by at most ``sensitivity_steps`` (numbers or arrays like k)."""
+    that neighbours change by at most ``sensitivity_steps`` (numbers or arrays like k).
+    ``timing_safe``: fixed-work noise (``dp.sampling``), (ε, ``timing_safe_delta``)-DP."""
     if not (np.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon}")
     k = np.asarray(k, dtype=np.int64)
     scale = np.broadcast_to(np.asarray(sensitivity_steps, dtype=float) / epsilon, k.shape)
-    noise = discrete_laplace(scale, rng) if k.size else np.zeros(k.shape, dtype=np.int64)
+    noise = discrete_laplace(scale, rng, timing_safe=timing_safe) if k.size else np.zeros(k.shape, dtype=np.int64)
     return origin + step * (k + noise)
 
 
-def release_bounded(values, lo, hi, epsilon: float, rng: np.random.Generator, cells: int = CELLS) -> np.ndarray:
+def release_bounded(values, lo, hi, epsilon: float, rng: np.random.Generator, cells: int = CELLS,
+                    timing_safe: bool = False) -> np.ndarray:
     """ε-LDP reports of values in [lo, hi] (lo, hi numbers or arrays broadcasting with values)."""
     values = np.asarray(values, dtype=float)
     lo = np.broadcast_to(np.asarray(lo, dtype=float), values.shape)
     hi = np.broadcast_to(np.asarray(hi, dtype=float), values.shape)
     step = grid_step(hi - lo, cells)
     top = np.rint((hi - lo) / step)
-    return release_on_grid(snap(values, lo, step, top), lo, step, top, epsilon, rng)
+    return release_on_grid(snap(values, lo, step, top), lo, step, top, epsilon, rng, timing_safe=timing_safe)
 
 
 def rounded_sensitivity(sensitivity, step):
