@@ -183,6 +183,28 @@ def test_bad_scales_are_refused(bad):
         discrete_laplace(bad, np.random.default_rng(0), size=3)
 
 
+def test_non_finite_and_huge_inputs_are_refused():
+    """NaN used to leave laplace_ldp as -2^63 grid steps (int64 wrap), ±3.6e16 on [0, 1]."""
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        laplace_ldp.randomize(np.array([[0.5, np.nan]]), np.array([[0.0, 1.0], [0.0, 1.0]]), 1.0, rng)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        release_bounded(np.array([0.2, np.inf]), 0.0, 1.0, 1.0, rng)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        release_on_grid(np.array([3.0, np.nan]), 0.0, 1.0, 2, 1.0, rng)
+    with pytest.raises(ValueError, match="2\\^52 grid steps"):
+        release_on_grid(np.array([2.0 ** 60]), 0.0, 1.0, 2, 1.0, rng)
+    with pytest.raises(ValueError, match="whole numbers"):
+        release_on_grid(np.array([0.5]), 0.0, 1.0, 2, 1.0, rng)
+    from locpriv.dp.gaussian import discrete_gaussian, release
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        release(np.array([[np.nan, 1.0]]), 1.0, 2.0 ** -10, rng)
+    with pytest.raises(ValueError, match="2\\^52 grid steps"):
+        release(np.array([[1e300, 1.0]]), 1.0, 2.0 ** -10, rng)
+    with pytest.raises(ValueError, match="sigma"):
+        discrete_gaussian(np.array([2.0 ** 40]), rng)
+
+
 def test_grid_step_is_the_largest_power_of_two_below_width_over_cells():
     for width in (1.0, 3.0, 1024.0, 0.007, 20.0):
         step = grid_step(width)

@@ -87,6 +87,14 @@ def test_bad_points_rejected():
         perturb(np.zeros((3, 3)), 1.0, np.random.default_rng(0))
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 2.0 ** 63])
+def test_non_finite_and_far_points_rejected(bad):
+    """NaN and inf have no epsilon; a point 2^63 grid steps out used to wrap silently in int64
+    (here 2^63 x 2^-11 per unit at epsilon = 1, far beyond 2^52 steps)."""
+    with pytest.raises(ValueError, match="points: 1 of 4 values are NaN or infinite|points: 1 values lie more"):
+        perturb(np.array([[0.0, 0.0], [1.0, bad]]), 1.0, np.random.default_rng(0))
+
+
 def test_per_degree_conversion():
     # eps d is unit-free: eps per degree times degrees equals eps per metre times metres.
     assert epsilon_per_metre(METRES_PER_DEGREE) == pytest.approx(1.0)

@@ -36,6 +36,7 @@ import numpy as np
 
 from .dp import Guarantee
 from .dp.grid import grid_step as _grid_step
+from .dp.grid import snap_to_grid
 from .dp.sampling import bernoulli_exp_integer, discrete_laplace, exact_scale
 
 # Length of one degree of latitude (the meridian degree), the constant the paper's
@@ -84,11 +85,11 @@ def grid_noise(n: int, a: float, rng: np.random.Generator) -> np.ndarray:
 def perturb(points: np.ndarray, epsilon: float, rng: np.random.Generator) -> np.ndarray:
     """Each user's location (N, 2) snapped to the grid and moved by its own grid planar Laplace draw."""
     points = np.asarray(points, dtype=float)
-    if points.ndim != 2 or points.shape[1] != 2 or not np.isfinite(points).all():
-        raise ValueError(f"points must be a finite (N, 2) array, got shape {points.shape}")
+    if points.ndim != 2 or points.shape[1] != 2:
+        raise ValueError(f"points must be an (N, 2) array, got shape {points.shape}")
     epsilon = _epsilon(epsilon)
     step = grid_step(epsilon)
-    snapped = np.rint(points / step).astype(np.int64)
+    snapped = snap_to_grid(points, step, "points")
     return step * (snapped + grid_noise(len(points), epsilon * step, rng))
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .grid import snap_to_grid
 from .sampling import MAX_SCALE, discrete_laplace, exact_scale
 
 
@@ -62,6 +63,6 @@ def discrete_gaussian(sigma, rng: np.random.Generator) -> np.ndarray:
 
 def release(values: np.ndarray, sigma, step: float, rng: np.random.Generator) -> np.ndarray:
     """values rounded to the grid of ``step`` plus discrete Gaussian noise of std ``sigma`` (same units)."""
-    values = np.asarray(values, dtype=float)
-    sigma = np.broadcast_to(np.asarray(sigma, dtype=float), values.shape)
-    return step * (np.rint(values / step) + discrete_gaussian(sigma / step, rng))
+    k = snap_to_grid(values, step, "values to release")
+    sigma = np.broadcast_to(np.asarray(sigma, dtype=float), k.shape)
+    return step * (k + discrete_gaussian(sigma / step, rng))
