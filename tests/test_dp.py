@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import CountingRng
 from scipy import stats
 
 from locpriv import laplace_ldp
@@ -113,21 +114,10 @@ def test_slow_path_has_the_exact_law(monkeypatch):
     assert _pvalue(z, exact_scale(2.5)) > ALPHA
 
 
-class _CountingRng:
-    """A Generator stand-in that counts the 64-bit words the sampler draws."""
-
-    def __init__(self, seed):
-        self.rng, self.words = np.random.default_rng(seed), 0
-
-    def integers(self, *args, size=None, **kwargs):
-        self.words += int(np.prod(size))
-        return self.rng.integers(*args, size=size, **kwargs)
-
-
 def _work_per_call(monkeypatch, timing_safe, calls=10_000, scale=0.3):
     """(noise, work) of one-user-at-a-time draws; work = words drawn + draws left to the slow path."""
     slow = _count_slow_calls(monkeypatch)
-    rng = _CountingRng(11)
+    rng = CountingRng(11)
     noise, work = [], []
     for _ in range(calls):
         before_words, before_slow = rng.words, len(slow)

@@ -405,15 +405,24 @@ def timing_safe_delta(scales, epsilon: float) -> float:
     return float((1 + math.exp(epsilon)) * np.sum(timing_safe_tv(scales)))
 
 
-def bernoulli_exp_integer(m, rng: np.random.Generator) -> np.ndarray:
+# timing_safe coins decide U < e^-m by one float comparison: wrong only if U 2^63 is within
+# 2 + 4 ulps of e^-m 2^63 (m <= 64: <= 4 2^-53 e^-1 + 2^-61) or U < e^-64 < 2^-92 (m > 64)
+BERNOULLI_TIMING_SAFE_TV = 2.0 ** -51
+
+
+def bernoulli_exp_integer(m, rng: np.random.Generator, timing_safe: bool = False) -> np.ndarray:
     """Bernoulli(exp(−m)) per element of the integers m >= 0, exactly: U < e^-m certified against
     correctly rounded e^-m 2^63 (margin 12 ulps) from the 63 leading bits of one word, the rare
-    undecided U (within the margin, or W = 0) by ``_LazyUniform`` against decimal bounds."""
+    undecided U (within the margin, or W = 0) by ``_LazyUniform`` against decimal bounds.
+    ``timing_safe``: the float comparison decides every draw (one word, fixed work), each within
+    total variation BERNOULLI_TIMING_SAFE_TV of exact."""
     m = np.asarray(m, dtype=np.int64).ravel()
     if (m < 0).any():
         raise ValueError("bernoulli_exp_integer needs integers m >= 0")
     _, leading, w = _split(_words(rng, m.size))
     exp_top = _EXP_TOP[np.minimum(m, _EXP_TOP.size - 1)]
+    if timing_safe:
+        return (w < exp_top) | (m == 0)
     eta = _margin(2)
     # beyond the table (m > 64) e^-64 is an upper bound of e^-m, and "yes" needs e^-64 2^63 >= 2: never
     yes = (w + 2.0 <= exp_top * (1 - eta)) | (m == 0)
