@@ -81,7 +81,7 @@ import numpy as np
 DENOMINATOR = 2 ** 16
 MAX_SCALE = 2.0 ** 36
 UNIT = 2.0 ** -53                 # unit roundoff of a double
-CHUNK = 1 << 16                   # elements per vector pass: temporaries stay in cache
+CHUNK = 1 << 15                   # elements per vector pass: temporaries stay in L2 (best of 2^13..2^20)
 TOP = 2.0 ** 63                   # U's leading word W counts units of 2^-63
 MAX_TABLE_BITS = 13               # the largest table, 2^13 doubles, fits in L2
 FIXED = 192                       # fractional bits of the fixed-point powers of p
