@@ -278,12 +278,23 @@ class _Scales:
             self.t = (int(t_all[0]) if t_all.size else 2,)
             self.index = None
         else:
-            distinct, self.index = np.unique(t_all, return_inverse=True)
+            distinct, self.index = _distinct(t_all)
             self.t = tuple(distinct.tolist())
         self.const = _constants(self.t)
 
     def per_element(self, values: np.ndarray, where: slice):
         return values[0] if self.index is None else values[self.index[where]]
+
+
+def _distinct(t_all: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(t_all, return_inverse=True) without sorting all of t_all when few values occur
+    (a scale per coordinate): the distinct values of a sample, checked to cover every element."""
+    sample = np.unique(t_all[:: max(1, t_all.size // 4096)])
+    if sample.size <= 64:
+        index = np.minimum(np.searchsorted(sample, t_all), sample.size - 1)
+        if (sample[index] == t_all).all():
+            return sample, index
+    return np.unique(t_all, return_inverse=True)
 
 
 def discrete_laplace(scale, rng: np.random.Generator, size=None, *, timing_safe: bool = False) -> np.ndarray:
