@@ -38,8 +38,8 @@ def discrete_gaussian(sigma, rng: np.random.Generator) -> np.ndarray:
     """Integers Z with P(Z = k) ∝ exp(−k² / (2 σ²)) per element of ``sigma`` (CKS 2020 Alg. 3), int64.
 
     Rejection from the exact discrete Laplace with scale t ≈ floor(σ) + 1 (``proposal_scale``):
-    accept a proposal Y w.p. exp(−(|Y| − σ²/t)² / (2σ²)), <= 1 for every t > 0.  The proposals are exact; the acceptance coin is one
-    float comparison, so the law differs from the discrete Gaussian only by rounding of that
+    accept a proposal Y w.p. exp(−(|Y| − σ²/t)² / (2σ²)), <= 1 for every t > 0.  The proposals
+    are exact; the acceptance coin is one float comparison, so the law differs from the discrete Gaussian only by rounding of that
     probability (relative error <= 2^-52 per proposal).  What matters for DP on doubles: the
     support is all of Z whatever the input, so no output is reachable from one input and not
     from another (Mironov 2012).  σ = 0 gives 0.
@@ -50,14 +50,17 @@ def discrete_gaussian(sigma, rng: np.random.Generator) -> np.ndarray:
     flat = sigma.ravel()
     out = np.zeros(flat.size, dtype=np.int64)
     pending = np.flatnonzero(flat > 0)
+    s = flat[pending]
+    proposal = proposal_scale(s)
+    # target / proposal ∝ exp(−y²/2σ² + |y|/t) = exp(−(|y| − σ²/t)²/2σ²) · const <= 1, t the scale
+    # the proposals actually have
+    centre, spread = s * s / exact_scale(proposal), -0.5 / (s * s)
     while pending.size:
-        s = flat[pending]
-        y = discrete_laplace(proposal_scale(s), rng)
-        t = exact_scale(proposal_scale(s))        # the scale the proposals actually have
-        # target / proposal ∝ exp(−y²/2σ² + |y|/t) = exp(−(|y| − σ²/t)²/2σ²) · const <= 1
-        accept = rng.random(pending.size) < np.exp(-((np.abs(y) - s * s / t) ** 2) / (2 * s * s))
+        y = discrete_laplace(proposal, rng)
+        accept = rng.random(pending.size) < np.exp(spread * (np.abs(y) - centre) ** 2)
         out[pending[accept]] = y[accept]
-        pending = pending[~accept]
+        rejected = ~accept
+        pending, proposal, centre, spread = pending[rejected], proposal[rejected], centre[rejected], spread[rejected]
     return out.reshape(sigma.shape)
 
 
