@@ -60,7 +60,7 @@ exact law except when U falls within the rounding margin of a threshold it is
 compared with, or below 2^-52 (where all deep-tail thresholds, the truncation at
 2^B − 1 and the unresolved uniforms lie).  ``timing_safe_tv`` bounds the probability
 of that event per draw, i.e. the total-variation distance to the exact law (about
-2 η′ σ: 1.3e-14 at σ = 2, 1e-10 at σ = 10^4, 1.3e-3 at the largest scale 2^36).  An
+2 η′ σ: 7.9e-15 at σ = 2, 9.3e-11 at σ = 10^4, 1.3e-3 at the largest scale 2^36).  An
 ε-DP mechanism whose noise comes from this mode is (ε, δ)-DP with
 δ = (1 + e^ε) Σ tv over the draws of one report (``timing_safe_delta``), and the
 response time adds nothing: it is a function of the scales and shapes only.
