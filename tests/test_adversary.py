@@ -145,7 +145,7 @@ def _attack(name, given, n=200, seed=3):
 @pytest.mark.parametrize("name, given, n", [
     ("geoind", {"h": 0.5, "epsilon": 2.0}, 200), ("laplace_ldp", {"h": 0.5, "epsilon": 4.0}, 200),
     ("rff", {"h": 0.5, "B": 2, "risk": 0.999}, 200), ("ldp_oue_grid", {"epsilon": 2.0, "level": 3}, 200),
-    ("fedkde", {"h": 0.5}, 200),
+    ("fedkde", {"h": 0.5}, 200), ("hdg", {"epsilon": 2.0}, 200), ("hdg", {"epsilon": 2.0, "variant": "tdg"}, 200),
     # the protocol splits the root only with enough users: 200 stop at the whole domain
     ("sldp", {"epsilon": 2.0, "max_depth": 4}, 2000)])
 def test_posterior_at_the_true_cell_beats_the_uniform_prior(name, given, n):

@@ -47,7 +47,8 @@ CONFIGS = {"fedkde": dict(h=0.05), "geoind": dict(epsilon=50.0, h=0.05), "zero":
            "laplace_ldp": dict(epsilon=40.0, h=0.1), "rff": dict(h=0.05, B=2), "sldp": dict(epsilon=2.0),
            "privtree": dict(epsilon=2.0), "ldp_oue_grid": dict(epsilon=2.0, level=3),
            "ldp_kdtree": dict(epsilon=2.0, height=3), "dp_heatmap": dict(epsilon=2.0, depth=4),
-           "heatmap_flat": dict(epsilon=2.0, depth=4), "heatmap_hierarchical": dict(epsilon=2.0, depth=4)}
+           "heatmap_flat": dict(epsilon=2.0, depth=4), "heatmap_hierarchical": dict(epsilon=2.0, depth=4),
+           "hdg": dict(epsilon=2.0)}
 CLASSES = {cls.name: cls for cls in api.CLASSES.values()}
 
 

@@ -102,14 +102,15 @@ def test_partition_mechanisms_are_branches_of_the_location_dag(make_workdir):
         "sldp": {"n": [600], "epsilon": [2.0], "max_depth": 6},
         "privtree": {"n": [600], "epsilon": [2.0]},
         "ldp_oue_grid": {"n": [600], "epsilon": [2.0], "level": 3},
-        "ldp_kdtree": {"n": [600], "epsilon": [2.0], "height": 3}}
+        "ldp_kdtree": {"n": [600], "epsilon": [2.0], "height": 3},
+        "hdg": {"n": [600], "epsilon": [2.0]}}
     wd = make_workdir(cfg)
     run_snakemake(wd, "--cores", "2", "results/summary/metrics.csv")
     table = pd.read_csv(wd / "results/summary/metrics.csv")
-    for mech in ("sldp", "privtree", "ldp_oue_grid", "ldp_kdtree"):
+    for mech in ("sldp", "privtree", "ldp_oue_grid", "ldp_kdtree", "hdg"):
         rows = table[table["mechanism"] == mech].set_index("metric")["value"]
         assert rows["answered"] == 1 and np.isfinite(rows["privacy_Z"]) and rows["spearman"] > 0
     # one randomize job for the interactive ones (600 users), 3 shards of 200 for the LDP grid
     views = [p.relative_to(wd / "results/runs/gauss9").parts[0] for p in wd.glob("results/runs/**/shard~*.parquet")]
     assert views.count("sldp") == 1 and views.count("privtree") == 1 and views.count("ldp_oue_grid") == 3
-    assert views.count("ldp_kdtree") == 1
+    assert views.count("ldp_kdtree") == 1 and views.count("hdg") == 1

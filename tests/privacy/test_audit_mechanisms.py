@@ -27,6 +27,8 @@ SETTINGS = [
     ("ldp_oue_grid", {"epsilon": 1.0, "level": 2}),
     ("sldp", {"epsilon": 1.0, "split_rule": "all_children", "delta": 0.001}),   # δ enters the bound
     ("sldp", {"epsilon": 1.0, "split_rule": "all_children", "calibration": "paper", "delta": 0.001}),
+    ("hdg", {"epsilon": 1.0}),
+    ("hdg", {"epsilon": 1.0, "variant": "tdg"}),
     ("dp_heatmap", {"epsilon": 1.0, "shard_size": 1000}),
     ("heatmap_flat", {"epsilon": 0.5}),
     ("zero", {}),
@@ -87,6 +89,16 @@ def test_power_sldp_paper_calibration_against_the_printed_epsilon():
     g = claimed("sldp", _validated("sldp", {"epsilon": epsilon, "split_rule": "all_children",
                                               "calibration": "paper"}))
     assert g.epsilon >= 2 * epsilon and res.epsilon_lb <= g.epsilon
+
+
+def test_power_hdg_reports_at_twice_the_claimed_epsilon_are_refuted():
+    """Planted fault: the hdg case's users run at 2 eps (their OUE bits at 2 eps) while the claim is
+    eps = 1; the audit's bound (alpha = 0.05) exceeds the claim, so the fault is caught."""
+    claim = _validated("hdg", {"epsilon": 1.0})
+    faulty = cases.pairs("hdg", {**claim, "epsilon": 2.0}, GRIDS["unit"])
+    bounds = [audit(pair.sample_x, pair.sample_xp, DRAWS, np.random.default_rng(1), np.random.default_rng(2),
+                    statistic=pair.statistic).epsilon_lb for pair in faulty]
+    assert max(bounds) > 1.3 * claimed("hdg", claim)["epsilon"]
 
 
 def test_floating_point_regression_every_release_is_on_the_public_grid():

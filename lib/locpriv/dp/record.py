@@ -32,6 +32,14 @@ TRUST_MODELS = {
     "none": "none would help: the reports reveal the location (no formal claim)",
 }
 
+# The timing model a record can state: what an observer of one device's response time learns
+# (issue 28).  The sampler modes of ``dp.sampling.discrete_laplace`` (timing_safe=False / True).
+TIMING_BATCH = ("batch: noise drawn for many users in one vectorised call; the work per draw is constant "
+                "except a rare exact slow path, so epsilon does not cover one user's response time")
+TIMING_FIXED_WORK = ("fixed work: every draw takes one 64-bit word and the same vector operations, set by the "
+                     "public scales and shapes, so the response time does not depend on the noise or the data; "
+                     "delta includes the noise law's distance from exact (dp.sampling.timing_safe_delta)")
+
 
 @dataclass(frozen=True)
 class Guarantee:
