@@ -1,14 +1,17 @@
 """``sldp``: [SLDP]'s semi-local DP partition as a branch of the location DAG.
 
 Interactive ([SLDP] Alg. 1/2): the protocol needs every user's answers each round, so the run is
-one shard holding all its users (``interactive``).  The server learns the partition with noisy
+one shard holding all its users (``interactive``).  The server learns the partition with its
 counts and, per user, its privacy region (where the user stopped answering): the attack's
 surface for a user is uniform on that region — SLDP protects a location only inside its region.
 Whole budget on the partition; split threshold Q = ``threshold`` (default k = 20 users per region,
 the paper's §5.2 / App. A.2); noise calibrated to the indicators' L1 sensitivity 2 unless
 ``calibration: paper`` (Alg. 1 as printed, recorded at its true cost 2 eps per round); ``leaves``
-(children | merge) only changes which cells the server publishes from what it received, so not
-the guarantee (``sldp.protocol``).
+(children | merge) only changes which cells the server publishes; ``counts: regions`` (default)
+gives each released region its exact number of users, free under the SLDP relation (``noisy``:
+the transcript's n_hat); under ``leaves: children`` the child cells inside a region carry the
+transcript's n_hat shifted to the region's exact count (``sldp.protocol``).  The split margin is
+the exact tail of the report noise, valid for every delta > ``sldp.margin.MIN_DELTA``.
 
 Guarantee (Kroshnin & Suvorikova 2025, Thm 4.1, ``all_children`` = Alg. 2 as printed):
 (eps, delta)-DP for replacing one user's location by another inside its privacy region U*(X),
@@ -25,7 +28,9 @@ import pandas as pd
 
 from ..params import Param
 from ..quadtree import cell_overlaps
-from ..sldp.protocol import CALIBRATIONS, DEFAULT_THRESHOLD, LEAVES, SPLIT_RULES, child_reports, run_protocol
+from ..sldp.margin import MIN_DELTA
+from ..sldp.protocol import (CALIBRATIONS, COUNTS, DEFAULT_THRESHOLD, LEAVES, SPLIT_RULES, child_reports,
+                             run_protocol)
 from ..sldp.protocol import guarantee as sldp_guarantee
 from .base import clamp_to_domain
 from .partitions import EPSILON, Released, domain_box, level_area
@@ -42,8 +47,8 @@ class SLDP(Released):
     name = "sldp"
     trust_model = "local"
     params = {"epsilon": EPSILON,
-              "delta": Param("delta", "float", "SLDP delta (Lemma 4.1 failure probability)", default=0.05,
-                             low=0.0, high=0.5),
+              "delta": Param("delta", "float", "SLDP delta: P(the split margin is exceeded), exact tail bound",
+                             default=0.05, low=MIN_DELTA, high=0.5),
               "max_depth": Param("max_depth", "int", "deepest quadtree level", default=8, low=0, high=20),
               "split_rule": Param("split_rule", "choice", "per_child (authors' code; no privacy proof) or "
                                   "all_children (Alg. 2 as printed, Thm 4.1)", default="per_child",
@@ -55,7 +60,10 @@ class SLDP(Released):
                                    choices=CALIBRATIONS),
               "leaves": Param("leaves", "choice", "merge (a parent whose children all stopped is one cell; "
                               "measured lower MRE) or children (the authors' code: its four children); "
-                              "post-processing", default="merge", choices=LEAVES)}
+                              "post-processing", default="merge", choices=LEAVES),
+              "counts": Param("counts", "choice", "regions (each released region's exact user count, free under "
+                              "the SLDP relation) or noisy (the transcript's n_hat)", default="regions",
+                              choices=COUNTS, omit_default=True)}
 
     def claim(self):
         s = self.settings
@@ -69,7 +77,7 @@ class SLDP(Released):
         xy, moved = clamp_to_domain(points, grid)
         res = run_protocol(xy, domain_box(grid), s["epsilon"], s["threshold"], s["max_depth"], s["delta"], rng,
                            split_rule=s["split_rule"], keep_reports=False, calibration=s["calibration"],
-                           leaves=s["leaves"])
+                           leaves=s["leaves"], counts=s["counts"])
         region = res.user_cell.sort_values("user")
         view = pd.DataFrame({"user": points["user"].to_numpy(), "level": region["level"].to_numpy(),
                              "code": region["code"].to_numpy()})
