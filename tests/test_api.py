@@ -201,7 +201,7 @@ def test_guarantee_record_states_epsilon_relation_and_trust_model(name):
 def test_trust_models_are_declared_per_class():
     assert {name: cls.trust_model for name, cls in CLASSES.items()} == {
         "fedkde": "none", "rff": "none", "zero": "local", "geoind": "local", "laplace_ldp": "local",
-        "ldp_oue_grid": "local", "ldp_kdtree": "local", "sldp": "local", "privtree": "central",
+        "ldp_oue_grid": "local", "ldp_kdtree": "local", "hdg": "local", "sldp": "local", "privtree": "central",
         "dp_heatmap": "distributed", "heatmap_flat": "distributed", "heatmap_hierarchical": "distributed"}
     with pytest.raises(TypeError, match="trust_model must be one of"):
         type("Bad", (Mechanism,), {"name": "bad_trust", "trust_model": "cloud"})

@@ -95,10 +95,10 @@ def test_power_hdg_reports_at_twice_the_claimed_epsilon_are_refuted():
     """Planted fault: the hdg case's users run at 2 eps (their OUE bits at 2 eps) while the claim is
     eps = 1; the audit's bound (alpha = 0.05) exceeds the claim, so the fault is caught."""
     claim = _validated("hdg", {"epsilon": 1.0})
-    faulty = cases.pairs("hdg", {**claim, "epsilon": 2.0}, GRIDS["unit"])
+    faulty = mechanisms.get("hdg")(**{**claim, "epsilon": 2.0}).audit_pairs(GRIDS["unit"])
     bounds = [audit(pair.sample_x, pair.sample_xp, DRAWS, np.random.default_rng(1), np.random.default_rng(2),
                     statistic=pair.statistic).epsilon_lb for pair in faulty]
-    assert max(bounds) > 1.3 * claimed("hdg", claim)["epsilon"]
+    assert max(bounds) > 1.3 * claimed("hdg", claim).epsilon
 
 
 def test_floating_point_regression_every_release_is_on_the_public_grid():

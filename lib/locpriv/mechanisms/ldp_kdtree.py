@@ -19,12 +19,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..dp import Guarantee
 from ..params import Param
 from ..sldp import ldp_kdtree as kd
 from ..sldp.range_queries import overlap_fraction
 from .base import clamp_to_domain
-from .partitions import EPSILON, Released, domain_box, ones_column
+from .partitions import EPSILON, Released, domain_box, ones_column, oue_guarantee
 
 
 def _grid_centres(grid) -> np.ndarray:
@@ -52,12 +51,10 @@ class LDPKDTree(Released):
                                default=kd.DEFAULT_BUCKETS, low=2, high=64)}
 
     def claim(self):
-        return Guarantee(
-            model="epsilon-LDP", epsilon=self.settings["epsilon"], delta=0.0, relation="any two inputs (local)",
+        return oue_guarantee(
+            self.settings["epsilon"],
             covers="each user's location (clamped to the public domain box first); every user sends one "
                    "report, in one group",
-            discretisation="bits only (OUE); each bit's probability is a double, so the exact epsilon exceeds "
-                           "the recorded one by at most float rounding (< 1e-15)",
             note="LDP-KDTree (Alptekin, Balioglu & Gursoy 2025) as reconstructed in locpriv.sldp.ldp_kdtree: "
                  "population division over the depths, OUE over each depth's (node, bucket) values, "
                  "the tree and counts are post-processing")

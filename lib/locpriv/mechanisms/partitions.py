@@ -2,7 +2,9 @@
 
 Each releases a partition of the domain with per-cell counts, i.e. a
 piecewise-constant density; averaged over the grid cells it is one separable
-product (``quadtree.cell_overlaps``).  Not a mechanism itself: helpers only.
+product (``quadtree.cell_overlaps``).  The OUE-based ones (``ldp_oue_grid``,
+``ldp_kdtree``, ``hdg``) share the reports' compact column and the OUE claim.
+Not a mechanism itself: helpers only.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..dp import Guarantee
 from ..params import Param
 from ..quadtree import cell_overlaps
 from .base import Mechanism
@@ -32,6 +35,15 @@ def ones_column(bits: np.ndarray) -> pd.Series:
     rows, cols = np.nonzero(bits)          # row-major: each user's ones, in order
     offsets = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=len(bits)))])
     return pa.ListArray.from_arrays(offsets, cols).to_pandas()
+
+
+def oue_guarantee(epsilon: float, covers: str, note: str) -> Guarantee:
+    """The claim of one OUE report per user (Wang et al. 2017; ``ldp_kdtree``, ``hdg``): epsilon-LDP,
+    as p (1 - q) / (q (1 - p)) = e^eps bounds the report's probability ratio between any two inputs."""
+    return Guarantee(
+        model="epsilon-LDP", epsilon=epsilon, delta=0.0, relation="any two inputs (local)", covers=covers,
+        discretisation="bits only (OUE); each bit's probability is a double, so the exact epsilon exceeds "
+                       "the recorded one by at most float rounding (< 1e-15)", note=note)
 
 
 def release_surface(release: dict, grid) -> np.ndarray:
