@@ -420,7 +420,12 @@ def expand_runs(config: dict) -> list[Run]:
                             USERS.validate(n, where)
                         except ValueError as exc:
                             raise ConfigError(f"config key {exc}") from None
-                        rows.append({"n": n, **params})
+                        # a rule sizing the mechanism from the run's N (level: auto) resolves here
+                        size = n if n != "all" else config["datasets"][ds].get("n_users")
+                        try:
+                            rows.append({"n": n, **cls.for_users(params, size)})
+                        except ValueError as exc:
+                            raise ConfigError(f"config key '{where}' (dataset {ds!r}, n: {n}): {exc}") from None
                     check_run_params(cls, params, where)
                 for row, pstr in zip(rows, _patterns(rows)):
                     for rep in range(int(exp.get("reps", 1))):

@@ -29,7 +29,9 @@ broadcast grid):
   record's ``trust_model`` is the class's), ``run_guarantee(raw_params)`` – the guarantee of a
   workflow run as configured, ``audit_pairs(grid)`` – the empirical audit's neighbouring inputs
   (a subclass implements ``audit_case(grid)``);
-* ``communication(grid)`` – numbers one user sends; ``state_params()`` – persistent user state.
+* ``communication(grid)`` – numbers one user sends; ``state_params()`` – persistent user state;
+* ``for_users(params, n_users)`` (a classmethod) – parameters a public rule sizes from the run's N
+  (``level: auto``) resolved before the object is built; ``sized(n_users)`` – the object so resolved.
 """
 
 from __future__ import annotations
@@ -168,6 +170,23 @@ class Mechanism:
         required = [name for name, p in params.items() if p.default is None]
         return {**node, "required": required} if required else node
 
+    @classmethod
+    def for_users(cls, params: dict, n_users: int | None) -> dict:
+        """Validated ``params`` with the values a public rule derives from the run's size N filled in.
+
+        Resolved before the object is built, where N is known: when the workflow expands its runs
+        (n, or a synthetic dataset's n_users for n: all; None where the size is known only once the
+        data are read), so a run's path and parameters show the value used; and by ``sized`` (the
+        API's ``randomize`` and ``estimate``) from the users given.  A mechanism without such a rule
+        returns ``params`` unchanged; one that cannot resolve with N None raises ValueError.
+        """
+        return params
+
+    def sized(self, n_users: int) -> Mechanism:
+        """This mechanism as it runs on ``n_users`` users (``for_users``): itself when nothing depends on N."""
+        resolved = self.for_users(dict(self._settings), n_users)
+        return self if resolved == dict(self._settings) else type(self)(**resolved)
+
     @property
     def settings(self) -> MappingProxyType:
         """The validated parameters, defaults filled in (read-only)."""
@@ -272,7 +291,8 @@ class Mechanism:
             raise ValueError(f"{type(self).__name__}.randomize: domain= is required (the public box "
                              "[xmin, xmax, ymin, ymax], a Domain or a Grid)")
         generator = as_generator(rng)
-        return self.randomize_points(as_points(xy), grid, generator)
+        points = as_points(xy)
+        return self.sized(len(points)).randomize_points(points, grid, generator)
 
     def randomize_points(self, points: pd.DataFrame, grid: Grid | None, rng: np.random.Generator) -> pd.DataFrame:
         """``randomize`` on checked inputs: ``points`` (user, x, y), ``grid`` the public geometry."""
@@ -304,7 +324,8 @@ class Mechanism:
                             f"got {type(grid).__name__}")
         if len(view) == 0:
             return np.full(grid.shape, np.nan)
-        return self.density(self.partial(view, grid), len(view), grid)
+        mech = self.sized(len(view))
+        return mech.density(mech.partial(view, grid), len(view), grid)
 
     def fit_estimate(self, xy, *, rng=None, grid: Grid) -> np.ndarray:
         """``estimate(randomize(xy, rng=rng, domain=grid), grid=grid)``."""

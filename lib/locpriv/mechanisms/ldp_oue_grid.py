@@ -1,7 +1,9 @@
 """``ldp_oue_grid``: optimized unary encoding over a grid (Wang et al., USENIX Security 2017), [SLDP]'s LDP baseline.
 
 Each user sends a perturbed bit vector over a 2^level x 2^level grid of the public box (the bit
-of its own cell kept w.p. p = 1/2, the others set w.p. q = 1/(e^ε + 1)); shardable.  The attack
+of its own cell kept w.p. p = 1/2, the others set w.p. q = 1/(e^ε + 1)); shardable.  ``level: auto``
+takes the level from the granularity guideline (N and ε only, ``sldp.ldp_grid.grid_level``), resolved
+with the run's N before any stage (``for_users``), so a run's path shows the level used.  The attack
 surface is the exact posterior over cells under a uniform prior: weight e^ε on reported ones, 1
 on zeros.
 """
@@ -16,7 +18,7 @@ import pandas as pd
 from ..dp import Guarantee
 from ..params import Param
 from ..quadtree import cell_codes
-from ..sldp.ldp_grid import oue_bits, oue_probabilities
+from ..sldp.ldp_grid import grid_level, oue_bits, oue_probabilities
 from .base import Mechanism, clamp_to_domain
 from .partitions import EPSILON, domain_box, level_area, ones_column
 
@@ -31,7 +33,27 @@ class OUEGrid(Mechanism):
     trust_model = "local"
     params = {"epsilon": EPSILON,
               # each user's bit vector is materialised per shard: 4^6 bits x 5000 users = 20 MB
-              "level": Param("level", "int", "grid of 2^level x 2^level cells", default=4, low=0, high=6)}
+              "level": Param("level", "int", "grid of 2^level x 2^level cells, or 'auto': the granularity "
+                             "guideline from the run's N and epsilon (locpriv.sldp.ldp_grid.grid_level)",
+                             default=4, low=0, high=6, special=("auto",))}
+
+    @classmethod
+    def for_users(cls, params, n_users):
+        if params["level"] != "auto":
+            return params
+        if n_users is None:
+            raise ValueError("level: 'auto' sizes the grid from the run's number of users, which is known only "
+                             "once the dataset is read here; give n as numbers or an explicit level")
+        return {**params, "level": grid_level(n_users, params["epsilon"], cls.params["level"].high)}
+
+    @property
+    def level(self) -> int:
+        """The grid's level; 'auto' is resolved from the users first (``sized``: randomize and estimate do it)."""
+        level = self.settings["level"]
+        if level == "auto":
+            raise ValueError(f"{self!r}: level 'auto' follows the number of users; use .sized(n_users) (randomize "
+                             "and estimate resolve it from the users they are given)")
+        return level
 
     def claim(self):
         return Guarantee(
@@ -57,11 +79,11 @@ class OUEGrid(Mechanism):
         return (frequency * p * (1 - p) + (1 - frequency) * q * (1 - q)) / (n * (p - q) ** 2)
 
     def communication(self, grid):
-        return float(4 ** self.settings["level"])
+        return float(4 ** self.level)
 
     def randomize_points(self, points, grid, rng):
         xy, moved = clamp_to_domain(points, grid)
-        level = self.settings["level"]
+        level = self.level
         own = cell_codes(xy, domain_box(grid), level)
         view = pd.DataFrame({"user": points["user"].to_numpy(),
                              "ones": ones_column(oue_bits(own, 4 ** level, self.settings["epsilon"], rng))})
@@ -70,7 +92,7 @@ class OUEGrid(Mechanism):
 
     def _cell_surface(self, values: np.ndarray, grid) -> np.ndarray:
         """(n, 4^level) cell values as (n, P, Q) densities on the grid (value / cell area)."""
-        level = self.settings["level"]
+        level = self.level
         gx, gy = np.meshgrid(grid.x, grid.y, indexing="ij")
         code = cell_codes(np.column_stack([gx.ravel(), gy.ravel()]), domain_box(grid), level)
         per_cell = values / level_area(level, domain_box(grid))
@@ -78,12 +100,12 @@ class OUEGrid(Mechanism):
 
     def partial(self, view, grid):
         ones = np.bincount(np.concatenate(view["ones"].to_numpy()).astype(np.int64),
-                           minlength=4 ** self.settings["level"])
+                           minlength=4 ** self.level)
         return self._cell_surface(ones[None, :].astype(float), grid)[0]
 
     def density(self, total, n_users, grid):
         p, q = oue_probabilities(self.settings["epsilon"])
-        area = level_area(self.settings["level"], domain_box(grid))
+        area = level_area(self.level, domain_box(grid))
         dens = (total - n_users * q / area) / (p - q) / n_users   # unbiased per cell (OUE)
         dens = np.maximum(dens, 0.0)
         mass = dens.sum() * grid.cell_area
@@ -95,7 +117,7 @@ class OUEGrid(Mechanism):
         return self.surfaces(view, grid)
 
     def surfaces(self, view, grid):
-        weight = np.ones((len(view), 4 ** self.settings["level"]))
+        weight = np.ones((len(view), 4 ** self.level))
         ones = view["ones"].to_numpy()
         weight[np.repeat(np.arange(len(view)), [len(o) for o in ones]),
                np.concatenate(ones).astype(np.int64)] = math.exp(self.settings["epsilon"])
@@ -106,7 +128,7 @@ class OUEGrid(Mechanism):
         from ..audit.cases import Pair, domain_corners, randomized
 
         lo, hi = domain_corners(grid)
-        level = self.settings["level"]
+        level = self.level
         half_cell = (hi - lo) / 2 ** level / 2
         a, b = lo + half_cell, hi - half_cell
         cells = cell_codes(np.array([a, b]), domain_box(grid), level)
