@@ -166,17 +166,16 @@ GRID = Grid.regular(Domain(-3, 3, -3, 3), 32, 32)
 
 
 def _view(n=20_000, seed=1, **given):
-    mech = mechanisms.get("hdg")
-    params = mech.validate({"epsilon": 2.0, **given}, "test")
+    mech = locpriv.HDG(epsilon=2.0, **given)
     xy = np.random.default_rng(0).normal(0, 0.8, size=(n, 2)).clip(-2.99, 2.99)
     pts = pd.DataFrame({"user": np.arange(n), "x": xy[:, 0], "y": xy[:, 1]})
-    return mech, params, pts, mech.randomize(pts, params, GRID, np.random.default_rng(seed))
+    return mech, pts, mech.randomize(pts, rng=np.random.default_rng(seed), domain=GRID)
 
 
 @pytest.mark.parametrize("variant", hdg.VARIANTS)
 def test_estimate_is_a_pdf_peaked_at_the_data_from_compact_reports(variant):
-    mech, params, pts, view = _view(variant=variant)
-    est = mech.estimate(mech.partial(view, params, GRID), len(pts), params, GRID)
+    mech, pts, view = _view(variant=variant)
+    est = mech.estimate(view, grid=GRID)
     assert est.min() >= 0 and est.sum() * GRID.cell_area == pytest.approx(1.0)
     assert est[12:20, 12:20].mean() > 5 * est[:4, :4].mean()
     r = view.attrs["release"]
@@ -189,9 +188,10 @@ def test_estimate_is_a_pdf_peaked_at_the_data_from_compact_reports(variant):
 
 def test_hdg_runs_as_one_shard_and_is_registered_with_an_ldp_guarantee():
     assert shard_count(20000, shard_size("hdg", 5000)) == 1
+    assert mechanisms.get("hdg") is locpriv.HDG
     g = locpriv.HDG(epsilon=2.0).guarantee()
-    assert g["model"] == "epsilon-LDP" and g["epsilon"] == 2.0 and g["delta"] == 0.0
-    assert g["relation"] == "any two inputs (local)" and "one report" in g["covers"]
+    assert g.model == "epsilon-LDP" and g.epsilon == 2.0 and g.delta == 0.0 and g.trust_model == "local"
+    assert g.relation == "any two inputs (local)" and "one report" in g.covers
 
 
 def _oue_pmf(report, own, epsilon):
@@ -205,16 +205,13 @@ def _likelihood_over_exact(variant, claimed_epsilon):
     epsilon the reports were made with (1), averaged over the group cells a grid cell straddles
     (the granularities, 16 and 2 for HDG, 4 for TDG, do not all divide 10)."""
     grid = Grid.regular(Domain(0, 1, 0, 1), 10, 10)
-    mech = mechanisms.get("hdg")
-    params = mech.validate({"epsilon": 1.0, "variant": variant}, "test")
     xy = np.random.default_rng(4).uniform(0, 1, (30_000, 2))
-    view = mech.randomize(pd.DataFrame({"user": np.arange(len(xy)), "x": xy[:, 0], "y": xy[:, 1]}), params,
-                          grid, np.random.default_rng(5))
+    view = locpriv.HDG(epsilon=1.0, variant=variant).randomize(xy, rng=np.random.default_rng(5), domain=grid)
     r = view.attrs["release"]
     assert (r["g1"], r["g2"]) == ((16, 2) if variant == "hdg" else (4, 4))
     names = hdg.GROUPS[variant]
     rows = np.concatenate([np.flatnonzero(view["group"].to_numpy() == j)[:2] for j in range(len(names))])
-    lik = mech.likelihood(view.iloc[rows], {**params, "epsilon": claimed_epsilon}, grid)
+    lik = locpriv.HDG(epsilon=claimed_epsilon, variant=variant).likelihood(view.iloc[rows], grid)
     # a 16 x 16 sub-grid of each grid cell: exact averages, as 1/16, 1/4, 1/2 and 1/10 are multiples of 1/160
     sub = (np.arange(16) + 0.5) / 160
     out = []
@@ -273,8 +270,14 @@ def test_oue_grid_level_auto_in_the_api_uses_the_users_given():
     reported = np.concatenate(view["ones"].to_numpy())
     assert cells == 64 and reported.max() == cells - 1     # every bit of the 8 x 8 grid, none beyond
     grid = Grid.regular(Domain(*UNIT), 16, 16)
-    est = locpriv.OUEGrid(epsilon=4.0, level="auto").estimate(view, grid=grid)
+    mech = locpriv.OUEGrid(epsilon=4.0, level="auto")
+    est = mech.estimate(view, grid=grid)
     assert est.sum() * grid.cell_area == pytest.approx(1.0)
+    # the object resolved for N users is the explicit level's; unresolved, a per-view method says how
+    assert mech.sized(20_000) == locpriv.OUEGrid(epsilon=4.0, level=3)
+    np.testing.assert_array_equal(est, mech.sized(20_000).estimate(view, grid=grid))
+    with pytest.raises(ValueError, match=r"level 'auto' follows the number of users; use \.sized"):
+        mech.surfaces(view, grid)
 
 
 def test_sldp_range_study_answers_with_hdg_and_the_grid_rule(tmp_path):
