@@ -103,7 +103,7 @@ def modular_sum(vectors: np.ndarray, member: np.ndarray, n_clients: int, config,
     if config.mode == "per_client":
         return vectors.sum(axis=0, dtype=np.uint64) & np.uint64((1 << bits) - 1), None
     params = dataclasses.replace(config.protocol, planned_dropout=config.plan)
-    return secagg.aggregate(vectors, member, n_clients, params, config.entropy, context)
+    return secagg.aggregate(vectors, member, n_clients, params, config.entropy, context, layout=config.layout)
 
 
 def shard_total(index: np.ndarray, member: np.ndarray, n_clients: int, dim: int, epsilon: float,

@@ -68,10 +68,10 @@ SHARD_SIZE = Param("shard_size", "int", "users per secure-aggregation shard (Bag
                    default=10_000, low=0)
 
 
-def _secagg(params: dict, rng: np.random.Generator) -> SecAgg:
-    """The run's secure-aggregation setting; the secure mode's keys and mask seeds come from the run's rng."""
-    return SecAgg(shard_size=params["shard_size"], mode=params["aggregation"],
-                  entropy=rng if params["aggregation"] == "secure" else None)
+def _secagg(params: dict) -> SecAgg:
+    """The run's secure-aggregation setting; the secure mode's secrets come from the OS (never from the run's
+    DP stream; no output depends on them) and its public layout too (no transcript is published here)."""
+    return SecAgg(shard_size=params["shard_size"], mode=params["aggregation"])
 
 
 def _pixels(points: pd.DataFrame, grid, depth: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -159,7 +159,7 @@ class DPHeatmap(_Heatmap):
         x, y, moved = _pixels(points, grid, depth)
         config = AdaptiveParams(epsilon=params["epsilon"], users_per_round=len(points),
                                 calibration=params["calibration"], k_sigma=params["k_sigma"],
-                                max_rounds=params["max_rounds"], sampling="fixed", secagg=_secagg(params, rng),
+                                max_rounds=params["max_rounds"], sampling="fixed", secagg=_secagg(params),
                                 **{k: self.params[k].value(params)
                                    for k in ("threshold", "start", "collapse_floor", "combine", "render")})
         result = run_adaptive(UserPool.from_pixels(x, y, depth, sampling="fixed"), config, rng)
@@ -177,7 +177,7 @@ class _Baseline(_Heatmap):
     def randomize(self, points, params, grid, rng):
         depth = params["depth"]
         x, y, moved = _pixels(points, grid, depth)
-        result = self.library(_image(x, y, depth), len(points), params["epsilon"], rng, _secagg(params, rng))
+        result = self.library(_image(x, y, depth), len(points), params["epsilon"], rng, _secagg(params))
         return _published(points[["user"]].reset_index(drop=True), result.heatmap, depth, moved,
                           {"communication": result.communication, "epsilon_achieved": result.achieved_epsilon,
                            **result.detail})
