@@ -65,6 +65,7 @@ def validate_config(section: dict) -> dict:
     cfg["secagg"]["threshold"] = float(cfg["secagg"]["threshold"])
     if cfg["aggregation"] == "secure":
         _check_secure_shards(cfg)
+    _check_secagg_scale(cfg)
     cfg["adaptive"]["collapse_floor"] = float(cfg["adaptive"]["collapse_floor"])
     multi = cfg["multi_location"]
     if multi is not None:
@@ -85,6 +86,22 @@ def _check_secure_shards(cfg: dict) -> None:
             raise SECTION.error(key, f"shards of {size} with {n} users per round leave a shard of 1 client, whose "
                                 "'sum' is its input (secure aggregation needs t >= 2)",
                                 "shard_size >= 2 and users_per_round not 1 more than a multiple of it")
+
+
+def _check_secagg_scale(cfg: dict) -> None:
+    scale, pop = cfg["secagg_scale"], cfg["population"]
+    if scale is None:
+        return
+    if scale["users"] % scale["shard_size"] == 1:
+        raise SECTION.error("secagg_scale.users", f"{scale['users']} users in shards of {scale['shard_size']} leave a "
+                            "shard of 1 client (secure aggregation needs t >= 2)",
+                            "users not 1 more than a multiple of shard_size")
+    if pop["source"] == "synthetic" and scale["level"] > pop["depth"]:
+        raise SECTION.error("secagg_scale.level", f"{scale['level']} is deeper than the population's depth "
+                            f"{pop['depth']}", f"an integer in [0, {pop['depth']}]")
+    if pop["source"] == "synthetic" and scale["users"] > pop["users"]:
+        raise SECTION.error("secagg_scale.users", f"{scale['users']} exceeds the population's {pop['users']} people",
+                            f"at most population.users = {pop['users']}")
 
 
 def runs(cfg: dict) -> list[dict]:

@@ -14,6 +14,6 @@ Used by the per-client modes of the location heatmaps (``locpriv.heatmaps.client
 """
 
 from .protocol import ProtocolError, ProtocolParams
-from .simulate import Dropouts, aggregate
+from .simulate import CpuClock, Dropouts, aggregate
 
-__all__ = ["Dropouts", "ProtocolError", "ProtocolParams", "aggregate"]
+__all__ = ["CpuClock", "Dropouts", "ProtocolError", "ProtocolParams", "aggregate"]

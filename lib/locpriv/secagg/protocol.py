@@ -65,6 +65,7 @@ counts (tested); compute is measured by perf/bench_secagg.py.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -142,7 +143,7 @@ def client_bytes(n: int, dim: int, params: ProtocolParams) -> dict[str, int]:
 
 
 def _ids(*ids: int) -> bytes:
-    return b"".join(int(i).to_bytes(4, "little") for i in ids)
+    return struct.pack(f"<{len(ids)}I", *ids)
 
 
 def keys_message(context: bytes, u: int, public: bytes) -> bytes:

@@ -58,7 +58,7 @@ class Server:
         self.request: UnmaskingRequest | None = None
 
     def check_id(self, u, what: str) -> int:
-        if not isinstance(u, (int, np.integer)) or not 0 <= u < self.n:
+        if type(u) is not int and not isinstance(u, np.integer) or not 0 <= u < self.n:
             raise ProtocolError(f"{what} names unknown client id {u!r} (the shard has ids 0..{self.n - 1})")
         return int(u)
 
@@ -184,10 +184,11 @@ class Server:
             if kind != expected:
                 raise ProtocolError(f"client {v} sent a {kind!r} share of client {owner}, whose status allows "
                                     f"{expected!r} only")
-            share = np.asarray(share)
-            if share.shape != (SHARE_LIMBS,) or not np.issubdtype(share.dtype, np.integer) \
-                    or (share < 0).any() or (share >= shamir.PRIME).any():
+            if not (isinstance(share, np.ndarray) and share.shape == (SHARE_LIMBS,) and share.dtype.kind in "iu"):
                 raise ProtocolError(f"client {v} sent a malformed share of client {owner}'s {kind}")
+        stacked = np.stack(list(response.values())) if response else np.zeros((0, SHARE_LIMBS), np.int64)
+        if (stacked < 0).any() or (stacked >= shamir.PRIME).any():
+            raise ProtocolError(f"client {v} sent a share outside GF(2^31 - 1)")
         self.answered.add(v)
         for (owner, kind), share in response.items():
             self.shares[kind].setdefault(int(owner), []).append((v, np.asarray(share, dtype=np.int64)))

@@ -9,6 +9,7 @@ and the PKI directory are public and drawn first.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,9 +58,28 @@ def shard(n_clients: int, dim: int, params: ProtocolParams, entropy: np.random.G
     return clients, Server(public, table, params, context, dim)
 
 
+class CpuClock:
+    """CPU seconds (``time.process_time``) spent in the clients' and in the server's code of a shard."""
+
+    def __init__(self):
+        self.client = self.server = 0.0
+
+    def __call__(self, side: str, method, *args):
+        start = time.process_time()
+        try:
+            return method(*args)
+        finally:
+            setattr(self, side, getattr(self, side) + time.process_time() - start)
+
+
+def _untimed(side: str, method, *args):
+    return method(*args)
+
+
 def aggregate(vectors: np.ndarray, senders: np.ndarray, n_clients: int, params: ProtocolParams,
               entropy: np.random.Generator | None, context: bytes = b"", dropouts: Dropouts | None = None,
-              layout: np.random.Generator | None = None) -> tuple[np.ndarray, pd.DataFrame]:
+              layout: np.random.Generator | None = None, clock: CpuClock | None = None
+              ) -> tuple[np.ndarray, pd.DataFrame]:
     """Run the protocol on one shard: (Σ of the senders' vectors mod m, the server's transcript).
 
     vectors: (len(senders), K) integers in [0, m), the inputs of the clients that send a masked
@@ -67,32 +87,36 @@ def aggregate(vectors: np.ndarray, senders: np.ndarray, n_clients: int, params: 
     the steps before and drops before step 2, and ``dropouts`` makes clients drop before any
     other step.  ``entropy``: a seeded Generator for a reproducible simulation, None for the OS
     (every secret); ``layout``: the public stream of the Harary layout (None: from ``entropy``).
-    ``context`` binds every key to the round and shard and must be fresh per run.  Raises
-    ``ProtocolError`` naming the client at fault (no output) when the shard cannot finish safely.
+    ``context`` binds every key to the round and shard and must be fresh per run.  ``clock``
+    (optional) adds up the clients' and the server's CPU time.  Raises ``ProtocolError`` naming
+    the client at fault (no output) when the shard cannot finish safely.
     """
     drop = dropouts or Dropouts()
+    on = clock or _untimed
     vectors = np.asarray(vectors)
     senders = np.asarray(senders)
     if vectors.ndim != 2 or vectors.shape[0] != len(senders):
         raise ValueError(f"one vector per sender is needed: {vectors.shape} vectors for {len(senders)} senders")
-    clients, server = shard(n_clients, vectors.shape[1], params, entropy, context, layout)
+    clients, server = on("client", shard, n_clients, vectors.shape[1], params, entropy, context, layout)
     keyed = [u for u in range(n_clients) if u not in drop.advertise_keys]
     for u in keyed:
-        server.receive_keys(u, clients[u].advertise_keys())
+        on("server", server.receive_keys, u, on("client", clients[u].advertise_keys))
     for u in keyed:
         if u not in drop.share_keys:
-            server.receive_shares(u, clients[u].share_keys(*server.keys_for(u)))
+            keys = on("server", server.keys_for, u)
+            on("server", server.receive_shares, u, on("client", clients[u].share_keys, *keys))
     for u, x in zip(senders.tolist(), vectors):
         u = server.check_id(u, "a masked input")
-        server.receive_masked(u, clients[u].masked_input(x, server.inbox(u)))
-    request = server.unmasking_request()
+        inbox = on("server", server.inbox, u)
+        on("server", server.receive_masked, u, on("client", clients[u].masked_input, x, inbox))
+    request = on("server", server.unmasking_request)
     alive = np.flatnonzero(request.alive).tolist()
     if params.active:
         for u in alive:
             if u not in drop.consistency:
-                server.receive_signature(u, clients[u].consistency(request.alive))
+                on("server", server.receive_signature, u, on("client", clients[u].consistency, request.alive))
     for u in alive:
         if u not in drop.consistency and u not in drop.unmasking:
-            signatures = server.signatures_for(u) if params.active else None
-            server.receive_unmasking(u, clients[u].unmasking(request, signatures))
-    return server.finish(), server.transcript.frame()
+            signatures = on("server", server.signatures_for, u) if params.active else None
+            on("server", server.receive_unmasking, u, on("client", clients[u].unmasking, request, signatures))
+    return on("server", server.finish), server.transcript.frame()
