@@ -62,6 +62,7 @@ def locpriv_row(n: int, dim: int, params: ProtocolParams, dropout: float = 0.0, 
     rng = make_rng(seed, "bench-secagg", n, dim, params.graph, dropout)
     x = rng.integers(0, 1 << BITS, (n, dim), dtype=np.uint64)
     senders = np.sort(rng.permutation(n)[int(round(dropout * n)):])
+    params.degree_for(n)                 # the degree rule's scipy import and cache, outside the clock
     clock = CpuClock()
     start = time.perf_counter()
     total, log = aggregate(x[senders], senders, n, params, None, b"bench", layout=rng, clock=clock)
@@ -251,11 +252,12 @@ def adaptive_part(users: int, shard: int, seed: int = 1) -> None:
 
 def scale_part(results: str) -> None:
     table = pd.read_csv(f"{results}/studies/heatmaps/secagg_scale/shards.csv")
-    jobs = table.groupby("job_wall_s", sort=False).first()
+    jobs = -(-len(table) // int(table["job_shards"].iloc[0]))
     print(f"{len(table)} shards of {int(table['clients'].iloc[0])} clients ({int(table['survivors'].sum())} survivors), "
           f"K = {int(table['K'].iloc[0])}, k = {sorted(table['k'].unique())}, t = {sorted(table['t'].unique())}, "
-          f"{len(jobs)} jobs")
-    for key in ("benchmark_wall_s", "job_peak_rss_mb", "client_cpu_s", "server_cpu_s", "client_kb_sent"):
+          f"{jobs} jobs; CPU of all jobs / 2 cores = {table.drop_duplicates('job_wall_s')['job_cpu_s'].sum() / 2 / 60:.1f} "
+          "min (the wall time of an idle 2-core machine, job start-up included)")
+    for key in ("benchmark_wall_s", "job_cpu_s", "job_peak_rss_mb", "client_cpu_s", "server_cpu_s", "client_kb_sent"):
         values = table[key]
         print(f"  {key:18s} median {values.median():9.2f}  max {values.max():9.2f}  sum {values.sum():10.1f}")
 
@@ -268,6 +270,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3, help="alternating runs per system in the Flower part")
     parser.add_argument("--results", default="results", help="results folder of the scale run (--part scale)")
     args = parser.parse_args()
+    locpriv_row(20, 10, ProtocolParams(bits=BITS, variant="active"))     # warm-up: imports, first-call set-up
     if args.part in ("shard", "all"):
         if args.quick:
             shard_part([50, 100], [500], ("harary", "complete"), (0.0, 0.1), args.complete_max)

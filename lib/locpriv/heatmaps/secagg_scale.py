@@ -12,10 +12,11 @@ each round of ``dp_heatmap`` sends.  Three stages:
   DP stream, summed by the masking protocol (``locpriv.secagg``, secrets from the OS, the
   public layout from the shard's own stream) and, as a check, by plain addition mod 2^bits —
   the two must agree bit for bit or the job fails; records the protocol's client and server
-  CPU seconds, the bytes one client sends, k and t, and the job's peak resident memory
-  (``ru_maxrss``, the kernel's high-water mark).
+  CPU seconds, the bytes one client sends, k and t, and the job's CPU seconds and peak resident
+  memory (``getrusage``: the kernel's counts for the whole process, exact where Snakemake's
+  benchmark samples).
 * ``gather_stage``: the shards' centred sums added into the released histogram, and one row
-  per shard: wall seconds of its job (Snakemake's benchmark file), peak memory, CPU split.
+  per shard: wall seconds of its job (Snakemake's benchmark file), CPU and peak memory.
 
 Every random stream is keyed by the shard, so the released histogram does not depend on how
 shards are batched into jobs, the core count or the executor (the timing table does).
@@ -40,7 +41,7 @@ from .study import _population, make_secagg, planned_dropout
 
 DEAL_COLUMNS = {"cell": np.int64, "shard": np.int64, "member": np.int64}
 TABLE_COLUMNS = ["shard", "clients", "survivors", "K", "k", "t", "client_cpu_s", "server_cpu_s", "client_kb_sent",
-                 "job_shards", "job_wall_s", "benchmark_wall_s", "job_peak_rss_mb"]
+                 "job_shards", "job_cpu_s", "job_wall_s", "benchmark_wall_s", "job_peak_rss_mb"]
 SUM_COLUMNS = {"shard": np.int64, "entry": np.int64, "sum": np.int64}
 
 
@@ -111,9 +112,10 @@ def shard_stage(*, deal_path: str, shards: list[int], scale: dict, epsilon: floa
                      "client_kb_sent": float(transcript.groupby("sender")["bytes"].sum().mean()) / 1e3})
         sums.append(pd.DataFrame({"shard": j, "entry": np.arange(dim), "sum": clients.centred(secure, bits)}))
         del vectors, transcript
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024      # kilobytes on Linux
+    usage = resource.getrusage(resource.RUSAGE_SELF)           # the whole job's process, start-up included
     for row in rows:
-        row.update(job_shards=len(shards), job_peak_rss_mb=peak_mb, job_wall_s=time.perf_counter() - start)
+        row.update(job_shards=len(shards), job_peak_rss_mb=usage.ru_maxrss / 1024,     # kilobytes on Linux
+                   job_cpu_s=usage.ru_utime + usage.ru_stime, job_wall_s=time.perf_counter() - start)
     io.write_parquet(pd.concat(sums, ignore_index=True).astype(SUM_COLUMNS), out, metadata={"shards": rows})
 
 

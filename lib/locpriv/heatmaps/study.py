@@ -18,7 +18,9 @@ dp_heatmap over users per round, calibration c, shard size and dropout rate
 counts and the summed noise's exact law, for 10^6-user sweeps), ``per_client`` (one
 noisy vector mod 2^bits per client, ideal modular sum) or ``secure`` (the same vectors
 through the pairwise-masking protocol of ``locpriv.secagg``; its server transcript is
-written per run).  ``secagg`` sets m = 2^bits and the protocol's graph and threshold.
+written per run).  ``secagg`` sets m = 2^bits and the protocol's graph, threshold (>= 0.5) and
+variant (honest-but-curious or active server); ``secagg_scale`` (optional) runs one sub-query in
+secure mode at population scale as shard jobs (``secagg_scale``).
 """
 
 from __future__ import annotations
