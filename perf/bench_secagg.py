@@ -254,7 +254,8 @@ def scale_part(results: str) -> None:
     table = pd.read_csv(f"{results}/studies/heatmaps/secagg_scale/shards.csv")
     jobs = -(-len(table) // int(table["job_shards"].iloc[0]))
     print(f"{len(table)} shards of {int(table['clients'].iloc[0])} clients ({int(table['survivors'].sum())} survivors), "
-          f"K = {int(table['K'].iloc[0])}, k = {sorted(table['k'].unique())}, t = {sorted(table['t'].unique())}, "
+          f"K = {int(table['K'].iloc[0])}, k = {sorted(map(int, table['k'].unique()))}, "
+          f"t = {sorted(map(int, table['t'].unique()))}, "
           f"{jobs} jobs; CPU of all jobs / 2 cores = {table.drop_duplicates('job_wall_s')['job_cpu_s'].sum() / 2 / 60:.1f} "
           "min (the wall time of an idle 2-core machine, job start-up included)")
     for key in ("benchmark_wall_s", "job_cpu_s", "job_peak_rss_mb", "client_cpu_s", "server_cpu_s", "client_kb_sent"):

@@ -15,7 +15,6 @@ from locpriv.secagg import Dropouts, ProtocolError, ProtocolParams, aggregate, c
 from locpriv.secagg.client import Client
 from locpriv.secagg.graph import Graph
 from locpriv.secagg.protocol import UnmaskingRequest
-from locpriv.secagg.server import Server
 from locpriv.secagg.simulate import shard
 
 ALPHA = 1e-6

@@ -18,7 +18,7 @@ from cryptography.exceptions import InvalidTag
 
 from . import crypto, pki, shamir
 from .graph import Graph
-from .protocol import (SHARE_LIMBS, ProtocolError, ProtocolParams, UnmaskingRequest, commitment,
+from .protocol import (SHARE_LIMBS, ProtocolError, ProtocolParams, UnmaskingRequest, advert_bytes, commitment,
                        consistency_message, keys_message, pair_seed, self_mask_seed, share_header)
 
 STEPS = ("advertise_keys", "share_keys", "masked_input", "consistency", "unmasking")
@@ -96,7 +96,7 @@ class Client:
                    own: bytes | None = None) -> dict[int, bytes]:
         """Seal a share of s_u^SK and b_u for each neighbour that advertised: {v: AES-GCM bundle}."""
         self._step("share_keys")
-        size = 3 * crypto.KEY_BYTES + (crypto.SIGNATURE_BYTES if self.params.active else 0)
+        size = advert_bytes(self.params)
         strangers = set(adverts) - set(self.neighbours.tolist())
         if strangers:
             raise self._error(f"sent the keys of client {min(strangers)}, which is not its neighbour")
