@@ -52,7 +52,7 @@ class DPHeatmap(Heatmap):
         x, y, moved = pixels(points, grid, depth)
         config = AdaptiveParams(epsilon=s["epsilon"], users_per_round=len(points), calibration=s["calibration"],
                                 k_sigma=s["k_sigma"], max_rounds=s["max_rounds"], sampling="fixed",
-                                secagg=secagg(s, rng),
+                                secagg=secagg(s),
                                 **{k: s[k] for k in ("threshold", "start", "collapse_floor", "combine", "render")})
         result = run_adaptive(UserPool.from_pixels(x, y, depth, sampling="fixed"), config, rng)
         return published(points[["user"]].reset_index(drop=True), result.heatmap(), depth, moved,
