@@ -21,7 +21,6 @@ from pathlib import Path
 import jsonschema
 import pandas as pd
 import yaml
-from snakemake.utils import Paramspace
 
 from . import mechanisms, plugins, study
 from .params import USERS, explicit_params
@@ -377,6 +376,8 @@ class Run:
 def _patterns(rows: list[dict]) -> list[str]:
     """Each row's ``{params}`` path component (Paramspace), rows with the same keys together:
     a row without an omitted default must not get a 'kde~nan' column from its neighbours."""
+    from snakemake.utils import Paramspace  # only the workflow expands runs: the library needs no snakemake
+
     out, groups = [""] * len(rows), {}
     for i, row in enumerate(rows):
         groups.setdefault(tuple(row), []).append(i)
