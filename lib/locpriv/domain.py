@@ -22,7 +22,7 @@ class Domain:
                 f"domain box must have xmax > xmin and ymax > ymin, got {self.as_list()}")
 
     @classmethod
-    def from_list(cls, box) -> "Domain":
+    def from_list(cls, box) -> Domain:
         return cls(*map(float, box))
 
     def as_list(self) -> list[float]:
@@ -46,7 +46,7 @@ class Grid:
     domain: Domain
 
     @classmethod
-    def regular(cls, domain: Domain, P: int, Q: int) -> "Grid":
+    def regular(cls, domain: Domain, P: int, Q: int) -> Grid:
         if P < 2 or Q < 2:
             raise ValueError(f"grid needs P >= 2 and Q >= 2, got P={P}, Q={Q}")
         dx = (domain.xmax - domain.xmin) / P
@@ -70,7 +70,7 @@ class Grid:
         return nc3.Dataset(self._coords(units), {"bbox": self.domain.as_list(), "units": units})
 
     @classmethod
-    def from_dataset(cls, ds) -> "Grid":
+    def from_dataset(cls, ds) -> Grid:
         """The grid of a grid file's contents (``locpriv.nc3.Dataset`` or ``xarray.Dataset``)."""
         box = ds.attrs["bbox"]
         if isinstance(box, str):

@@ -147,7 +147,7 @@ def load_points(path: str | Path, *, lonlat_bbox=None, bbox=None, user_column: s
     lonlat = lonlat_bbox is not None
     cols = tuple(columns) if columns else (("lon", "lat") if lonlat else ("x", "y"))
     keys = ("lon_column", "lat_column") if lonlat else ("x_column", "y_column")
-    for c, key in zip(cols, keys):
+    for c, key in zip(cols, keys, strict=True):
         if c not in raw.columns:
             raise InputError(str(path), c, f"column missing (found {list(map(str, raw.columns))})",
                              f"set the dataset's '{key}' to the file's column, or configure "

@@ -29,8 +29,7 @@ import pandas as pd
 from ..params import Param
 from ..quadtree import cell_overlaps
 from ..sldp.margin import MIN_DELTA
-from ..sldp.protocol import (CALIBRATIONS, COUNTS, DEFAULT_THRESHOLD, LEAVES, SPLIT_RULES, child_reports,
-                             run_protocol)
+from ..sldp.protocol import CALIBRATIONS, COUNTS, DEFAULT_THRESHOLD, LEAVES, SPLIT_RULES, child_reports, run_protocol
 from ..sldp.protocol import guarantee as sldp_guarantee
 from .base import clamp_to_domain
 from .partitions import EPSILON, Released, domain_box, level_area

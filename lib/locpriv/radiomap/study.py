@@ -142,7 +142,7 @@ HISTORY_METRICS = ("mae_db", "loss", "clipped_fraction")
 
 def _long(wide: pd.DataFrame, metrics: dict) -> list[dict]:
     """Rows (epoch, nu, metric, value) of a per-epoch table whose columns ``metrics`` renames."""
-    wide = wide.assign(nu=wide["nu"] if "nu" in wide else "").rename(columns=metrics)
+    wide = wide.assign(nu=wide.get("nu", "")).rename(columns=metrics)
     long = wide.melt(id_vars=["epoch", "nu"], value_vars=list(metrics.values()), var_name="metric")
     return long.astype({"epoch": "int64", "value": "float64"}).to_dict("records")
 
@@ -159,7 +159,7 @@ def run_rows(run: dict, guarantee: dict, attack: pd.DataFrame, history: pd.DataF
 def summarise(*, cfg: dict, runs: list[dict], attack_paths, history_paths, transcripts, out: dict) -> None:
     """The tidy summary (``out`` parquet, csv; each run's full guarantee in its metadata) and Fig. 5's maps."""
     parts, guarantees = [], {}
-    for run, a_path, h_path in zip(runs, attack_paths, history_paths):
+    for run, a_path, h_path in zip(runs, attack_paths, history_paths, strict=True):
         g = io.read_parquet_metadata(h_path)["guarantee"]
         guarantees[run_dir(run)] = g
         parts.append(run_rows(run, g, pd.read_parquet(a_path), pd.read_parquet(h_path), cfg["n_users"]))
@@ -181,7 +181,7 @@ def gradient_maps(cfg: dict, runs: list[dict], transcripts) -> tuple[pd.DataFram
     user = cfg["plots"]["example_user"]
     geo_rho = min((r["rho"] for r in runs if r["scheme"] == "radio_geo"), default=None)
     parts, titles = [], []
-    for run, path in zip(runs, transcripts):
+    for run, path in zip(runs, transcripts, strict=True):
         if run["scheme"] == "radio_fedavg" or (run["scheme"] == "radio_geo" and run["rho"] != geo_rho):
             continue
         frame = pd.read_parquet(path, filters=[("epoch", "==", first), ("user", "==", user)])

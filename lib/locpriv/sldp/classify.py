@@ -56,7 +56,7 @@ def load_housing(path: str, lonlat_bbox) -> tuple[np.ndarray, np.ndarray, dict]:
     outside = ((xy < lo) | (xy > hi)).any(axis=1)
     value = table["median_house_value"].to_numpy(dtype=float)
     return ((np.clip(xy, lo, hi) - lo) / (hi - lo), (value > np.median(value)).astype(int),
-            {"rows_read": int(len(complete)), "rows_dropped_missing": int((~complete).sum()),
+            {"rows_read": len(complete), "rows_dropped_missing": int((~complete).sum()),
              "rows_clamped_to_box": int(outside.sum())})
 
 

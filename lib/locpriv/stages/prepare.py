@@ -12,7 +12,6 @@ from ..domain import Grid
 from ..seeding import rng as make_rng
 from ..smk import console
 
-
 # Points are sorted by user id; row groups of this size let a shard job read
 # only the groups its user range overlaps (Parquet min/max statistics).
 POINTS_ROW_GROUP = 65_536
@@ -20,7 +19,7 @@ POINTS_ROW_GROUP = 65_536
 PROJECTION_WARN = 0.01
 
 
-def ingest(name: str, spec: dict, seed: int, out_points: str, out_meta: str) -> None:
+def ingest(*, name: str, spec: dict, seed: int, out_points: str, out_meta: str) -> None:
     rng = make_rng(seed, "ingest", name)
     if spec["source"] == "synthetic":
         frames, metadata_of = ds_ingest.synthetic_batches(name, spec, rng, POINTS_ROW_GROUP)
@@ -47,13 +46,13 @@ def ingest_report(name: str, meta: dict) -> list[str]:
     return lines
 
 
-def encode_grid(spec: dict, grid_spec: dict, out_grid: str) -> None:
+def encode_grid(*, spec: dict, grid_spec: dict, out_grid: str) -> None:
     domain, units = ds_ingest.domain_of(spec)
     grid = Grid.regular(domain, int(grid_spec["P"]), int(grid_spec["Q"]))
     io.write_netcdf(grid.to_dataset(units), out_grid)
 
 
-def bandwidth(points_path: str, name: str, k: int, seed: int, out_json: str) -> None:
+def bandwidth(*, points_path: str, name: str, k: int, seed: int, out_json: str) -> None:
     pts = pd.read_parquet(points_path, columns=["x", "y"]).to_numpy()
     h = kde.knn_bandwidth(pts, int(k), make_rng(seed, "bandwidth", name, int(k)))
     io.write_json({"h": h, "k": int(k), "sample_fraction": 0.1, "n_points": len(pts),
@@ -65,7 +64,7 @@ def load_grid(path: str) -> Grid:
     return Grid.from_dataset(io.read_nc3(path))
 
 
-def truth(spec: dict, points_path: str, grid_path: str, bandwidth_json: str | None, out_truth: str) -> None:
+def truth(*, spec: dict, points_path: str, grid_path: str, bandwidth_json: str | None, out_truth: str) -> None:
     grid = load_grid(grid_path)
     units = io.read_nc3(grid_path).attrs["units"]
     pts = pd.read_parquet(points_path, columns=["x", "y"]) if spec["source"] != "synthetic" else None
@@ -76,7 +75,7 @@ def truth(spec: dict, points_path: str, grid_path: str, bandwidth_json: str | No
 
 
 
-def pooled_kde(points_path: str, n_users: int, h: float, grid_path: str, out_nc: str) -> None:
+def pooled_kde(*, points_path: str, n_users: int, h: float, grid_path: str, out_nc: str) -> None:
     """Exact KDE of the first ``n_users`` users at bandwidth h: [RFF-KDE]'s reference.
 
     [RFF-KDE] §4.2.1 scores every private estimate against 'Federated KDE on the full

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import os
-import shutil
 import sys
-import tempfile
 
 import numpy as np
 import pandas as pd
@@ -90,23 +87,6 @@ def check_views(paths: list[str]) -> list[str]:
     return paths
 
 
-@contextlib.contextmanager
-def _atomic_dir(path: str):
-    """Yield a temporary folder beside ``path``, renamed to ``path`` only when the body succeeds."""
-    parent = os.path.dirname(path) or "."
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    os.chmod(tmp, 0o777 & ~io._umask())  # mkdtemp makes 0700; a folder gets what mkdir would
-    try:
-        yield tmp
-        if os.path.isdir(path):
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-    finally:
-        if os.path.isdir(tmp):
-            shutil.rmtree(tmp)
-
-
 def randomize(*, run: dict, seed: int, shards: list[int], users_per_shard: int, points_path: str,
               meta_json: str, grid_path: str, bandwidth_json: str | None, out_dir: str) -> None:
     """The client side of ``shards`` (one job may hold several): ``out_dir/shard~{k}.parquet`` each.
@@ -120,7 +100,7 @@ def randomize(*, run: dict, seed: int, shards: list[int], users_per_shard: int, 
     n = n_users_of(run["params"], meta_json)
     grid = load_grid(grid_path)
     size = shard_size(run["mechanism"], users_per_shard)
-    with _atomic_dir(out_dir) as tmp:
+    with io.atomic_dir(out_dir) as tmp:
         for shard in shards:
             pts = _shard_users(points_path, shard, size, n)
             rng = make_rng(seed, "randomize", *run_seed_keys(run, mech), shard)
@@ -173,5 +153,6 @@ def aggregate_estimate(*, run: dict, view_paths: list[str], grid_path: str, band
 
     The estimate reads the aggregate back from its file, exactly as a separate job would.
     """
-    aggregate(run=run, view_paths=check_views(view_paths), grid_path=grid_path, bandwidth_json=bandwidth_json, out_agg=out_agg)
+    aggregate(run=run, view_paths=check_views(view_paths), grid_path=grid_path, bandwidth_json=bandwidth_json,
+              out_agg=out_agg)
     estimate(run=run, agg_path=out_agg, grid_path=grid_path, bandwidth_json=bandwidth_json, out_est=out_est)
