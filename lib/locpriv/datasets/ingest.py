@@ -24,6 +24,13 @@ def domain_of(spec: dict) -> tuple[Domain, str]:
     return Domain.from_list(spec["bbox"]), spec.get("units", "1")
 
 
+def grid_mapping_of(spec: dict) -> dict | None:
+    """The CF grid-mapping attrs of the dataset's map projection; None where there is none (synthetic or x/y data)."""
+    if spec["source"] != "synthetic" and "lonlat_bbox" in spec:
+        return real.projected_box(spec["lonlat_bbox"])[1].grid_mapping()
+    return None
+
+
 def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.DataFrame, dict]:
     """Real points with user ids 0..N-1 and the metadata to record with them.
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import cf
 from ..errors import InputError
 
 EARTH_RADIUS_M = 6_371_008.8  # mean Earth radius (IUGG), metres
@@ -43,6 +44,10 @@ class LocalProjection:
 
     def describe(self) -> str:
         return f"equirectangular about lon0={self.lon0}, lat0={self.lat0}, R={EARTH_RADIUS_M} m"
+
+    def grid_mapping(self) -> dict:
+        """The CF grid-mapping attrs of this projection (``locpriv.cf.equirectangular``)."""
+        return cf.equirectangular(self.lon0, self.lat0, EARTH_RADIUS_M)
 
 
 @dataclass

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import io
+from .. import cf, io
 from ..config import StudySection
 from ..errors import InputError
 from ..secagg import ProtocolParams
@@ -163,13 +163,25 @@ def load_population(path: str) -> np.ndarray:
 def ingest_stage(*, cfg: dict, seed: int, out: str) -> None:
     pop = cfg["population"]
     image = synthetic_population(pop, seed) if pop["source"] == "synthetic" else load_population(pop["path"])
+    attrs = {"long_name": "users located in each pixel of the population image", "units": "pixel-2",
+             "source": pop["source"], "path": pop["path"] or "", "users": int(image.sum()),
+             "depth": int(image.shape[0]).bit_length() - 1}
+    io.write_netcdf(pixel_map(image, "users", attrs), out)
+
+
+def pixel_map(image: np.ndarray, name: str, attrs: dict):
+    """``image`` (indexed [x, y]) as the CF variable ``name`` on the pixel grid, dims (y, x): for ``io.write_netcdf``.
+
+    Lengths are in pixels (the image's own unit), so a count or share per pixel is per pixel^2.
+    """
     import xarray as xr  # here, not at the top: the heatmap mechanisms' per-run jobs import this module
 
-    side = image.shape[0]
-    da = xr.DataArray(image, dims=("x", "y"), coords={"x": np.arange(side), "y": np.arange(side)}, name="users")
-    da.attrs.update(source=pop["source"], path=pop["path"] or "", users=int(image.sum()),
-                    depth=int(side).bit_length() - 1)
-    io.write_netcdf(da.to_dataset(), out)
+    coords = {axis: (axis, np.arange(image.shape[0]),
+                     {"long_name": f"pixel {what} of the image ({axis}), at the pixel's centre", "units": "pixel",
+                      "axis": axis.upper()})
+              for axis, what in (("x", "column"), ("y", "row"))}
+    return xr.Dataset({name: (("y", "x"), image.T, attrs)}, coords=coords,
+                      attrs={"projection": "none: a pixel grid (the population image's)"})
 
 
 def read_population(path: str) -> np.ndarray:
@@ -244,12 +256,10 @@ def run_stage(*, run: dict, seed: int, population_path: str, out_map: str, out_t
     if protocol is None:
         protocol = pd.DataFrame({k: pd.Series(dtype=v) for k, v in PROTOCOL_COLUMNS.items()})
     io.write_parquet(protocol[list(PROTOCOL_COLUMNS)].astype(PROTOCOL_COLUMNS), out_protocol, metadata=meta)
-    import xarray as xr
-
-    side = heatmap.shape[0]
-    da = xr.DataArray(heatmap, dims=("x", "y"), coords={"x": np.arange(side), "y": np.arange(side)}, name="heatmap")
-    da.attrs.update(method=run["method"], communication=int(communication), epsilon=float(guarantee["epsilon"]))
-    io.write_netcdf(da.to_dataset(), out_map)
+    attrs = {"long_name": f"share of the users located in each pixel, released by {run['method']}",
+             "units": "pixel-2", "method": run["method"], "communication": int(communication),
+             "epsilon": float(guarantee["epsilon"]), **cf.flat("guarantee", guarantee)}
+    io.write_netcdf(pixel_map(heatmap, "heatmap", attrs), out_map)
     io.write_parquet(transcript, out_transcript, metadata=meta)
     io.write_parquet(releases, out_releases, metadata=meta)
 

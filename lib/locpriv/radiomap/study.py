@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .. import io
+from .. import cf, io
 from ..errors import InputError
 from ..seeding import rng as make_rng
 from ..study import Study
@@ -30,8 +30,11 @@ def ingest(cfg: dict, rng, out: dict) -> None:
     grid = scenario.grid_of(cfg)
     c = (np.arange(grid.n) + 0.5) * grid.cell
     io.write_parquet(env["buildings"], out["buildings"], metadata={"n": len(env["buildings"])})
-    io.write_netcdf(xr.Dataset({"h_true": (("y", "x"), env["heights"].reshape(grid.n, grid.n))},
-                               coords={"x": c, "y": c}, attrs={"cell": grid.cell}), out["heights"])
+    # cells are row-major (m = iy * n + ix): the heights reshape to (y, x)
+    heights = {"long_name": "true building height over each cell (0: open ground)", "units": "m"}
+    io.write_netcdf(xr.Dataset({"h_true": (("y", "x"), env["heights"].reshape(grid.n, grid.n), heights)},
+                               coords=cf.coordinates(c, c, "m", projected=False),
+                               attrs={"cell": grid.cell, "projection": cf.NO_PROJECTION}), out["heights"])
     io.write_parquet(env["users"], out["users"])
     io.write_parquet(env["stations"], out["stations"])
     io.write_parquet(env["measurements"], out["pairs"])
@@ -48,7 +51,7 @@ def _read(path, columns):
 
 
 def load_env(cfg: dict, paths) -> dict:
-    heights = io.read_netcdf(paths["heights"])["h_true"].to_numpy().ravel()
+    heights = io.read_netcdf(paths["heights"])["h_true"].transpose("y", "x").to_numpy().ravel()   # m = iy * n + ix
     return {"heights": heights, "users": _read(paths["users"], ["x", "y"]),
             "stations": _read(paths["stations"], ["x", "y", "z"]),
             "measurements": _read(paths["pairs"], ["user", "station"]),

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from .. import io, kde
+from .. import cf, io, kde
 from ..datasets import ingest as ds_ingest
 from ..domain import Grid
 from ..seeding import rng as make_rng
@@ -49,7 +49,7 @@ def ingest_report(name: str, meta: dict) -> list[str]:
 def encode_grid(*, spec: dict, grid_spec: dict, out_grid: str) -> None:
     domain, units = ds_ingest.domain_of(spec)
     grid = Grid.regular(domain, int(grid_spec["P"]), int(grid_spec["Q"]))
-    io.write_netcdf(grid.to_dataset(units), out_grid)
+    io.write_netcdf(grid.to_dataset(units, ds_ingest.grid_mapping_of(spec)), out_grid)
 
 
 def bandwidth(*, points_path: str, name: str, k: int, seed: int, out_json: str) -> None:
@@ -65,12 +65,19 @@ def load_grid(path: str) -> Grid:
 
 
 def truth(*, spec: dict, points_path: str, grid_path: str, bandwidth_json: str | None, out_truth: str) -> None:
-    grid = load_grid(grid_path)
-    units = io.read_nc3(grid_path).attrs["units"]
+    geometry = io.read_nc3(grid_path)
+    grid = Grid.from_dataset(geometry)
     pts = pd.read_parquet(points_path, columns=["x", "y"]) if spec["source"] != "synthetic" else None
     h = io.read_json(bandwidth_json)["h"] if bandwidth_json else None
     dens, how = ds_ingest.truth_density(spec, grid, pts, h)
-    io.write_netcdf(grid.surface(dens, "density", {"truth": how, "units": f"1/{units}^2"}, units), out_truth)
+    attrs = {"long_name": "true probability density of the users' locations", "units": density_units(geometry),
+             "truth": how}
+    io.write_netcdf(grid.surface(dens, "density", attrs, geometry), out_truth)
+
+
+def density_units(geometry) -> str:
+    """CF units of a density on the grid of the grid file's contents ``geometry``, e.g. 'm-2'."""
+    return cf.per_area(geometry["x"].attrs["units"])
 
 
 
@@ -83,8 +90,8 @@ def pooled_kde(*, points_path: str, n_users: int, h: float, grid_path: str, out_
     bandwidth; its Spearman then isolates what privacy costs, apart from the KDE's
     own smoothing bias against the analytic density.
     """
-    grid = load_grid(grid_path)
-    units = io.read_nc3(grid_path).attrs["units"]
+    geometry = io.read_nc3(grid_path)
+    grid = Grid.from_dataset(geometry)
     total, seen = np.zeros(grid.shape), 0
     # one row per user, sorted by id: the first n users are the first n rows.  pre_buffer=False:
     # pyarrow's pre-buffering keeps every batch read (RSS grew to 2.2 GB at 10^8 users)
@@ -95,6 +102,7 @@ def pooled_kde(*, points_path: str, n_users: int, h: float, grid_path: str, out_
         if seen == n_users:
             break
     dens = total / (seen * kde.normaliser(h))
-    attrs = {"reference": f"exact Gaussian KDE of users 0..{n_users - 1}, h={h}", "n_users": n_users,
-             "units": f"1/{units}^2"}
-    io.write_netcdf(grid.surface(dens, "density", attrs, units), out_nc)
+    attrs = {"long_name": "exact Gaussian KDE of the users' locations (the non-private reference)",
+             "units": density_units(geometry), "reference": f"exact Gaussian KDE of users 0..{n_users - 1}, h={h}",
+             "n_users": n_users}
+    io.write_netcdf(grid.surface(dens, "density", attrs, geometry), out_nc)

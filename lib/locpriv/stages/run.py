@@ -10,11 +10,11 @@ import sys
 import numpy as np
 import pandas as pd
 
-from .. import io, mechanisms
+from .. import cf, io, mechanisms
 from ..errors import InputError
 from ..mechanisms.base import Mechanism
 from ..seeding import rng as make_rng
-from .prepare import load_grid
+from .prepare import density_units, load_grid
 
 
 def resolve_params(params: dict, bandwidth_json: str | None) -> dict:
@@ -125,11 +125,13 @@ def aggregate(*, run: dict, view_paths: list[str], grid_path: str, bandwidth_jso
         n += len(view)
         if "refusal" in (meta := io.read_parquet_metadata(path)):
             refusals.add(meta["refusal"]["reason"])
-    units = io.read_nc3(grid_path).attrs["units"]
-    attrs = {"n_users": n, "mechanism": mech.name, "params": mech.explicit_settings()}
+    geometry = io.read_nc3(grid_path)
+    attrs = {"long_name": "sum of the users' reports on the grid (the mechanism's aggregate, before normalising)",
+             "units": density_units(geometry) if mech.partial_per_area else "1",
+             "n_users": n, "mechanism": mech.name, **cf.flat("param", mech.explicit_settings())}
     if refusals:
         attrs["refusal"] = "; ".join(sorted(refusals))
-    io.write_netcdf(grid.surface(total, "sum", attrs, units), out_agg)
+    io.write_netcdf(grid.surface(total, "sum", attrs, geometry), out_agg)
 
 
 def estimate(*, run: dict, agg_path: str, grid_path: str, bandwidth_json: str | None, out_est: str) -> None:
@@ -140,11 +142,14 @@ def estimate(*, run: dict, agg_path: str, grid_path: str, bandwidth_json: str | 
     refusal = agg["sum"].attrs.get("refusal")
     # users who refused the query sent nothing: there is no estimate, not a zero one
     dens = np.full(grid.shape, np.nan) if n == 0 else mech.density(agg["sum"].values, n, grid)
-    units = io.read_nc3(grid_path).attrs["units"]
-    attrs = {"mechanism": mech.name, "params": mech.explicit_settings(), "n_users": n,
-             "guarantee": mech.run_guarantee(run["params"]).as_dict(),
-             "units": f"1/{units}^2", **({"refusal": refusal} if refusal else {})}
-    io.write_netcdf(grid.surface(dens, "density", attrs, units), out_est)
+    geometry = io.read_nc3(grid_path)
+    guarantee = mech.run_guarantee(run["params"]).as_dict()
+    # the guarantee as readable attrs (guarantee_epsilon, ...) and, exactly, as the JSON record
+    attrs = {"long_name": f"probability density of the users' locations estimated by {mech.name}",
+             "units": density_units(geometry), "mechanism": mech.name, **cf.flat("param", mech.explicit_settings()),
+             "n_users": n, **cf.flat("guarantee", guarantee), "guarantee": guarantee,
+             **({"refusal": refusal} if refusal else {})}
+    io.write_netcdf(grid.surface(dens, "density", attrs, geometry), out_est)
 
 
 def aggregate_estimate(*, run: dict, view_paths: list[str], grid_path: str, bandwidth_json: str | None,
