@@ -6,6 +6,7 @@ written by .test/make_data.py); the others as they are.  Each variant keeps its 
 mechanisms, datasets' sources and study sections, so no branch goes unchecked.
 """
 
+import re
 import shutil
 
 import pytest
@@ -83,3 +84,24 @@ def test_shipped_config_lints_and_dry_runs(tmp_path, shipped):
     assert proc.returncode == 0 or found, proc.stderr[-3000:]
     proc = run_snakemake(tmp_path, "--dry-run", "--quiet", "rules", check=False)
     assert proc.returncode == 0, f"{config.relative_to(ROOT)}:\n{proc.stderr[-3000:]}"
+
+
+def test_slurm_profile_names_no_site_and_takes_it_from_the_environment(tmp_path, make_workdir):
+    """No partition or account is written in the profile; LOCPRIV_SLURM_PARTITION / _ACCOUNT reach every
+    job's resources, and unset they are empty (the plugin then uses the cluster's defaults)."""
+    profile = yaml.safe_load((ROOT / "workflow/profiles/slurm/config.yaml").read_text())
+    settings = "\n".join(line.split("#")[0] for line in (ROOT / "workflow/profiles/slurm/config.yaml").open())
+    # tools/slurm-localhost.sh's partition and account: a site's names, not the profile's
+    assert not {"debug", "ci"} & set(re.findall(r"\w+", settings))
+    # Snakemake itself evaluates the profile's default-resources (a local dry-run: no cluster needed)
+    local = tmp_path / "profile"
+    local.mkdir()
+    (local / "config.yaml").write_text(yaml.safe_dump({"default-resources": profile["default-resources"]}))
+    wd = make_workdir()
+    for env in ({"LOCPRIV_SLURM_PARTITION": "gpu", "LOCPRIV_SLURM_ACCOUNT": "proj42"},
+                {"LOCPRIV_SLURM_PARTITION": "", "LOCPRIV_SLURM_ACCOUNT": ""}):
+        proc = run_snakemake(wd, "--workflow-profile", str(local), "--dry-run", env=env)
+        jobs = [dict(item.split("=", 1) for item in line.split("resources:", 1)[1].strip().split(", "))
+                for line in proc.stdout.splitlines() if line.strip().startswith("resources:")]
+        assert jobs and all(job["slurm_partition"] == env["LOCPRIV_SLURM_PARTITION"]
+                            and job["slurm_account"] == env["LOCPRIV_SLURM_ACCOUNT"] for job in jobs), jobs[:2]
