@@ -9,8 +9,8 @@ and noise over-provisioned for it (20 % + 4 binomial sd) relative to no dropout;
 the wall time of one adaptive run with 10^6 users and the functions dominating it.
 
 ``--combination``: instead, dp_heatmap with the authors' options (threshold σ(ε_t),
-start at the root's children, collapse floor 5; our implementation, the authors'
-code is not run here), with Eq. 6 as printed from the root, and with our defaults, each with the map read from the last
+start at the root's children, collapse floor 5; locpriv's implementation of their options,
+not their code: ``--authors`` runs that), with Eq. 6 as printed from the root, and with our defaults, each with the map read from the last
 sub-query, from every sub-query combined by least squares (``consistency``), and from
 the combined counts rendered smoothly inside each cell (``render.smooth``; the others
 spread each count uniformly over its cell), on Manhattan and on the study's synthetic
@@ -58,7 +58,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from locpriv.heatmaps import baselines, metrics
+from locpriv.heatmaps import baselines, metrics, polya
 from locpriv.heatmaps.adaptive import AdaptiveParams, render, run_adaptive
 from locpriv.heatmaps.aggregation import SecAgg, UserPool
 from locpriv.heatmaps.render import smooth
@@ -223,21 +223,20 @@ class PolyaSum:
     Their class gives every row (client) of a batch Pólya(1/S, a) − Pólya(1/S, a) per entry,
     a = exp(−ε/Δ), as TensorFlow Poisson(Gamma) draws; their run only adds up the batch's rows
     (``round_vector.sum(axis=0)``; no quantisation in these runs).  A sum of r independent
-    Pólya(1/S, a) is Pólya(r/S, a) = NegBin(r/S, 1 − a), so one draw of that law per batch, put on
-    its first row, gives their sums the same distribution at a cost independent of r (theirs
+    Pólya(1/S, a) is Pólya(r/S, a) (``polya.aggregate_noise``), so one draw of that law per batch, put
+    on its first row, gives their sums the same distribution at a cost independent of r (theirs
     costs about an hour per level at 10^6 users here).  ``noise_check`` compares the two.
     """
 
     rng: np.random.Generator | None = None    # set for each run
 
     def __init__(self, num_clients, sensitivity, epsilon):
-        self.share = 1.0 / num_clients
-        self.p = -math.expm1(-epsilon / sensitivity)
+        self.num_clients, self.sensitivity, self.epsilon = num_clients, sensitivity, epsilon
 
     def apply_noise(self, batch):
-        shape, k = batch.shape[1:], self.share * batch.shape[0]
-        out = np.array(batch, dtype=float)
-        out[0] += self.rng.negative_binomial(k, self.p, shape) - self.rng.negative_binomial(k, self.p, shape)
+        out = np.array(batch, dtype=float)          # (clients, entries): their round_vector
+        out[0] += polya.aggregate_noise(batch.shape[0], batch.shape[1], self.epsilon, self.sensitivity,
+                                        self.num_clients, self.rng)
         return out
 
 
