@@ -387,7 +387,8 @@ def authors_summary(table: pd.DataFrame) -> pd.DataFrame:
     reference = (table[table["method"].isin([AUTHORS, AUTHORS_LAW])]
                  .assign(order=lambda t: (t["method"] != AUTHORS).astype(int))
                  .sort_values("order").drop_duplicates([*keys, "rep"]).set_index([*keys, "rep"]))
-    paired = table.join(reference[["mse", "l1", "method"]], on=[*keys, "rep"], rsuffix="_ref")
+    paired = table.merge(reference[["mse", "l1", "method"]].reset_index(), how="left", on=[*keys, "rep"],
+                         suffixes=("", "_ref"))
     paired["mse_change"] = 100 * (paired["mse"] / paired["mse_ref"] - 1)
     paired["l1_change"] = 100 * (paired["l1"] / paired["l1_ref"] - 1)
     groups = paired.groupby([*keys, "method", "map"], sort=False)
