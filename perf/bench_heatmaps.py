@@ -336,8 +336,12 @@ def decomposition(result) -> dict[str, np.ndarray]:
             "smooth": smooth(result.tree, last), SMOOTH: smooth(result.tree, combined)}
 
 
-def authors_table(code, inputs, users, reps, seed, noise):
+def authors_table(code, inputs, users, reps, seed, noise, csv=None):
+    """Every run's maps scored; with ``csv``, each repetition's rows are appended to that CSV as it ends
+    (their code takes hours per 10^6-user repetition here, so a stopped run keeps what it finished)."""
     rows = []
+    if csv:
+        Path(csv).unlink(missing_ok=True)
 
     def add(label, n, rep, method, maps, cost, image):
         for name, heatmap in maps.items():
@@ -376,6 +380,10 @@ def authors_table(code, inputs, users, reps, seed, noise):
                         seconds=time.perf_counter() - start, communication=result.communication,
                         rounds=len(result.transcript), epsilon=result.epsilon_spent, their_mse=np.nan,
                         deepest=int(result.tree.levels.max())), image)
+                if csv:
+                    done = pd.DataFrame(rows)
+                    done[(done["input"] == label) & (done["users_per_round"] == n) & (done["rep"] == rep)].to_csv(
+                        csv, mode="a", header=not Path(csv).exists(), index=False, float_format="%.6g")
     return pd.DataFrame(rows)
 
 
@@ -442,10 +450,8 @@ def main():
             return
         inputs = {"manhattan": image.astype(np.int64), "mixture": _synthetic_population(MIXTURE, args.seed)}
         table = authors_table(code, {k: inputs[k] for k in args.inputs}, args.users, reps, args.seed,
-                              args.authors_noise)
+                              args.authors_noise, args.out)
         print(f"\nload average {os.getloadavg()[0]:.1f}\n" + authors_summary(table).to_string(float_format="%.4g"))
-        if args.out:
-            table.to_csv(args.out, index=False, float_format="%.6g")
         return
     if args.combination:
         inputs = {"manhattan": image.astype(np.int64), "mixture": _synthetic_population(MIXTURE, args.seed)}
