@@ -337,8 +337,9 @@ def decomposition(result) -> dict[str, np.ndarray]:
 
 
 def authors_table(code, inputs, users, reps, seed, noise, csv=None):
-    """Every run's maps scored; with ``csv``, each repetition's rows are appended to that CSV as it ends
-    (their code takes hours per 10^6-user repetition here, so a stopped run keeps what it finished)."""
+    """Every run's maps scored, for the repetitions ``reps`` (each seeded by its own index, so a subset
+    equals those repetitions of a full run).  With ``csv``, each repetition's rows are appended to that
+    CSV as it ends (their code takes hours per 10^6-user repetition here: a stopped run keeps what it did)."""
     rows = []
     if csv:
         Path(csv).unlink(missing_ok=True)
@@ -356,7 +357,7 @@ def authors_table(code, inputs, users, reps, seed, noise, csv=None):
         for n in users:
             variants = {"tf": [AUTHORS], "law": [AUTHORS_LAW], "both": [AUTHORS, AUTHORS_LAW]}[
                 noise if noise != "auto" else ("both" if n <= 100_000 else "law")]
-            for rep in range(reps):
+            for rep in reps:
                 run_seed = int(make_rng(seed, "bench_heatmaps", "authors", label, n, rep).integers(2 ** 31))
                 samples = []
                 for method in variants:
@@ -426,6 +427,8 @@ def main():
     parser.add_argument("--users", nargs="+", type=int, default=[100_000, 1_000_000], help="--authors: n per sub-query")
     parser.add_argument("--authors-noise", default="auto", choices=["auto", "tf", "law", "both"],
                         help="their GeometricNoise (tf), PolyaSum (law), both; auto: both up to 10^5 users, else law")
+    parser.add_argument("--rep", type=int, default=None,
+                        help="--authors: run only this repetition (the same as that repetition of a full run)")
     parser.add_argument("--noise-check", action="store_true",
                         help="--authors: compare their GeometricNoise with PolyaSum over one shard, then exit")
     parser.add_argument("--summary-authors", nargs="+", default=None, metavar="CSV",
@@ -449,7 +452,8 @@ def main():
             noise_check(code, seed=args.seed)
             return
         inputs = {"manhattan": image.astype(np.int64), "mixture": _synthetic_population(MIXTURE, args.seed)}
-        table = authors_table(code, {k: inputs[k] for k in args.inputs}, args.users, reps, args.seed,
+        table = authors_table(code, {k: inputs[k] for k in args.inputs}, args.users,
+                              range(reps) if args.rep is None else [args.rep], args.seed,
                               args.authors_noise, args.out)
         print(f"\nload average {os.getloadavg()[0]:.1f}\n" + authors_summary(table).to_string(float_format="%.4g"))
         return
