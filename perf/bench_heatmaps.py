@@ -10,7 +10,8 @@ the wall time of one adaptive run with 10^6 users and the functions dominating i
 
 ``--combination``: instead, dp_heatmap with the authors' options (threshold σ(ε_t),
 start at the root's children, collapse floor 5; locpriv's implementation of their options,
-not their code: ``--authors`` runs that), with Eq. 6 as printed from the root, and with our defaults, each with the map read from the last
+not their code: ``--authors`` runs that), with Eq. 6 as printed from the root, and with our
+defaults, each with the map read from the last
 sub-query, from every sub-query combined by least squares (``consistency``), and from
 the combined counts rendered smoothly inside each cell (``render.smooth``; the others
 spread each count uniformly over its cell), on Manhattan and on the study's synthetic
@@ -419,7 +420,8 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--combination", action="store_true", help="authors' options vs defaults, last vs combined")
     parser.add_argument("--reps", type=int, default=None, help="repetitions (default 1 with --quick, else 3)")
-    parser.add_argument("--out", default=None, help="--combination, --authors: write the per-repetition table here (CSV)")
+    parser.add_argument("--out", default=None,
+                        help="--combination, --authors: write the per-repetition table here (CSV)")
     parser.add_argument("--summary", default=None, help="print the comparison of a --combination CSV and exit")
     parser.add_argument("--authors", default=None, metavar="DIR",
                         help="run the authors' code from DIR (their analytics/location_heatmaps folder) side by side")
