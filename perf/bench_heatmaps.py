@@ -53,8 +53,8 @@ import os
 import pstats
 import sys
 import time
-from types import SimpleNamespace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -211,7 +211,8 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
 
 
 # ---- against the authors' own code (--authors DIR) ----
-AUTHORS_C = 0.1          # their notebook's "Main result" cell: c = 1/10, threshold 2 sqrt(n/S) σ(ε_t), collapse max(5, τ/4)
+# their notebook's "Main result" cell: c = 1/10, threshold 2 sqrt(n/S) σ(ε_t), collapse max(5, τ/4)
+AUTHORS_C = 0.1
 SHARD = 10_000           # their secagg_round_size
 AUTHORS = "authors' code"
 AUTHORS_LAW = "authors' code, PolyaSum noise"
