@@ -377,7 +377,7 @@ def mitm_input(clients, server, victim, x):
 
 
 def test_key_substitution_reads_an_input_in_the_honest_but_curious_variant_only():
-    # the threat model stated in the README: the honest-but-curious variant assumes the server follows the
+    # the threat model stated in docs/studies.md: the honest-but-curious variant assumes the server follows the
     # protocol; a server that substitutes keys reads any input there, and the active variant refuses it
     n, x = 30, inputs(30, 16, HBC.bits)
     clients, server = shard(n, 16, HBC, np.random.default_rng(1), b"test")
