@@ -15,7 +15,8 @@ Sections (each well under 5 min at paper scale on this machine; --quick: all in 
           scheme standing for every run of that scheme), and how the outputs compare: FedAvg (no
           noise) and every epoch-1 upload against the reference, the rest differ by the noise draws
           (the new calibration; unkept epochs drawn as one aggregate) and are printed side by side.
-          Each code runs in its own subprocess (PYTHONPATH: its lib/), one BLAS thread.
+          Each job runs in its own subprocess (PYTHONPATH: its code's lib/), one BLAS thread, the codes
+          in turn job by job (old, new, new with the paper calibration), so a change of load hits all.
 Epoch-1 uploads (Fig. 4, 6) are exact for any run: no noise has yet changed the trajectory.
 Paper scale: 100 users x 200 measurements, 200 stations, M = 10,000 cells, C = 1.
 
@@ -172,8 +173,9 @@ def mae_section(section, pb, sets):
         marks = [e for e in (1, 50, 100, 200, 400) if e <= s.epochs]
         hard = [float(np.mean(np.abs(hard_gain(pb.eval_links, hist.heights[e - 1], hist.theta[e - 1])[0]
                                      - pb.eval_truth))) for e in marks]
-        print(f"{label}: " + " ".join(f"ep{e} {hist.mae[e - 1]:.2f}|{hd:.2f}" for e, hd in zip(marks, hard))
-              + f"; h in [{hist.heights[-1].min():.0f}, {hist.heights[-1].max():.0f}] m")
+        print(f"{label}: " + " ".join(f"ep{e} {hist.mae[e - 1]:.3f}|{hd:.3f}" for e, hd in zip(marks, hard))
+              + f"; h in [{hist.heights[-1].min():.1f}, {hist.heights[-1].max():.1f}] m; loss at the last epoch "
+              f"{hist.loss[-1]:.2f}")
 
 
 def paper_section(epochs: int, **training) -> dict:
@@ -257,17 +259,21 @@ def compare(reference: str, epochs: int) -> None:
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", reference, "lib", "workflow/schemas"],
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(old_root)], input=archive, check=True)
-        results = {}
-        for label, lib, training in [("old", old_root / "lib", {}), ("new", ROOT / "lib", {}),
-                                     ("new, paper calibration", ROOT / "lib", {"calibration": "paper"})]:
-            wd = Path(tmp) / label.replace(" ", "_").replace(",", "")
-            wd.mkdir()
-            results[label] = run_worker(lib, {"section": paper_section(epochs, **training), "runs": SAMPLE,
-                                              "workdir": str(wd)})
+        codes = [("old", old_root / "lib", {}), ("new", ROOT / "lib", {}),
+                 ("new, paper calibration", ROOT / "lib", {"calibration": "paper"})]
+        parts = {label: [] for label, _, _ in codes}
+        for run in SAMPLE:          # job by job, the codes in turn: a change of the machine's load hits all
+            for label, lib, training in codes:
+                wd = Path(tmp) / label.replace(" ", "_").replace(",", "")
+                wd.mkdir(exist_ok=True)
+                parts[label].append(run_worker(lib, {"section": paper_section(epochs, **training), "runs": [run],
+                                                     "workdir": str(wd)}))
+    results = {label: {"startup": np.mean([w["startup"] for w in ws]), "setup": np.mean([w["setup"] for w in ws]),
+                       "runs": [w["runs"][0] for w in ws]} for label, ws in parts.items()}
     old, new, paper = results["old"], results["new"], results["new, paper calibration"]
     print(f"load average after: {os.getloadavg()[0]:.2f}\n")
     print(f"start-up (interpreter, imports) {old['startup']:.2f} s old, {new['startup']:.2f} s new; setup job "
-          f"{old['setup']:.2f} s old, {new['setup']:.2f} s new (CPU)")
+          f"{old['setup']:.2f} s old, {new['setup']:.2f} s new (CPU, means over the workers)")
     kept_epochs = yaml.safe_load((ROOT / "workflow/configs/radiomap.yaml").read_text())["studies"]["radiomap"][
         "attack"]["epochs"]
     kept = len(kept_epochs)
