@@ -19,8 +19,9 @@ from ..seeding import rng as make_rng
 from ..study import Study
 from . import scenario
 from .config import run_dir, run_list, validate_config
+from .geo import GeoSettings
 from .geometry import Links
-from .noise import GeoSettings, guarantee
+from .noise import guarantee
 from .tables import LABEL, attack_frame, history_frame, model_frame, rmse_table, transcript_frame, uploads_from_frame
 from .training import Settings, train
 
@@ -99,14 +100,15 @@ def settings(cfg: dict, run: dict) -> Settings:
     return Settings(epochs=tr["epochs"], eta_h=tr["eta_h"], eta_theta=tr["eta_theta"], clip=tr["clip"],
                     psi_scale=mo["psi_scale"], h_init=mo["h_init"],
                     theta_init=tuple(mo["theta_init"]), scheme=run["scheme"], mu=run["mu"], rho=run["rho"],
-                    geo=GeoSettings(**cfg["geo"]), theta=tr["theta"])
+                    geo=GeoSettings(**cfg["geo"]), theta=tr["theta"], calibration=tr["calibration"])
 
 
 def train_run(cfg: dict, run: dict, paths, rng, out: dict) -> None:
     pb = load_problem(cfg, paths)
     hist = train(pb, settings(cfg, run), rng, keep_epochs=cfg["attack"]["epochs"])
     M = pb.centres.shape[0]
-    g = guarantee(run["scheme"], run["mu"], M, cfg["delta"], hist.clipped, cfg["training"]["theta"])
+    tr = cfg["training"]
+    g = guarantee(run["scheme"], run["mu"], M, cfg["delta"], tr["epochs"], tr["theta"], tr["calibration"])
     meta = {"run": run, "guarantee": g}
     io.write_parquet(transcript_frame(hist.uploads), out["transcript"], metadata=meta)
     io.write_parquet(model_frame(hist.heights), out["model"], metadata=meta)
@@ -117,8 +119,8 @@ def attack(cfg: dict, paths, transcript_path, out_path) -> None:
     users = load_env(cfg, paths)["users"][["x", "y"]].to_numpy()
     grid = scenario.grid_of(cfg)
     frame = _read(transcript_path, ["epoch", "user", "cell", "gradient"])
-    uploads = uploads_from_frame(frame, len(users), grid.M)
-    io.write_parquet(attack_frame(uploads, grid.centres(), users, cfg["attack"]["nu"]), out_path,
+    epochs, uploads = uploads_from_frame(frame, len(users), grid.M)
+    io.write_parquet(attack_frame(epochs, uploads, grid.centres(), users, cfg["attack"]["nu"]), out_path,
                      metadata=io.read_parquet_metadata(transcript_path))
 
 
