@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from .dp.grid import grid_step, release_bounded
+from .dp.grid import finite, grid_step, release_bounded
 from .dp.sampling import exact_scale
 
 
@@ -81,7 +81,7 @@ def discretisation(bounds: np.ndarray) -> str:
 def randomize(values: np.ndarray, bounds: np.ndarray, epsilon: float, rng: np.random.Generator,
               names: tuple[str, ...] | None = None) -> np.ndarray:
     """Noisy reports of values (n, q) (or (n,) for q = 1) in the public bounds (q, 2)."""
-    values = np.asarray(values, dtype=float)
+    values = finite(values, "values to randomize")
     flat = values.reshape(len(values), -1)
     bounds = _checked(bounds, epsilon)
     outside = (flat < bounds[:, 0]) | (flat > bounds[:, 1])

@@ -45,6 +45,7 @@ import pandas as pd
 
 from ..domain import Domain, Grid
 from ..dp import TRUST_MODELS, Guarantee
+from ..dp.grid import finite
 from ..params import USERS, Param, explicit_params, validate_params
 
 BANDWIDTH = Param("h", "float", "Gaussian kernel bandwidth, in the dataset's distance units, or 'knn' "
@@ -59,9 +60,11 @@ def clamp_to_domain(points: pd.DataFrame, grid: Grid) -> tuple[np.ndarray, int]:
     """Locations clamped to the public domain box, and how many moved.
 
     Clamping is a public, data-independent map, so a guarantee stated for inputs in
-    the box holds for every input; the count goes into the view's metadata.
+    the box holds for every finite input; the count goes into the view's metadata.  NaN and
+    infinities are refused (``dp.grid.finite``): clamping would turn inf into a corner and NaN
+    into garbage codes, neither of which the input's owner meant.
     """
-    xy = points[["x", "y"]].to_numpy()
+    xy = finite(points[["x", "y"]].to_numpy(), "locations")
     d = grid.domain
     clamped = np.clip(xy, [d.xmin, d.ymin], [d.xmax, d.ymax])
     return clamped, int((clamped != xy).any(axis=1).sum())

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..dp.grid import finite
 from .ldp_grid import oue_bits, oue_probabilities
 
 DEFAULT_BUCKETS = 20     # the transcribed CALC_MED's bucket count
@@ -131,7 +132,7 @@ def ldp_kdtree(points: np.ndarray, box, epsilon: float, height: int, rng: np.ran
         raise ValueError(f"height must be an integer in [1, 12], got {height!r}")
     if not (isinstance(buckets, (int, np.integer)) and buckets >= 2):
         raise ValueError(f"buckets must be an integer >= 2, got {buckets!r}")
-    points = np.asarray(points, dtype=float)
+    points = finite(points, "LDP-KDTree locations")
     n = len(points)
     group = rng.permutation(n) % height            # public and data-independent
     splits, reports = [], []
