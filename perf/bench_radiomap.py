@@ -23,10 +23,10 @@ import time
 import numpy as np
 
 from locpriv.radiomap import scenario, validate_config
-from locpriv.radiomap.wcl import localisation_error
 from locpriv.radiomap.model import hard_gain
 from locpriv.radiomap.study import settings
 from locpriv.radiomap.training import train
+from locpriv.radiomap.wcl import localisation_error
 from locpriv.seeding import rng
 
 NUS = [1.0, 2.0, 5.0, 10.0, np.inf]
@@ -143,7 +143,8 @@ def mae_section(section, pb, sets):
         marks = [e for e in (1, 50, 100, 200, 400) if e <= s.epochs]
         hard = [float(np.mean(np.abs(hard_gain(pb.eval_links, hist.heights[e - 1], hist.theta[e - 1])[0]
                                      - pb.eval_truth))) for e in marks]
-        print(f"{label}: " + " ".join(f"ep{e} {hist.mae[e - 1]:.2f}|{hd:.2f}" for e, hd in zip(marks, hard))
+        print(f"{label}: "
+              + " ".join(f"ep{e} {hist.mae[e - 1]:.2f}|{hd:.2f}" for e, hd in zip(marks, hard, strict=True))
               + f"; h in [{hist.heights[-1].min():.0f}, {hist.heights[-1].max():.0f}] m")
 
 

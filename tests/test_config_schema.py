@@ -134,7 +134,7 @@ def _candidates(param) -> list:
     for bound in (param.low, param.high):
         if bound is not None:
             values += [bound, bound - 1, bound + 1, bound + 0.5, math.inf]
-    return values + [0, 1, 2.5, -3]
+    return [*values, 0, 1, 2.5, -3]
 
 
 @pytest.mark.parametrize("name", mechanisms.names())

@@ -9,8 +9,17 @@ from locpriv.config import ConfigError
 from locpriv.radiomap import scenario, validate_config
 from locpriv.radiomap.geometry import CellGrid, traverse
 from locpriv.radiomap.model import hard_gain, local_gradients, smooth_gain
-from locpriv.radiomap.noise import (GeoSettings, clip, geo_variance, gradient_step, guarantee, objective_terms,
-                                    solve_offset, uniform_variance, upload)
+from locpriv.radiomap.noise import (
+    GeoSettings,
+    clip,
+    geo_variance,
+    gradient_step,
+    guarantee,
+    objective_terms,
+    solve_offset,
+    uniform_variance,
+    upload,
+)
 from locpriv.radiomap.training import Settings, train
 from locpriv.radiomap.wcl import localisation_error, wcl
 from locpriv.seeding import rng
@@ -63,7 +72,7 @@ def test_hard_rule_is_los_iff_every_obstacle_is_below_the_link():
 
 
 def test_analytic_gradients_match_finite_differences():
-    cfg, env, pb = small_problem()
+    _cfg, _env, pb = small_problem()
     r = rng(5, "rm-test", "point")
     h = r.uniform(0, 40, pb.centres.shape[0])
     theta = np.array([-21.0, -29.0, -31.0, -45.0])
@@ -76,11 +85,13 @@ def test_analytic_gradients_match_finite_differences():
     eps = 1e-5
     cells = np.argsort(-np.abs(gh).sum(axis=0))[:15]   # cells that carry gradient
     for m in cells:
-        e = np.zeros_like(h); e[m] = eps
+        e = np.zeros_like(h)
+        e[m] = eps
         np.testing.assert_allclose((loss(h + e, theta) - loss(h - e, theta)) / (2 * eps), gh[:, m],
                                    rtol=1e-5, atol=1e-8)
     for k in range(4):
-        e = np.zeros(4); e[k] = eps
+        e = np.zeros(4)
+        e[k] = eps
         np.testing.assert_allclose((loss(h, theta + e) - loss(h, theta - e)) / (2 * eps), gt[:, k],
                                    rtol=1e-5, atol=1e-7)
 
@@ -184,7 +195,7 @@ def test_wcl_on_a_gradient_peaked_at_a_known_cell_returns_that_cell(nu):
 
 
 def test_training_without_noise_decreases_the_loss():
-    cfg, env, pb = small_problem()
+    _cfg, _env, pb = small_problem()
     s = Settings(epochs=15, eta_h=3000.0, eta_theta=0.08, clip=1.0, psi_scale=3.0, h_init=20.0,
                  theta_init=(-20.0, -30.0, -20.0, -40.0), scheme="radio_fedavg")
     hist = train(pb, s, rng(1, "rm-test", "train"), keep_epochs=[1, 15])
@@ -221,7 +232,7 @@ def test_uniform_guarantee_uses_sensitivity_2c_and_needs_full_clipping_and_froze
 
 
 def test_frozen_theta_is_never_updated():
-    cfg, env, pb = small_problem()
+    _cfg, _env, pb = small_problem()
     s = Settings(epochs=3, eta_h=3000.0, eta_theta=0.08, clip=1.0, psi_scale=3.0, h_init=20.0,
                  theta_init=(-20.0, -30.0, -20.0, -40.0), scheme="radio_fedavg", theta="frozen")
     hist = train(pb, s, rng(1, "rm-test", "train"))
@@ -249,7 +260,7 @@ def test_user_with_zero_gradient_gets_no_noise_and_no_nan():
     grid = CellGrid(10, 3.0)
     gbar = np.zeros((2, grid.M))
     gbar[1, 37] = 0.5
-    s2, info = geo_variance(gbar, grid.centres(), np.array([[5.0, 5.0], [20.0, 11.0]]), grid.size, 10.0, 1.0,
+    s2, _info = geo_variance(gbar, grid.centres(), np.array([[5.0, 5.0], [20.0, 11.0]]), grid.size, 10.0, 1.0,
                             GeoSettings())
     assert np.all(np.isfinite(s2)) and np.all(s2[0] == 0)
     np.testing.assert_allclose(s2[1].sum(), 10.0 * 0.25, rtol=1e-9)

@@ -5,11 +5,11 @@ mechanisms on small, fast inputs.
 """
 
 import numpy as np
-from test_radiomap import small_problem
 
 from locpriv.radiomap.geometry import CellGrid
 from locpriv.radiomap.model import local_gradients
 from locpriv.radiomap.noise import objective_terms, plane_variance, uniform_variance
+from test_radiomap import small_problem
 
 H_MAX = 130.0     # paper §V: heights up to 130 m, training initialised at h_m = H_max
 THETA = np.array([-20.0, -30.0, -20.0, -40.0])

@@ -17,8 +17,8 @@ import pandas as pd
 
 from .. import io, mechanisms, seeding
 from ..domain import Grid
-from ..stages.prepare import load_grid
 from ..dp import Guarantee
+from ..stages.prepare import load_grid
 from .cases import audit_params
 from .estimator import audit
 
@@ -184,7 +184,7 @@ def holds(table: pd.DataFrame) -> np.ndarray:
                     np.where(table["epsilon_lb"] <= claim, "yes", "NO: claim refuted"))
 
 
-def audit_table(audit_paths: list[str], out_parquet: str, out_csv: str, out_html: str) -> None:
+def audit_table(*, audit_paths: list[str], out_parquet: str, out_csv: str, out_html: str) -> None:
     """Claimed ε vs audited lower bound, one row per mechanism × setting × dataset × pair.
 
     ``holds`` is "yes" when neither the bound nor the accounted ε (``spent_epsilon``) exceeds the
@@ -199,6 +199,5 @@ def audit_table(audit_paths: list[str], out_parquet: str, out_csv: str, out_html
     with io.atomic_path(out_csv) as tmp:
         table.to_csv(tmp, index=False, float_format="%.6g")
     shown = table.drop(columns=["k_x", "k_xprime", "seed"])
-    with io.atomic_path(out_html) as tmp:
-        with open(tmp, "w") as fh:
-            fh.write(shown.to_html(index=False, float_format=lambda v: f"{v:.4g}"))
+    with io.atomic_path(out_html) as tmp, open(tmp, "w") as fh:
+        fh.write(shown.to_html(index=False, float_format=lambda v: f"{v:.4g}"))

@@ -72,7 +72,7 @@ class Links:
                              "z": coo.data})
 
     @classmethod
-    def from_frame(cls, entries: pd.DataFrame, log10_distance: np.ndarray, M: int) -> "Links":
+    def from_frame(cls, entries: pd.DataFrame, log10_distance: np.ndarray, M: int) -> Links:
         L = len(log10_distance)
         m = sp.csr_matrix((entries["z"].to_numpy(float),
                            (entries["link"].to_numpy(), entries["cell"].to_numpy())), shape=(L, M))

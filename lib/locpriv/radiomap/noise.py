@@ -37,10 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dp import Guarantee
-from ..dp import gaussian
+from ..dp import Guarantee, gaussian
 from ..dp.grid import grid_step
-
 
 # grid of the released gradients: rounding moves two clipped uploads apart by at most
 # sqrt(M) step <= 2C / GRID_CELLS in L2 (see dp.gaussian), i.e. inflates the sensitivity 2C by 2^-20;
