@@ -17,8 +17,8 @@ from locpriv.dp import sampling
 REPORTS = 200
 
 
-def _work_of_one_report(mech, seed):
-    """(words consumed, call sequence, report) of one user's report at a fixed location."""
+def _work(draw, seed):
+    """(words consumed, call sequence, output) of ``draw(rng)`` on a fresh SFC64 stream."""
     rng = np.random.Generator(np.random.SFC64(seed))
     before = int(rng.bit_generator.state["state"]["state"][3])      # SFC64's output counter
     calls = []
@@ -28,11 +28,32 @@ def _work_of_one_report(mech, seed):
             calls.append(arg.__qualname__ if event == "c_call" else frame.f_code.co_qualname)
     sys.setprofile(profile)
     try:
-        view = mech.randomize(np.array([[0.3, 0.7]]), rng=rng, domain=[0, 1, 0, 1])
+        out = draw(rng)
     finally:
         sys.setprofile(None)
-    words = int(rng.bit_generator.state["state"]["state"][3]) - before
-    return words, tuple(calls), view[["x", "y"]].to_numpy()[0]
+    return int(rng.bit_generator.state["state"]["state"][3]) - before, tuple(calls), out
+
+
+def _work_of_one_report(mech, seed):
+    """(words consumed, call sequence, report) of one user's report at a fixed location."""
+    return _work(lambda rng: mech.randomize(np.array([[0.3, 0.7]]), rng=rng, domain=[0, 1, 0, 1])[["x", "y"]]
+                 .to_numpy()[0], seed)
+
+
+def test_the_work_measure_sees_a_noise_dependent_loop():
+    # power of the instrument: a geometric drawn by a rejection loop (the pre-issue-28 samplers'
+    # shape) does work proportional to its value, and both measures show it (numpy's own methods raise
+    # no profile event, so the call sequence sees the Python-level work, the words the draws)
+    def coin(rng):
+        return rng.random() < 0.5
+
+    def loop(rng):
+        k = 0
+        while coin(rng):
+            k += 1
+        return k
+    runs = [_work(loop, seed) for seed in range(REPORTS)]
+    assert len({words for words, _, _ in runs}) > 3 and len({calls for _, calls, _ in runs}) > 3
 
 
 def test_fixed_work_reports_do_the_same_work_whatever_the_noise():
