@@ -64,7 +64,8 @@ class DPHeatmap(Heatmap):
         sums = np.zeros(self.settings["max_rounds"])
         for t, r in enumerate(result.rounds):
             mine = np.flatnonzero(r.codes == 0)
-            sums[t] = r.noisy[mine[np.argmax(r.levels[mine])]]
+            if mine.size:       # none where the tree dropped the corner's leaf (collapse)
+                sums[t] = r.noisy[mine[np.argmax(r.levels[mine])]]
         return np.append(sums, max(result.epsilon_spent, result.epsilon_achieved))
 
     def randomize_points(self, points, grid, rng):

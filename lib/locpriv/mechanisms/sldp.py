@@ -105,7 +105,8 @@ class SLDP(Released):
         child >= Q) stops at the root: U* is the whole box and x, x′ both lie in it.  The protocol's
         release as the server sees it is scored: the target's round-1 indicators for x's and x′'s
         children (``moved_indicators``), the level of its region and the number of rounds it answered.
-        A split of the root (probability <= δ) is part of the law the audit samples.
+        A split of the root (probability <= δ) is part of the law the audit samples (Q > 0, so the
+        empty children always stop the ideal partition at the root).
         """
         from ..audit import cases
 
