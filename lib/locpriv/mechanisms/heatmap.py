@@ -137,13 +137,13 @@ class Heatmap(Released):
 
     def audit_case(self, grid):
         """The whole run (each user's Pólya share, the shard sums, every sub-query the schedule makes)
-        on a tiny population with and without the target: one user in the upper-right pixel, the target
+        on a tiny population with and without the target: two users in the upper-right pixel, the target
         in the lower-left one; ``scored`` reads the release at the target's pixel.  The run's own
         Σ_t ε_t is checked against the claim (``Pair.accounts``)."""
         from ..audit import cases
 
         lo, hi = cases.domain_corners(grid)
-        other = pd.DataFrame({"user": [1], "x": [hi[0]], "y": [hi[1]]})
+        other = pd.DataFrame({"user": [1, 2], "x": hi[0], "y": hi[1]})   # two: a secure shard needs >= 2
         both = pd.concat([pd.DataFrame({"user": [0], "x": [lo[0]], "y": [lo[1]]}), other], ignore_index=True)
         width = len(self.scored(self.result(other, grid, np.random.default_rng(0))))
 
