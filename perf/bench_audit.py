@@ -1,6 +1,7 @@
 """CPU seconds of the audit stage of the default run (issue 28 item 3): one ``audit_setting`` call per
-audited (mechanism, setting) of ``config.yaml``'s density experiment, on its two datasets' public
-grids, at the default draws -- the work of each ``audit`` job (the grid load aside).
+audit job of ``config.yaml`` (the workflow's own ``audit.stage.settings`` of its runs: same parameters,
+labels and seeds), on its datasets' public grids (synthetic boxes), at the default draws -- the work of
+each ``audit`` job (the grid load aside).
 
 Run with the code under test first on PYTHONPATH (``PYTHONPATH=$PWD/lib python perf/bench_audit.py``)
 and once with the reference's ``lib`` (e.g. main's checkout) for a before/after pair in one session.
@@ -8,26 +9,20 @@ Prints one line per setting (CPU seconds, the largest bound, the claim) and the 
 """
 
 import argparse
-import itertools
 import time
 
 import yaml
 
-from locpriv import mechanisms
-from locpriv.audit.stage import DEFAULT_DRAWS, audit_setting, run_claims
+from locpriv.audit.stage import DEFAULT_DRAWS, audit_setting, settings
+from locpriv.config import expand_runs
 from locpriv.domain import Domain, Grid
 from timing import timed
 
 
 def audited_settings(config: dict):
-    """(mechanism, params without n) of every run setting of the density experiment that claims an ε."""
-    for name, spec in config["experiments"]["density"]["mechanisms"].items():
-        lists = {k: v if isinstance(v, list) else [v] for k, v in spec.items() if k != "n"}
-        for values in itertools.product(*lists.values()):
-            params = dict(mechanisms.get(name)(**dict(zip(lists, values))).settings)
-            params.pop("n", None)
-            if run_claims(name, params):
-                yield name, params
+    """(mechanism, params, datasets) of every audit job of the config, as the workflow builds them."""
+    for (name, _), entry in settings(expand_runs(config)).items():
+        yield name, entry["params"], entry["datasets"]
 
 
 def main():
@@ -39,12 +34,13 @@ def main():
     with open(args.config) as fh:
         config = yaml.safe_load(fh)
     grids = {name: Grid.regular(Domain(*spec["bbox"]), config["grid"]["P"], config["grid"]["Q"])
-             for name, spec in config["datasets"].items() if name in config["experiments"]["density"]["datasets"]}
+             for name, spec in config["datasets"].items() if "bbox" in spec}
     total = 0.0
-    for name, params in audited_settings(config):
+    for name, params, datasets in audited_settings(config):
         if args.only and name not in args.only:
             continue
-        seconds, table = timed(lambda: audit_setting(name, params, grids, args.draws, config["seed"]),
+        job = {ds: grids[ds] for ds in datasets}
+        seconds, table = timed(lambda: audit_setting(name, params, job, args.draws, config["seed"]),  # noqa: B023
                                clock=time.process_time)
         total += seconds
         print(f"{name:14s} {params}  cpu {seconds:7.1f} s  lb {table['epsilon_lb'].max():.3f}"
