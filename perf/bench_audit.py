@@ -40,7 +40,7 @@ def main():
         if args.only and name not in args.only:
             continue
         job = {ds: grids[ds] for ds in datasets}
-        seconds, table = timed(lambda: audit_setting(name, params, job, args.draws, config["seed"]),  # noqa: B023
+        seconds, table = timed(lambda: audit_setting(name, params, job, args.draws, config["seed"]),
                                clock=time.process_time)
         total += seconds
         print(f"{name:14s} {params}  cpu {seconds:7.1f} s  lb {table['epsilon_lb'].max():.3f}"

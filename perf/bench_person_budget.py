@@ -67,7 +67,7 @@ def main():
         budgets = {"split": ({**spec, "person_budget": "split"}, 1)}
         budgets.update({f"group c={c}": ({**spec, "max_points_per_person": c}, c) for c in args.caps})
         for label, (ds, cap) in budgets.items():
-            pts, m = ingest.real_points(args.dataset, ds, np.random.default_rng([rep, cap]))
+            pts, _ = ingest.real_points(args.dataset, ds, np.random.default_rng([rep, cap]))
             xy = pts[["x", "y"]].to_numpy()
             for eps in args.eps:
                 record = eps / cap

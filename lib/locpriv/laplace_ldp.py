@@ -83,7 +83,7 @@ def timing_safe_delta(epsilon: float, q: int = 2) -> float:
     """δ of one report drawn with ``timing_safe=True``, valid for every box: its q draws at the largest
     scale any box gives (``grid_step`` keeps top_j = width_j / Λ_j <= 2048 grid steps), since the
     per-draw total-variation bound ``dp.sampling.timing_safe_tv`` grows with the scale."""
-    _checked(np.zeros((q, 2)) + [0.0, 1.0], epsilon)
+    _checked(np.zeros((q, 2)) + [0.0, 1.0], epsilon)   # noqa: RUF005 -- numpy broadcast, not list concatenation
     return timing_safe_delta_of(np.full(q, exact_scale(2048 * q / epsilon)), epsilon)   # scale top / (ε / q)
 
 

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from locpriv import LaplaceLDP, laplace_ldp, mechanisms
-from locpriv.dp import TIMING_BATCH, TIMING_FIXED_WORK
-from locpriv.dp import sampling
+from locpriv.dp import TIMING_BATCH, TIMING_FIXED_WORK, sampling
 
 REPORTS = 200
 

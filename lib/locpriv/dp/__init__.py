@@ -9,4 +9,12 @@
 
 from .record import ADD_REMOVE, REPLACE_ONE, TIMING_BATCH, TIMING_FIXED_WORK, TRUST_MODELS, Guarantee, no_guarantee
 
-__all__ = ["ADD_REMOVE", "REPLACE_ONE", "TIMING_BATCH", "TIMING_FIXED_WORK", "TRUST_MODELS", "Guarantee", "no_guarantee"]
+__all__ = [
+    "ADD_REMOVE",
+    "REPLACE_ONE",
+    "TIMING_BATCH",
+    "TIMING_FIXED_WORK",
+    "TRUST_MODELS",
+    "Guarantee",
+    "no_guarantee",
+]

@@ -45,7 +45,7 @@ class LaplaceLDP(FedKDE):
 
     def claim(self):
         eps = self.settings["epsilon"]
-        fixed = (f"; timing: fixed work per draw, delta = (1 + e^eps) x the sampler's total-variation bound at the "
+        fixed = ("; timing: fixed work per draw, delta = (1 + e^eps) x the sampler's total-variation bound at the "
                  "largest scale any box gives (laplace_ldp.timing_safe_delta)") if self.timing_safe else ""
         return Guarantee(
             model="(epsilon, delta)-LDP" if self.timing_safe else "epsilon-LDP", epsilon=eps,

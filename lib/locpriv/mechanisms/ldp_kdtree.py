@@ -71,7 +71,7 @@ class LDPKDTree(Released):
         xy, moved = clamp_to_domain(points, grid)
         res = self.tree(xy, grid, rng)
         ones = pd.Series([None] * len(xy), dtype=object)
-        for members, bits in zip(res.members, res.reports):
+        for members, bits in zip(res.members, res.reports, strict=True):
             ones.iloc[members] = ones_column(bits).to_numpy()
         view = pd.DataFrame({"user": points["user"].to_numpy(), "level": res.group, "ones": ones})
         view.attrs["release"] = {**{k: res.leaves[k].tolist() for k in ("x0", "x1", "y0", "y1", "count")},
@@ -129,7 +129,7 @@ class LDPKDTree(Released):
             def run(rng):
                 res = self.tree(xy, grid, rng)
                 out = np.full((height, 2), -1.0)
-                for level, (members, bits) in enumerate(zip(res.members, res.reports)):
+                for level, (members, bits) in enumerate(zip(res.members, res.reports, strict=True)):
                     row = np.flatnonzero(members == 0)
                     if row.size:
                         out[level] = bits[row[0], kd.values(pair, res.splits[:level], box, self.settings["buckets"])]
