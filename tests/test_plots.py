@@ -134,7 +134,7 @@ def test_runs_table_with_mixed_units_names_the_unit_column(tmp_path):
     table = runs_table(summary_parquet=str(tmp_path / "two.parquet"), units={"g": "1", "city": "m"},
                        out_csv=str(tmp_path / "runs.csv"))
     assert "privacy_Z [distance_unit]" in table and set(table["distance_unit"]) == {"box unit", "m"}
-    one = runs_table(str(_summary(tmp_path)), {"g": "1"}, str(tmp_path / "one.csv"))
+    one = runs_table(summary_parquet=str(_summary(tmp_path)), units={"g": "1"}, out_csv=str(tmp_path / "one.csv"))
     assert "privacy_Z [box unit]" in one and "ise" not in one   # no ISE rows in this summary
 
 
