@@ -1,6 +1,10 @@
+from locpriv import sanity
 from locpriv.smk import logged
 from locpriv.stages.prepare import ingest
 
 with logged(snakemake):
-    ingest(snakemake.wildcards.dataset, snakemake.params.spec, snakemake.params.seed,
-           snakemake.output.points, snakemake.output.meta)
+    # the runs' n come from the config, not params: they are checked here (the earliest point the
+    # number of users is known) but are not part of the ingest's identity or cache key
+    dataset = snakemake.wildcards.dataset
+    ingest(dataset, snakemake.params.spec, snakemake.params.seed, snakemake.output.points,
+           snakemake.output.meta, requested=sanity.requested_users(snakemake.config, dataset))
