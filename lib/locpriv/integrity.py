@@ -1,8 +1,15 @@
-"""Is a finished output whole?  Structural checks of the formats the workflow writes.
+"""Is a finished output whole?  Its recorded digest, else the structure of its format.
 
 Run over the current config's outputs before each run (``locpriv.smk.remove_damaged``):
-a truncated, overwritten or partly garbled file must not pass for a result.  Each check
-reads the format's own structure rather than its magic bytes:
+a truncated, overwritten or partly garbled file must not pass for a result.
+
+Every job records the SHA-256 and size of each file it wrote (:func:`record_digests`, called
+by ``locpriv.smk.logged`` when the job succeeds, under ``.snakemake/``): a file whose bytes
+differ from its record is damaged, whatever changed in it (a structural check misses random
+bytes in a small Parquet file's footer, whose key-value metadata no checksum covers; and
+NetCDF-3 has no checksum at all).  A file without a record (written before records existed,
+or taken from Snakemake's ``--cache``) gets its format's structural check, which reads the
+structure rather than magic bytes:
 
 * Parquet: the footer parses, every column chunk lies inside the file before the footer,
   and (up to :data:`FULL_READ_BYTES`) the file decodes whole with its page CRC-32
@@ -23,32 +30,73 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import hashlib
 import json
 import os
 import struct
 import zlib
 from pathlib import Path
 
-from . import nc3
-
 # Parquet files up to this size are decoded whole (page checksums verified); larger ones get
 # the footer and chunk-bounds check only (a 10^8-user points file would take minutes to decode)
 FULL_READ_BYTES = 256 * 2**20
 KINDS = (".parquet", ".nc", ".png", ".json", ".csv")
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+DIGEST_DIR = ".snakemake/locpriv-digests"
 
 
-def damage(path: str | os.PathLike) -> str | None:
-    """Why ``path`` is not a whole file of its kind (by suffix), or None when it is."""
+def damage(path: str | os.PathLike, digest: dict | None = None) -> str | None:
+    """Why ``path`` is not the file its job wrote (``digest``: :func:`recorded`) or, without a
+    digest, not a whole file of its kind (by suffix); None when it is."""
     path = Path(path)
     try:
         size = path.stat().st_size
+        if digest:
+            if size != digest["size"]:
+                return f"{size} bytes where its job wrote {digest['size']}"
+            return None if sha256(path) == digest["sha256"] else "its bytes differ from those its job wrote (SHA-256)"
         if size == 0:
             return "empty file"
         check = {".parquet": _parquet, ".nc": _netcdf, ".png": _png, ".json": _json, ".csv": _csv}.get(path.suffix)
         return check(path, size) if check else None
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc})"
+
+
+def sha256(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _digest_record(path: str) -> str:
+    return os.path.join(DIGEST_DIR, hashlib.sha1(os.path.normpath(path).encode()).hexdigest())
+
+
+def record_digests(outputs) -> None:
+    """Record the size and SHA-256 of every file of a finished job's ``outputs`` (a directory
+    output: each file in it, but Snakemake's own hidden marker)."""
+    os.makedirs(DIGEST_DIR, exist_ok=True)
+    for output in map(str, outputs):
+        paths = [output] if not os.path.isdir(output) else [
+            os.path.join(output, name) for name in sorted(os.listdir(output)) if not name.startswith(".")]
+        for path in paths:
+            record = _digest_record(path)
+            with open(f"{record}.{os.getpid()}.tmp", "w") as fh:
+                json.dump({"path": os.path.normpath(path), "size": os.path.getsize(path), "sha256": sha256(path)}, fh)
+            os.replace(f"{record}.{os.getpid()}.tmp", record)
+
+
+def recorded(path: str) -> dict | None:
+    """The digest its job recorded for ``path``, or None."""
+    try:
+        with open(_digest_record(path)) as fh:
+            digest = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return digest if digest.get("path") == os.path.normpath(path) else None
 
 
 def _parquet(path: Path, size: int) -> str | None:
@@ -75,6 +123,8 @@ def _parquet(path: Path, size: int) -> str | None:
 
 
 def _netcdf(path: Path, size: int) -> str | None:
+    from . import nc3   # numpy: not for the console logger, which imports this module's caller
+
     with open(path, "rb") as fh:
         raw = fh.read()
     if raw[:8] == b"\x89HDF\r\n\x1a\n":
@@ -154,7 +204,7 @@ class Verified:
             return None   # gone: nothing to remove
         stamp = [st.st_size, st.st_mtime_ns]
         if self.seen.get(path) != stamp:
-            why = damage(path)
+            why = damage(path, recorded(path))
             if why:
                 return why
         self.now[path] = stamp

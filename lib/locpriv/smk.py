@@ -13,6 +13,8 @@ import threading
 import time
 import traceback
 
+from .integrity import record_digests
+
 # Console lines of failed jobs (and warnings) are also appended here, so the Snakefile's
 # ``onerror`` / ``onsuccess`` handlers can repeat them as the last lines of the console.
 ERROR_DIGEST = ".snakemake/locpriv-errors.txt"
@@ -119,7 +121,9 @@ def logged(snakemake):
             # read by perf/bench_scale.py; peak RSS is the job process's high-water mark
             logging.info("job finished: wall %.3f s, peak RSS %.1f MB", time.perf_counter() - start,
                          resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-        record_outcome(getattr(snakemake, "output", []), failed=False)
+        outputs = getattr(snakemake, "output", [])
+        record_digests(outputs)   # what it wrote, byte for byte: locpriv.integrity checks against it
+        record_outcome(outputs, failed=False)
     except Exception as exc:  # noqa: BLE001 - every failure becomes one line + exit status 1
         record_outcome(getattr(snakemake, "output", []), failed=True)
         if path:

@@ -28,8 +28,7 @@ try:
             Path.cwd(),
         )
     }
-    # names that become paths, epsilons that overflow, boxes that cannot be projected
-    CONFIG_WARNINGS = lpsanity.check_config(config, RUNS.values())
+    CONFIG_WARNINGS = lpsanity.config_warnings(config, RUNS.values())
 except lpconfig.ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
 
@@ -251,7 +250,8 @@ RUN_FILES = [
 
 
 def intermediate_targets():
-    out = list(audit_targets())
+    # the combined audit table is read by the summary through an input function
+    out = audit_targets() + (list(rules.audit_table.output) if AUDITS else [])
     for ds in run_datasets():
         out += [
             results(f"ingest/{ds}/points.parquet"),
