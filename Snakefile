@@ -9,7 +9,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake.utils import min_version
 
-min_version("8.20")
+min_version("9.0")
 
 # The library is pip-installable (pyproject.toml); putting lib/ on the path as
 # well lets the Snakefile and every job (also inside a --software-deployment-method
@@ -84,7 +84,7 @@ ALL_FILES = lpsmk.with_static_inputs(
 
 if workflow.is_main_process:
     lpsmk.announce_checkpoints(workflow.rules)
-    for _line in CONFIG_WARNINGS + lpsanity.level_warnings(run_datasets()):
+    for _line in CONFIG_WARNINGS:
         lpsmk.warn(_line, logger.warning)
 # a live run's outputs may be mid-write: check this config's outputs only when this run is alone
 if workflow.is_main_process and not _other_run and not REPORT_MODE:

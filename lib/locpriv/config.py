@@ -427,4 +427,8 @@ def check_startup(config: dict, schema_path: str | Path, workdir: Path | None) -
         if unusable:
             raise ConfigError("config key '{}': {}".format(*unusable[0]))
         check_dataset_paths(config, workdir)
-    return expand_runs(config)
+    from . import sanity   # here: sanity imports this module
+
+    runs = expand_runs(config)
+    sanity.check_config(config, runs)   # names that become paths, epsilons that overflow, boxes, n
+    return runs

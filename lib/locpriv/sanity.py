@@ -33,8 +33,9 @@ def settings(config: dict) -> dict:
     return {**DEFAULTS, **config.get("sanity", {})}
 
 
-def check_config(config: dict, runs) -> list[str]:
-    """Raise on dataset names, lon/lat boxes and epsilons the workflow cannot use; return warnings."""
+def check_config(config: dict, runs) -> None:
+    """Raise on dataset names, lon/lat boxes, epsilons and synthetic ``n`` the workflow cannot use
+    (``locpriv.config.check_startup``, so ``python -m locpriv.check_config`` refuses them too)."""
     limits = settings(config)
     for name, spec in config.get("datasets", {}).items():
         if not re.fullmatch(DATASET_NAME, name):
@@ -57,20 +58,27 @@ def check_config(config: dict, runs) -> list[str]:
                                     {"n_users": spec["n_users"], "source": "its n_users"})
             if problem:
                 raise ConfigError(problem)
-    warnings, seen = [], set()
     for run in runs:
-        where = f"experiments.{run.experiment}.mechanisms.{run.mechanism}"
         for key, value in run.params.items():
             if "epsilon" in key and isinstance(value, (int, float)) and value > MAX_EPSILON:
-                raise ConfigError(f"config key '{where}.{key}': {value:g} is not allowed; allowed: at most "
-                                  f"{MAX_EPSILON:g} (e^epsilon overflows a double near 709, and such an epsilon "
-                                  "protects nothing)")
+                raise ConfigError(f"config key 'experiments.{run.experiment}.mechanisms.{run.mechanism}.{key}': "
+                                  f"{value:g} is not allowed; allowed: at most {MAX_EPSILON:g} (e^epsilon "
+                                  "overflows a double near 709, and such an epsilon protects nothing)")
+
+
+def config_warnings(config: dict, runs) -> list[str]:
+    """Warnings on settings known before any job: numeric bandwidths too wide for their box, and
+    real datasets whose unit is not a length (:func:`level_warnings`)."""
+    limits, warnings, seen = settings(config), [], set()
+    for run in runs:
+        where = f"experiments.{run.experiment}.mechanisms.{run.mechanism}"
         h = run.params.get("h")
         if isinstance(h, (int, float)) and (run.dataset, h) not in seen:
             seen.add((run.dataset, h))
             line = wide_bandwidth(run.dataset, float(h), config["datasets"][run.dataset], limits, f"{where}.h")
             warnings += [line] if line else []
-    return warnings
+    used = {run.dataset for run in runs}
+    return warnings + level_warnings({k: v for k, v in config.get("datasets", {}).items() if k in used})
 
 
 def wide_bandwidth(dataset: str, h: float, spec: dict, limits: dict, key: str) -> str | None:

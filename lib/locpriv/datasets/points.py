@@ -103,6 +103,8 @@ def read_table(path: str | Path) -> pd.DataFrame:
         table = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
         _no_duplicate_columns(path, _csv_header(path))
         return table
+    except InputError:
+        raise
     except PermissionError as exc:
         raise InputError(str(path), "<file>", "cannot be read: permission denied",
                          f"make it readable (chmod a+r {path}) or point the dataset's 'path' at a copy") from exc
