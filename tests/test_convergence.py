@@ -212,7 +212,7 @@ def test_a_failed_update_output_is_not_taken_for_up_to_date(reference, tmp_path)
     done") until the file is deleted, then remakes everything byte-identical."""
     wd = damaged_copy(reference, tmp_path, {})
     pd.DataFrame({"foo": [1.0]}).to_parquet(wd / KINDS["metrics"])
-    os.remove(wd / integrity._digest_record(KINDS["metrics"]))
+    os.remove(wd / integrity.digest_path(KINDS["metrics"]))
     summary = (wd / KINDS["summary"]).read_bytes()
     for _ in range(2):
         proc = run_snakemake(wd, "--cores", "2", check=False)

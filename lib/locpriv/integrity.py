@@ -71,7 +71,7 @@ def sha256(path) -> str:
     return h.hexdigest()
 
 
-def _digest_record(path: str) -> str:
+def digest_path(path: str) -> str:
     return os.path.join(DIGEST_DIR, hashlib.sha1(os.path.normpath(path).encode()).hexdigest())
 
 
@@ -83,7 +83,7 @@ def record_digests(outputs) -> None:
         paths = [output] if not os.path.isdir(output) else [
             os.path.join(output, name) for name in sorted(os.listdir(output)) if not name.startswith(".")]
         for path in paths:
-            record = _digest_record(path)
+            record = digest_path(path)
             with open(f"{record}.{os.getpid()}.tmp", "w") as fh:
                 json.dump({"path": os.path.normpath(path), "size": os.path.getsize(path), "sha256": sha256(path)}, fh)
             os.replace(f"{record}.{os.getpid()}.tmp", record)
@@ -92,7 +92,7 @@ def record_digests(outputs) -> None:
 def recorded(path: str) -> dict | None:
     """The digest its job recorded for ``path``, or None."""
     try:
-        with open(_digest_record(path)) as fh:
+        with open(digest_path(path)) as fh:
             digest = json.load(fh)
     except (OSError, ValueError):
         return None
