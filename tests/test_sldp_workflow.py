@@ -32,7 +32,7 @@ def test_sldp_study_runs_and_reports_every_method(make_workdir):
     assert_figure(wd / "results/studies/sldp/plots/partition.png", (1, 3))   # data + partition, SLDP, LDP
     table = pd.read_parquet(wd / "results/studies/sldp/summary.parquet")
     methods = set(table["method"])
-    assert {"sldp", "ldp", "central", "privtree", "ldp_oue_grid", "ldp_kdtree"} <= methods
+    assert {"sldp", "ldp", "central", "privtree", "ldp_oue_grid", "ldp_kdtree", "hdg"} <= methods
     assert table["n"].dtype == "int64" and set(table[table["task"] == "mean"]["n"]) == {1500}
     if HOUSING.exists():
         classified = table[table["task"] == "classify"]

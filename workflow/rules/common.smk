@@ -20,14 +20,8 @@ from locpriv.fingerprint import code_fingerprint
 from locpriv.stages import utility as lputility
 
 try:
-    RUNS = {
-        run.key: run
-        for run in lpconfig.check_startup(
-            config,
-            Path(workflow.basedir) / "workflow/schemas/config.schema.yaml",
-            Path.cwd(),
-        )
-    }
+    # activates the config's plugins (here and, through LOCPRIV_PLUGINS, in every job) first
+    RUNS = {run.key: run for run in lpconfig.check_startup(config, Path.cwd())}
     CONFIG_WARNINGS = lpsanity.config_warnings(config, RUNS.values())
 except lpconfig.ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
@@ -69,8 +63,9 @@ def run_path(path, base=results):
 
 
 # the grid's size is part of its path: a config with another grid never overwrites this one,
-# nor the surfaces on it (the truth and the pooled KDE)
-GRID_ID = "grid~{P}x{Q}".format(**config["grid"])
+# nor the surfaces on it (the truth and the pooled KDE); a studies-only config has no grid, and
+# no main-DAG rule (workflow/Snakefile)
+GRID_ID = "grid~{P}x{Q}".format(**config["grid"]) if RUNS else None
 GRID_FILE = results(f"encode/{{dataset}}/{GRID_ID}/grid.nc")
 TRUTH_FILE = results(f"ingest/{{dataset}}/{GRID_ID}/truth.nc")
 POOLED_FILE = results(f"ingest/{{dataset}}/{GRID_ID}/pooled-kde/n~{{n}}_h~{{h}}.nc")
@@ -131,9 +126,9 @@ def frontier_levels(wc):
 
 
 def mechanism_code(wc, stage):
-    # the plugin's own module (one module may define several mechanisms)
+    # the stage's code and the mechanism class's own module (a plugin's too)
     return code_fingerprint(
-        f"locpriv.stages.{stage}", type(lpmechanisms.get(wc.mechanism)).__module__
+        f"locpriv.stages.{stage}", lpmechanisms.get(wc.mechanism).__module__
     )
 
 
@@ -209,7 +204,7 @@ def audit_grids(wc):
 
 def audit_code(wc):
     return code_fingerprint(
-        "locpriv.audit.stage", type(lpmechanisms.get(wc.mechanism)).__module__
+        "locpriv.audit.stage", lpmechanisms.get(wc.mechanism).__module__
     )
 
 

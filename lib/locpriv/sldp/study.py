@@ -4,8 +4,9 @@ One run = (task, N, epsilon, rep).  ``mean``: N(0, 1.5^2 I) truncated to the box
 the protocol on ``partition_share`` of epsilon, Ex. 3.1 / 2.1 / 2.2 on the rest
 (LDP and central DP get the whole epsilon).  ``range``: clustered points on the
 unit square, the protocol on all of epsilon, 200 anchored queries answered from
-the partition, PrivTree (epsilon split in halves), the LDP OUE grid and LDP-KDTree
-(``ldp_kdtree``, height ``range.kdtree_height``).
+the partition, PrivTree (epsilon split in halves), the LDP OUE grid (level ``range.grid_level``,
+or ``auto``: the granularity guideline), LDP-KDTree (``ldp_kdtree``, height
+``range.kdtree_height``) and HDG (``hdg``, Yang et al. 2021, its own granularity guideline).
 
 Split threshold Q = ``threshold`` per task, as the paper and its notebooks set it: 100 for
 mean estimation, 20 for range queries and classification (§5.2, App. A.1/A.2);
@@ -33,7 +34,7 @@ from ..datasets.points import load_points, projected_box
 from ..quadtree import cell_box
 from ..seeding import rng as make_rng
 from ..study import Study
-from . import classify, ldp_grid, ldp_kdtree, mean, privtree, range_queries
+from . import classify, hdg, ldp_grid, ldp_kdtree, mean, privtree, range_queries
 from .protocol import run_protocol
 from .protocol import guarantee as protocol_guarantee
 
@@ -173,12 +174,19 @@ def evaluate_stage(*, run: dict, cfg: dict, seed: int, partition_path: str, regi
         truth = range_queries.true_counts(q, pts)
         parts = {"sldp": pd.read_parquet(partition_path),
                  "privtree": privtree.privtree(pts, UNIT, eps / 2, eps / 2, rng),
-                 "ldp_oue_grid": ldp_grid.oue_grid(pts, UNIT, eps, cfg["range"]["grid_level"], rng),
+                 "ldp_oue_grid": ldp_grid.oue_grid(pts, UNIT, eps, _grid_level(cfg, run["n"], eps), rng),
                  "ldp_kdtree": ldp_kdtree.ldp_kdtree(pts, UNIT, eps, cfg["range"]["kdtree_height"], rng).leaves}
-        rows = [{"method": k, "metric": "mre",
-                 "value": range_queries.mean_relative_error(range_queries.answer(q, p, UNIT), truth, run["n"])}
-                for k, p in parts.items()]
+        answers = {k: range_queries.answer(q, p, UNIT) for k, p in parts.items()}
+        answers["hdg"] = hdg.answer(q, hdg.hdg(pts, UNIT, eps, rng).matrix, UNIT)
+        rows = [{"method": k, "metric": "mre", "value": range_queries.mean_relative_error(a, truth, run["n"])}
+                for k, a in answers.items()]
     io.write_parquet(_rows(run, rows, run["n"]), out)
+
+
+def _grid_level(cfg: dict, n: int, epsilon: float) -> int:
+    """The OUE grid's level: configured, or ``auto`` (the granularity guideline, ``ldp_grid.grid_level``)."""
+    level = cfg["range"]["grid_level"]
+    return ldp_grid.grid_level(n, epsilon) if level == "auto" else level
 
 
 def classify_stage(*, run: dict, cfg: dict, seed: int, data_path: str, out: str) -> None:
