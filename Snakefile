@@ -4,12 +4,22 @@
 
 import os
 import sys
+import warnings
 
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake.utils import min_version
 
 min_version("9.0")
+
+# `snakemake --report` evaluates each rule's resources without awaiting the input-size coroutine
+# Snakemake makes for them (snakemake/rules.py, 9.x): one RuntimeWarning per rule on the console,
+# about sizes the report does not use
+warnings.filterwarnings(
+    "ignore",
+    message="coroutine 'InputFiles._predicated_size_files",
+    category=RuntimeWarning,
+)
 
 # The library is pip-installable (pyproject.toml); putting lib/ on the path as
 # well lets the Snakefile and every job (also inside a --software-deployment-method

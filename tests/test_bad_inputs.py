@@ -368,6 +368,25 @@ def test_unreadable_file_names_the_permission(tmp_path):
     assert code != 0 and [line for line in console.splitlines() if "data/p.csv" in line and "permission" in line]
 
 
+def test_unreadable_file_message_names_the_permission(tmp_path, monkeypatch):
+    """The same refusal without file permissions (they do not stop root): a PermissionError on
+    reading becomes one line naming the file and chmod, not a fix about the encoding."""
+    from locpriv.datasets import points
+    from locpriv.errors import InputError
+
+    path = tmp_path / "p.csv"
+    path.write_text(rows(20))
+
+    def denied(p):
+        raise PermissionError(13, "Permission denied", str(p))
+
+    monkeypatch.setattr(points, "_text_file", denied)
+    with pytest.raises(InputError) as err:
+        points.read_table(path)
+    assert str(path) in str(err.value) and "permission denied" in str(err.value) and "chmod" in str(err.value)
+    assert "UTF-8" not in str(err.value)
+
+
 def test_wide_knn_bandwidth_warns_with_the_thresholds(tmp_path):
     """cycle_hire (742 points, knn_k 500 -> a 6.8 km bandwidth, Spearman ~ 1 for every mechanism):
     a clean run, with warnings naming knn_k, the fraction and the config thresholds."""

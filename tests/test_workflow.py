@@ -110,8 +110,13 @@ def test_every_rule_records_a_benchmark(finished):
     assert {"s", "max_rss"} <= set(bench.columns) and (bench["s"] > 0).all()
 
 
-def test_grid_size_is_in_the_encode_path(finished):
-    assert (finished[0] / "results/encode/gauss9/grid~24x20/grid.nc").is_file()
+def test_grid_size_is_in_the_paths_of_the_surfaces_on_it(finished):
+    """The grid, the truth and the pooled KDEs on it: a config with another grid never overwrites them."""
+    wd = finished[0]
+    assert (wd / "results/encode/gauss9/grid~24x20/grid.nc").is_file()
+    assert (wd / "results/ingest/gauss9/grid~24x20/truth.nc").is_file()
+    assert list((wd / "results/ingest/gauss9/grid~24x20/pooled-kde").glob("n~*_h~*.nc"))
+    assert not list((wd / "results/ingest/gauss9").glob("*.nc"))
 
 
 def test_finished_run_has_nothing_to_do(finished):
