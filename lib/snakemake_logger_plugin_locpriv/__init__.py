@@ -59,25 +59,12 @@ class LogHandler(LogHandlerBase):
         self.shown_tenth = -1
         self.progress_text = ""
 
-    @property
-    def writes_to_stream(self) -> bool:
-        return True
-
-    @property
-    def writes_to_file(self) -> bool:
-        return False
-
-    @property
-    def has_filter(self) -> bool:
-        return True
-
-    @property
-    def has_formatter(self) -> bool:
-        return True
-
-    @property
-    def needs_rulegraph(self) -> bool:
-        return False
+    # the interface's abstract properties, as constants (a class attribute implements them)
+    writes_to_stream = True
+    writes_to_file = False
+    has_filter = True
+    has_formatter = True
+    needs_rulegraph = False
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
