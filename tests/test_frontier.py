@@ -44,7 +44,7 @@ def test_table_lists_the_front_and_the_best_mechanism_per_level():
     assert row["spearman"] == pytest.approx(0.5) and row["bayes_expected_error"] == pytest.approx(1.0)
     table = frontier.table(pts, "spearman", {"d": [0.25, 1.0, 1.5, 5.0]})
     front = table[table["row"] == "pareto"]
-    assert list(zip(front["mechanism"], front["setting"])) == [("geoind", "epsilon=5.0"),
+    assert list(zip(front["mechanism"], front["setting"], strict=True)) == [("geoind", "epsilon=5.0"),
                                                                ("geoind", "epsilon=1.0"), ("zero", "")]
     best = table[table["row"] == "best_at_level"].set_index("level")
     assert best.loc[0.25, "setting"] == "epsilon=5.0"

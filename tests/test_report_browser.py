@@ -7,6 +7,7 @@ browser-automation package needed.  Skips, saying why, without a Chromium.
 """
 
 import base64
+import contextlib
 import io
 import json
 import os
@@ -17,8 +18,9 @@ import time
 
 import numpy as np
 import pytest
-from conftest import TINY, run_snakemake, write_config
 from PIL import Image
+
+from conftest import TINY, run_snakemake, write_config
 
 pytestmark = [pytest.mark.workflow, pytest.mark.heavy]
 
@@ -116,10 +118,8 @@ class Browser:
         return out
 
     def close(self):
-        try:
+        with contextlib.suppress(EOFError, TimeoutError):
             self.send("Browser.close")
-        except (EOFError, TimeoutError):
-            pass
         try:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:

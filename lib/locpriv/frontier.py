@@ -111,8 +111,9 @@ def plot(pts: pd.DataFrame, utility: str, levels: dict[str, list[float]], units:
 
     higher = UTILITIES[utility]
     mechs = sorted(pts["mechanism"].unique())
-    colours = dict(zip(mechs, plt.get_cmap("tab20" if len(mechs) > 10 else "tab10").colors))
-    panels = sorted({(d, n) for d, n in zip(pts["dataset"], pts["n"])},
+    # a palette of 10 or 20 colours for fewer mechanisms: zip stops at the last mechanism
+    colours = dict(zip(mechs, plt.get_cmap("tab20" if len(mechs) > 10 else "tab10").colors, strict=False))
+    panels = sorted({(d, n) for d, n in zip(pts["dataset"], pts["n"], strict=True)},
                     key=lambda k: (k[0], float("inf") if k[1] == "all" else float(k[1])))
     datasets = sorted({d for d, _ in panels})
     ns = {d: [n for dd, n in panels if dd == d] for d in datasets}
@@ -142,7 +143,7 @@ def plot(pts: pd.DataFrame, utility: str, levels: dict[str, list[float]], units:
             ax.grid(alpha=0.3)
     handles = {}
     for ax in axes.ravel():
-        for h, lab in zip(*ax.get_legend_handles_labels()):
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(lab, h)
     fig.legend(handles.values(), handles.keys(), loc="outside right upper", fontsize=8)
     with io.atomic_path(out_png) as tmp:
@@ -150,7 +151,7 @@ def plot(pts: pd.DataFrame, utility: str, levels: dict[str, list[float]], units:
     plt.close(fig)
 
 
-def frontier(summary_parquet: str, cfg: dict, levels: dict[str, list[float]], units: dict[str, str],
+def frontier(*, summary_parquet: str, cfg: dict, levels: dict[str, list[float]], units: dict[str, str],
              dpi: int, out_csv: str, out_png: str) -> None:
     utility = cfg["utility"]
     pts = points(pd.read_parquet(summary_parquet), utility)

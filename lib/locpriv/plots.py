@@ -7,16 +7,16 @@ import textwrap
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.ticker  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import matplotlib.ticker
+import numpy as np
+import pandas as pd
 
-from . import io  # noqa: E402
-from .stages.metrics import per_run  # noqa: E402
+from . import io
+from .stages.metrics import per_run
 
 
-def _save(fig, path, settings):
+def save_figure(fig, path, settings):
     with io.atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=int(settings.get("dpi", 110)), format="png",
                     metadata={"Software": None})  # no version stamp: same data, same bytes
@@ -28,7 +28,7 @@ def _no_data(out_png: str, settings: dict, what: str) -> None:
     fig, ax = plt.subplots(figsize=(5, 2))
     ax.axis("off")
     ax.text(0.5, 0.5, f"no data to plot: {what}", ha="center", va="center", wrap=True)
-    _save(fig, out_png, settings)
+    save_figure(fig, out_png, settings)
 
 
 def _log_ticks(ax, values, axis: str = "x") -> None:
@@ -57,7 +57,7 @@ def wide_metrics(summary_path: str) -> tuple[pd.DataFrame, list[str]]:
     return wide.dropna(subset=["answered"]), [c for c in columns if not c.startswith("guarantee_")]
 
 
-def metrics_vs_n(summary_path: str, out_png: str, settings: dict) -> None:
+def metrics_vs_n(*, summary_path: str, out_png: str, settings: dict) -> None:
     """Spearman with the truth and privacy score Z against the number of users."""
     wide, params = wide_metrics(summary_path)
     if wide.empty:
@@ -67,15 +67,16 @@ def metrics_vs_n(summary_path: str, out_png: str, settings: dict) -> None:
     fig, axes = plt.subplots(len(datasets), 2, figsize=(14, 3.8 * len(datasets)), squeeze=False)
     # one colour per mechanism, one line style / marker per variant of it: a legend of 15+ lines stays readable
     mechs = sorted(wide["mechanism"].unique())
-    colours = dict(zip(mechs, plt.get_cmap("tab10" if len(mechs) <= 10 else "tab20").colors))
+    # a palette of 10 or 20 colours for fewer mechanisms: zip stops at the last mechanism
+    colours = dict(zip(mechs, plt.get_cmap("tab10" if len(mechs) <= 10 else "tab20").colors, strict=False))
     styles = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ("-", "v"), ("--", "P")]
-    for row, ds in zip(axes, datasets):
+    for row, ds in zip(axes, datasets, strict=True):
         sub = wide[wide["dataset"] == ds]
         for (mech, variant), grp in sub.groupby(["mechanism", "variant"], sort=True):
             k = sorted(sub.loc[sub["mechanism"] == mech, "variant"].unique()).index(variant)
             ls, marker = styles[k % len(styles)]
             mean = grp.groupby("n_users")[["spearman", "privacy_Z"]].mean().sort_index()
-            for ax, col in zip(row, ("spearman", "privacy_Z")):
+            for ax, col in zip(row, ("spearman", "privacy_Z"), strict=True):
                 ax.plot(mean.index, mean[col], ls=ls, marker=marker, ms=4, color=colours[mech], label=variant)
         row[0].set(title=f"{ds}: Spearman vs truth", xlabel="users N", ylabel="Spearman", xscale="log")
         row[1].set(title=f"{ds}: privacy score Z", xlabel="users N", ylabel="Z (distance units)",
@@ -84,7 +85,7 @@ def metrics_vs_n(summary_path: str, out_png: str, settings: dict) -> None:
             _log_ticks(ax, sub["n_users"])
         row[1].legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout(rect=(0, 0, 0.82, 1))   # the right margin holds the legends
-    _save(fig, out_png, settings)
+    save_figure(fig, out_png, settings)
 
 
 SURFACE_COLUMNS = 4
@@ -99,7 +100,7 @@ def _robust_max(values: np.ndarray) -> float:
     return top if top > 0 else float(finite.max(initial=0.0)) or 1.0
 
 
-def surfaces(truth_path: str, estimate_paths: list[str], labels: list[str], out_png: str,
+def surfaces(*, truth_path: str, estimate_paths: list[str], labels: list[str], out_png: str,
              settings: dict) -> None:
     """True density beside each mechanism's estimate, a grid of panels with one colour bar each.
 
@@ -108,14 +109,15 @@ def surfaces(truth_path: str, estimate_paths: list[str], labels: list[str], out_
     compared by shape, the colour bars give the values (density per squared distance unit).
     """
     truth = io.read_netcdf(truth_path)["density"]
-    panels = [("truth", truth)] + [(lab, io.read_netcdf(p)["density"]) for lab, p in zip(labels, estimate_paths)]
+    panels = [("truth", truth)] + [(lab, io.read_netcdf(p)["density"])
+                                   for lab, p in zip(labels, estimate_paths, strict=True)]
     ncol = min(SURFACE_COLUMNS, len(panels))
     nrow = -(-len(panels) // ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 3.4 * nrow), squeeze=False)
     extent = [float(truth.x[0]), float(truth.x[-1]), float(truth.y[0]), float(truth.y[-1])]
     units = truth.attrs.get("units", "")
     units = "" if units in ("1/1^2", "1") else units      # a unitless box: no "[1/1^2]"
-    for ax, (label, da) in zip(axes.ravel(), panels):
+    for ax, (label, da) in zip(axes.ravel(), panels, strict=False):   # the last row may have spare axes
         values = np.asarray(da.values, dtype=float)
         if not np.isfinite(values).any():   # a refused query: no estimate to draw
             ax.text(0.5, 0.5, "no estimate\n(query refused)", ha="center", va="center", transform=ax.transAxes)
@@ -130,7 +132,7 @@ def surfaces(truth_path: str, estimate_paths: list[str], labels: list[str], out_
     for ax in axes.ravel()[len(panels):]:
         ax.axis("off")
     fig.tight_layout()
-    _save(fig, out_png, settings)
+    save_figure(fig, out_png, settings)
 
 
 # [RFF-KDE] scores utility against the same users' non-private KDE (§4.2.1).
@@ -143,7 +145,7 @@ def _mean_by(frame: pd.DataFrame, key: str) -> pd.DataFrame:
     return out.sort_index()
 
 
-def tradeoff(summary_path: str, out_png: str, settings: dict) -> None:
+def tradeoff(*, summary_path: str, out_png: str, settings: dict) -> None:
     """[RFF-KDE] Fig. 10-12: Spearman against privacy score Z, one panel per dataset and N.
 
     RFF is a curve over B and GeoInd a curve over epsilon (answered runs only);
@@ -153,7 +155,7 @@ def tradeoff(summary_path: str, out_png: str, settings: dict) -> None:
     wide = wide[wide["answered"] == 1]
     if wide.empty:
         return _no_data(out_png, settings, "no run was answered (every user refused every query)")
-    cells = sorted({(ds, n) for ds, n in zip(wide["dataset"], wide["n_users"])})
+    cells = sorted({(ds, n) for ds, n in zip(wide["dataset"], wide["n_users"], strict=True)})
     datasets = sorted({ds for ds, _ in cells})
     ncol = max(sum(1 for ds2, _ in cells if ds2 == ds) for ds in datasets)
     fig, axes = plt.subplots(len(datasets), ncol, figsize=(3.6 * ncol, 3.3 * len(datasets)),
@@ -174,7 +176,7 @@ def tradeoff(summary_path: str, out_png: str, settings: dict) -> None:
                 varied = [p for p in params if p not in (key, "n") and grp[p].nunique(dropna=False) > 1]
                 for values, part in (grp.groupby(varied, sort=True, dropna=False) if varied else [((), grp)]):
                     mean = _mean_by(part, key)
-                    label = ", ".join(f"{p}={v}" for p, v in zip(varied, values))
+                    label = ", ".join(f"{p}={v}" for p, v in zip(varied, values, strict=True))
                     ax.plot(mean["privacy_Z"], mean[UTILITY], style, ms=3,
                             label=f"{mech} over {key}" + (f" ({label})" if label else ""))
                     for k, row in mean.iterrows():
@@ -187,10 +189,10 @@ def tradeoff(summary_path: str, out_png: str, settings: dict) -> None:
                    ylabel="Spearman vs same users' exact KDE")
             ax.legend(fontsize=6)
     fig.tight_layout()
-    _save(fig, out_png, settings)
+    save_figure(fig, out_png, settings)
 
 
-def gain_per_cost(summary_path: str, out_png: str, settings: dict) -> None:
+def gain_per_cost(*, summary_path: str, out_png: str, settings: dict) -> None:
     """[RFF-KDE] Fig. 13: (S_B - S_1) / (Z_1 - Z_B) for B >= 2, one line per dataset and N.
 
     The paper defines the privacy cost as 'the privacy score with B minus that
@@ -213,4 +215,4 @@ def gain_per_cost(summary_path: str, out_png: str, settings: dict) -> None:
     _log_ticks(ax, pd.to_numeric(rff["B"]))
     ax.legend(fontsize=7)
     fig.tight_layout()
-    _save(fig, out_png, settings)
+    save_figure(fig, out_png, settings)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .kde import kde_sum
-from .plots import _save, plt
+from .plots import plt, save_figure
 from .rff import draw_users, rff_sum, rff_surfaces
 
 # Fig. 3's mixture (§3.4): N(-10, 2^2), N(0, 2^2), N(5, 2^2) in ratio 1:3:1 on [-15, 15].
@@ -28,7 +28,7 @@ def _rff_1d(x: np.ndarray, B: int, h: float, grid: np.ndarray,
     return total[:, 0] / (x.size * B)
 
 
-def plot_fig3_convergence(path: str, rng: np.random.Generator, h: float = 1.0,
+def plot_fig3_convergence(*, path: str, rng: np.random.Generator, h: float = 1.0,
                           dpi: int = 110) -> None:
     """Fig. 3: RFF KDE (eq. 6) beside exact KDE for the panels of FIG3_PANELS.
 
@@ -39,7 +39,7 @@ def plot_fig3_convergence(path: str, rng: np.random.Generator, h: float = 1.0,
     comp = rng.choice(FIG3_MEANS.size, size=n_max, p=FIG3_WEIGHTS)
     sample = FIG3_MEANS[comp] + FIG3_SD * rng.standard_normal(n_max)
     fig, axes = plt.subplots(2, 2, figsize=(10, 6.4), sharex=True)
-    for ax, (n, B), tag in zip(axes.ravel(), FIG3_PANELS, "abcd"):
+    for ax, (n, B), tag in zip(axes.ravel(), FIG3_PANELS, "abcd", strict=True):
         x = sample[:n]
         pts = np.column_stack([x, np.zeros(n)])
         exact = kde_sum(pts, grid, np.zeros(1), h)[:, 0] / n
@@ -50,10 +50,10 @@ def plot_fig3_convergence(path: str, rng: np.random.Generator, h: float = 1.0,
         ax.legend(fontsize=8)
     fig.suptitle(f"RFF KDE converges to KDE (1-D mixture 1:3:1 at -10, 0, 5, sd 2; h={h:g})")
     fig.tight_layout()
-    _save(fig, path, {"dpi": dpi})
+    save_figure(fig, path, {"dpi": dpi})
 
 
-def plot_user_surfaces(path: str, rng: np.random.Generator, B_list=(1, 2, 8), h: float = 0.5,
+def plot_user_surfaces(*, path: str, rng: np.random.Generator, B_list=(1, 2, 8), h: float = 0.5,
                        dpi: int = 110) -> None:
     """Fig. 4 (2-D row): one user at the origin answering with its first B features.
 
@@ -66,7 +66,7 @@ def plot_user_surfaces(path: str, rng: np.random.Generator, B_list=(1, 2, 8), h:
     grid = np.linspace(-5, 5, 100)
     omega = draw_users(1, max(B_list), h, rng).omega0
     fig, axes = plt.subplots(1, len(B_list), figsize=(3.6 * len(B_list), 3.4), squeeze=False)
-    for ax, B in zip(axes[0], B_list):
+    for ax, B in zip(axes[0], B_list, strict=True):
         surf = rff_surfaces(omega[:, :B], np.zeros((1, B)), grid, grid)[0]
         im = ax.imshow(surf.T, origin="lower", extent=(-5, 5, -5, 5), cmap="viridis")
         ax.plot(0, 0, marker="x", color="r", ms=8)
@@ -74,4 +74,4 @@ def plot_user_surfaces(path: str, rng: np.random.Generator, B_list=(1, 2, 8), h:
         fig.colorbar(im, ax=ax, fraction=0.046)
     fig.suptitle(f"One user's response surface at (0, 0) (x), h={h:g}")
     fig.tight_layout()
-    _save(fig, path, {"dpi": dpi})
+    save_figure(fig, path, {"dpi": dpi})

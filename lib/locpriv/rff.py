@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from .dp.grid import finite
+
 # Users per GEMM chunk is chosen so that one chunk holds about this many features:
 # the two complex (grid, features) factors then stay in cache-friendly sizes
 # (~2048 x 200 complex = 6.5 MB), measured fastest on the benchmark machine.
@@ -53,7 +55,7 @@ def _count(name: str, value, low: int) -> int:
 
 # --------------------------------------------------------------------------- policy
 
-def lemma3_max_bandwidth(l: float, risk: float, j: int = 2) -> float:
+def lemma3_max_bandwidth(l: float, risk: float, j: int = 2) -> float:  # noqa: E741 (Lemma 3's l)
     """Largest bandwidth Lemma 3 allows: sqrt(gamma) l / (2 pi j), gamma = C^-1(risk).
 
     Reconstruction of Lemma 3 / Appendix A.1.  One feature w ~ N(0, h^-2 I) makes
@@ -68,7 +70,7 @@ def lemma3_max_bandwidth(l: float, risk: float, j: int = 2) -> float:
     C(x) = 1 - exp(-x / 2), so gamma = -2 log(1 - risk) exactly.
     j >= 2 as §3.5 requires: a single band localises the user to that band.
     """
-    l = _positive("inscribed square side l", l)
+    l = _positive("inscribed square side l", l)  # noqa: E741
     risk = float(risk)
     if not 0 < risk < 1:
         raise ValueError(f"Lemma 3 risk must be in (0, 1), got {risk}")
@@ -108,7 +110,7 @@ class RFFPolicy:
 
     def __post_init__(self):
         _count("max_features", self.max_features, 1)
-        self.max_bandwidth  # validates inscribed_side, risk and min_bands
+        _ = self.max_bandwidth  # validates inscribed_side, risk and min_bands
 
     @property
     def max_bandwidth(self) -> float:
@@ -185,10 +187,9 @@ def answer_query(users: RFFUsers, points: np.ndarray, h: float, B: int, policy: 
     per-query argument because users move (Fig. 6) while their frequencies stay.
     A policy violation returns one Refusal instead.
     """
-    points = np.asarray(points, dtype=float)
-    if points.shape != (users.n_users, 2) or not np.isfinite(points).all():
-        raise ValueError(f"points must be a finite ({users.n_users}, 2) array, "
-                         f"got shape {points.shape}")
+    points = finite(points, "points")
+    if points.shape != (users.n_users, 2):
+        raise ValueError(f"points must be a ({users.n_users}, 2) array, got shape {points.shape}")
     reason = query_refusal(users, h, B, policy)
     if reason is not None:
         return Refusal(int(query_id), int(B), float(h), reason)

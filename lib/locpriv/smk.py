@@ -111,7 +111,7 @@ def logged(snakemake):
     """
     _exit_with_parent()
     path = snakemake.log[0] if snakemake.log else None
-    sink = open(path, "w") if path else open(os.devnull, "w")
+    sink = open(path or os.devnull, "w")  # noqa: SIM115 (closed by the `with` below; a failed open is not ours)
     try:
         with sink as fh, contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
             logging.basicConfig(stream=fh, level=logging.INFO, force=True,
@@ -124,7 +124,7 @@ def logged(snakemake):
         outputs = getattr(snakemake, "output", [])
         record_digests(outputs)   # what it wrote, byte for byte: locpriv.integrity checks against it
         record_outcome(outputs, failed=False)
-    except Exception as exc:  # noqa: BLE001 - every failure becomes one line + exit status 1
+    except Exception as exc:  # every failure becomes one line + exit status 1
         record_outcome(getattr(snakemake, "output", []), failed=True)
         if path:
             with open(path, "a") as fh:

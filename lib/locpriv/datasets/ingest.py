@@ -7,9 +7,8 @@ import pandas as pd
 
 from ..domain import Domain, Grid
 from ..errors import InputError
-from . import persons
+from . import persons, synthetic
 from . import points as real
-from . import synthetic
 
 # stop the ingest when more of the file than this is unusable (config: max_dropped_fraction)
 DEFAULT_MAX_DROPPED_FRACTION = 0.01
@@ -27,6 +26,13 @@ def domain_of(spec: dict) -> tuple[Domain, str]:
     return Domain.from_list(spec["bbox"]), spec.get("units", "1")
 
 
+def grid_mapping_of(spec: dict) -> dict | None:
+    """The CF grid-mapping attrs of the dataset's map projection; None where there is none (synthetic or x/y data)."""
+    if spec["source"] != "synthetic" and "lonlat_bbox" in spec:
+        return real.projected_box(spec["lonlat_bbox"])[1].grid_mapping()
+    return None
+
+
 def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.DataFrame, dict]:
     """Real points with user ids 0..N-1 and the metadata to record with them.
 
@@ -35,14 +41,16 @@ def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.Dat
     and time and would bias a prefix).  With a ``user_column`` the person is
     kept as ``source_user`` and, with ``max_points_per_person``, each person's
     rows are capped (a seeded uniform subset) so that the person-level ε is at
-    most cap × the record-level ε (:mod:`locpriv.datasets.persons`).
+    most cap × the record-level ε (:mod:`locpriv.datasets.persons`); with
+    ``person_budget: split`` each person keeps one seeded row (cap 1), so the
+    person-level ε is the configured ε.
     Rows dropped for bad or out-of-box coordinates above ``max_dropped_fraction``
     of the file stop the ingest with the counts.
     """
     box_key = "lonlat_bbox" if "lonlat_bbox" in spec else "bbox"
     col_keys = ("lon_column", "lat_column") if box_key == "lonlat_bbox" else ("x_column", "y_column")
     columns = tuple(spec.get(k, d) for k, d in zip(col_keys, ("lon", "lat") if box_key == "lonlat_bbox"
-                                                          else ("x", "y")))
+                                                          else ("x", "y"), strict=True))
     pts, report, meta = real.load_points(spec["path"], **{box_key: spec[box_key]}, columns=columns,
                                          user_column=spec.get("user_column"))
     limit = float(spec.get("max_dropped_fraction", DEFAULT_MAX_DROPPED_FRACTION))
@@ -52,7 +60,9 @@ def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.Dat
                          f"({dropped / report.rows_read:.1%}) dropped ({describe_drops(report.dropped)}), above "
                          f"max_dropped_fraction {limit}", "fix those rows, or raise the dataset's "
                          "'max_dropped_fraction' in the config if dropping them is intended")
-    cap = spec.get("max_points_per_person")
+    # person_budget split: one seeded row per person per release, so the person-level epsilon is the
+    # configured one (group: up to max_points_per_person rows, person-level epsilon cap x epsilon)
+    cap = 1 if spec.get("person_budget") == "split" else spec.get("max_points_per_person")
     if "source_user" in pts:
         meta["persons"] = int(pts["source_user"].nunique())
         if cap is not None:
@@ -69,7 +79,7 @@ def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.Dat
     pts = pts.iloc[order].reset_index(drop=True)
     pts.insert(0, "user", np.arange(len(pts), dtype=np.int64))
     meta.update(source=str(spec["path"]), licence=spec.get("licence", "see the source's SOURCE.md"),
-                users=_users_note(meta, "source_user" in pts), dataset=name, n_users=int(len(pts)))
+                users=_users_note(meta, "source_user" in pts), dataset=name, n_users=len(pts))
     return pts, meta
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..plots import _save, plt
+from ..plots import plt, save_figure
 from .study import NOISELESS
 
 SCATTER_POINTS = 2000
@@ -59,9 +59,9 @@ def dataset_figure(*, name: str, cfg: dict, summary_path: str, curve_paths: dict
     table = _metric_table(summary, name, metric)
     fig, axes = plt.subplots(len(ns), 4, figsize=(21, 4.2 * len(ns)), squeeze=False)
     rng = np.random.default_rng(0)   # which test points are drawn as dots: cosmetic, fixed
-    for row, n in zip(axes, ns):
+    for row, n in zip(axes, ns, strict=True):
         test = pd.read_parquet(test_paths[str(n)])
-        for ax, eps in zip(row[:2], ("inf", fig_eps)):
+        for ax, eps in zip(row[:2], ("inf", fig_eps), strict=True):
             curves = pd.read_parquet(curve_paths[(str(n), str(eps))])
             at = table["epsilon"].isna() if eps == "inf" else table["epsilon"] == eps
             sel = table[(table["n"] == _clients(table, str(n))) & at].set_index("method")["value"]
@@ -89,4 +89,4 @@ def dataset_figure(*, name: str, cfg: dict, summary_path: str, curve_paths: dict
                ylabel="test log-likelihood" if binary else "test MSE", title=f"{metric} vs epsilon (mean over reps)")
         ax.legend(fontsize=6)
     fig.tight_layout()
-    _save(fig, out_png, {"dpi": dpi})
+    save_figure(fig, out_png, {"dpi": dpi})

@@ -26,8 +26,8 @@ simulated here (overflow is measured in ``multi_location``).  ``SecAgg.mode``
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -117,7 +117,7 @@ class UserPool:
         self._fixed: np.ndarray | None = None
 
     @classmethod
-    def from_pixels(cls, x, y, depth: int, sampling: str = "disjoint") -> "UserPool":
+    def from_pixels(cls, x, y, depth: int, sampling: str = "disjoint") -> UserPool:
         """From per-user pixel indices (one location per user)."""
         x = np.asarray(x, dtype=np.int64)
         y = np.asarray(y, dtype=np.int64)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .. import io
-from ..plots import _save, plt
+from ..plots import plt, save_figure
 from ..secagg import ProtocolParams
 from ..secagg.protocol import client_bytes
 from .study import SWEEPS, round_maps
@@ -28,10 +28,10 @@ def plot_rounds(*, population_path: str, releases_path: str, out_png: str, dpi: 
     maps = round_maps(releases_path, depth)
     fig, axes = plt.subplots(1, len(maps) + 1, figsize=(2.6 * (len(maps) + 1), 2.9))
     _log_image(axes[0], truth / truth.sum(), "population (log10)")
-    for t, (ax, image) in enumerate(zip(axes[1:], maps)):
+    for t, (ax, image) in enumerate(zip(axes[1:], maps, strict=True)):
         _log_image(ax, image, f"after sub-query {t + 1}")
     fig.tight_layout()
-    _save(fig, out_png, {"dpi": dpi})
+    save_figure(fig, out_png, {"dpi": dpi})
 
 
 def plot_sweeps(*, summary_path: str, base: dict, out_png: str, dpi: int) -> None:
@@ -40,7 +40,7 @@ def plot_sweeps(*, summary_path: str, base: dict, out_png: str, dpi: int) -> Non
     fig, axes = plt.subplots(1, len(SWEEPS), figsize=(5 * len(SWEEPS), 3.8))
     labels = {"users_per_round": "users per sub-query n", "calibration": "calibration c",
               "shard_size": "SecAgg shard size", "dropout": "dropout rate (noise provisioned for it)"}
-    for ax, key in zip(axes, SWEEPS):
+    for ax, key in zip(axes, SWEEPS, strict=True):
         for method, grp in at_base(table, base, key).groupby("method"):
             mean = grp.groupby(COLUMN[key])["value"].agg(["mean", "std"]).reset_index()
             if len(mean) > 1 or method in ("dp_heatmap", "nonprivate"):
@@ -50,7 +50,7 @@ def plot_sweeps(*, summary_path: str, base: dict, out_png: str, dpi: int) -> Non
                xscale="log" if key in ("users_per_round", "shard_size", "calibration") else "linear")
         ax.legend(fontsize=6)
     fig.tight_layout()
-    _save(fig, out_png, {"dpi": dpi})
+    save_figure(fig, out_png, {"dpi": dpi})
 
 
 def plot_multi(*, multi_path: str, out_png: str, dpi: int) -> None:
@@ -66,7 +66,7 @@ def plot_multi(*, multi_path: str, out_png: str, dpi: int) -> None:
     for ax in axes:
         ax.legend(fontsize=7)
     fig.tight_layout()
-    _save(fig, out_png, {"dpi": dpi})
+    save_figure(fig, out_png, {"dpi": dpi})
 
 
 STEP_LABELS = {"advertise_keys": "public keys and seed commitment", "share_keys": "sealed key shares",
@@ -109,4 +109,4 @@ def plot_secagg_cost(*, protocol_path: str, transcript_path: str, out_png: str, 
              title="per-client bytes vs shard size (m = 2^32)")
     by_n.legend(fontsize=7)
     fig.tight_layout()
-    _save(fig, out_png, {"dpi": dpi})
+    save_figure(fig, out_png, {"dpi": dpi})

@@ -4,9 +4,10 @@ Each user clamps its location to the public domain box (counted in the view's
 metadata; clamping is a public map, so the guarantee holds for every input) and
 reports it with Laplace noise b_j = 2 (box side_j) / ε per coordinate (Theorem 1,
 q = 2), sampled exactly as discrete Laplace on a public power-of-two grid
-(``locpriv.laplace_ldp``: ε-LDP for any two locations, proof there).  The server estimates the density by the naive KDE of the reports or by
-the deconvoluting KDE (eq. 5), both in the separable GEMM form; the attack's
-surface is the exact kernel at the report, so its best guess is the report.
+(``locpriv.laplace_ldp``: ε-LDP for any two locations, proof there).  The server estimates the
+density by the naive KDE of the reports or by the deconvoluting KDE (eq. 5), both in the
+separable GEMM form; the attack's surface is the exact kernel at the report, so its best guess
+is the report.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .. import laplace_ldp
 from ..adversary import likelihoods
 from ..dp import Guarantee
 from ..params import Param
-from .base import BANDWIDTH, as_grid, clamp_to_domain
+from .base import BANDWIDTH, TIMING, as_grid, clamp_to_domain
 from .fedkde import KDE, FedKDE
 
 
@@ -40,17 +41,21 @@ class LaplaceLDP(FedKDE):
               "estimator": Param("estimator", "choice", "server density estimator: naive KDE of the "
                                  "reports or the deconvoluting KDE ([Deconv-LDP] eq. 5)", default="deconv",
                                  choices=("naive", "deconv")),
-              "kde": KDE}
+              "kde": KDE, "timing": TIMING}
 
     def claim(self):
+        eps = self.settings["epsilon"]
+        fixed = ("; timing: fixed work per draw, delta = (1 + e^eps) x the sampler's total-variation bound at the "
+                 "largest scale any box gives (laplace_ldp.timing_safe_delta)") if self.timing_safe else ""
         return Guarantee(
-            model="epsilon-LDP", epsilon=self.settings["epsilon"], delta=0.0, relation="any two inputs (local)",
+            model="(epsilon, delta)-LDP" if self.timing_safe else "epsilon-LDP", epsilon=eps,
+            delta=laplace_ldp.timing_safe_delta(eps) if self.timing_safe else 0.0, relation="any two inputs (local)",
             covers="each user's location (clamped to the public domain box first)",
             discretisation="each coordinate snapped to the public grid of step = largest power of two <= "
                            "box side / 1024, plus exact discrete Laplace noise of scale 2 (side / step) / "
                            "epsilon grid steps (Canonne, Kamath & Steinke 2020); reports on that grid",
             note="Farokhi 2020 Theorem 1 with q = 2; the sampler rounds its scale up, so the exact "
-                 "epsilon is slightly below the recorded one")
+                 "epsilon is slightly below the recorded one" + fixed)
 
     def variance(self, domain) -> np.ndarray:
         """Per-coordinate (x, y) variance of a report around the user's snapped location.
@@ -66,7 +71,8 @@ class LaplaceLDP(FedKDE):
 
     def randomize_points(self, points, grid, rng):
         clamped, moved = clamp_to_domain(points, grid)
-        noisy = laplace_ldp.randomize(clamped, _bounds(grid), self.settings["epsilon"], rng, names=("x", "y"))
+        noisy = laplace_ldp.randomize(clamped, _bounds(grid), self.settings["epsilon"], rng, names=("x", "y"),
+                                      timing_safe=self.timing_safe)
         view = points[["user"]].reset_index(drop=True)
         view["x"], view["y"] = noisy[:, 0], noisy[:, 1]
         view.attrs["clamped_to_box"] = moved

@@ -40,6 +40,7 @@ from ..quadtree import cell_codes
 
 STEP = 2.0 ** -8
 UNIT = round(1 / STEP)      # grid steps per count
+MAX_DEPTH = 20              # code width (PrivTree stops long before: the bias grows by δ per level)
 
 
 def constants(epsilon_tree: float) -> tuple[float, float]:
@@ -64,7 +65,7 @@ def biased_steps(count, depth, theta_steps: int, delta_steps: int) -> np.ndarray
 
 
 def privtree(points: np.ndarray, box, epsilon_tree: float, epsilon_count: float, rng: np.random.Generator,
-             theta: float = 0.0, max_depth: int = 20) -> pd.DataFrame:
+             theta: float = 0.0, max_depth: int = MAX_DEPTH) -> pd.DataFrame:
     """Leaves (level, code, count) with discrete-Laplace-noised counts on the grid STEP.
 
     ``max_depth`` only bounds the code width (PrivTree stops with probability 1
@@ -84,7 +85,8 @@ def privtree(points: np.ndarray, box, epsilon_tree: float, epsilon_count: float,
         prefix = path >> (2 * (max_depth - level))
         in_open_node = np.isin(prefix, nodes)  # points of finished leaves drop out
         counts = np.bincount(np.searchsorted(nodes, prefix[in_open_node]), minlength=nodes.size)
-        noisy = biased_steps(counts, level, theta_steps, delta_steps) + discrete_laplace(lam_steps, rng, size=nodes.size)
+        noisy = (biased_steps(counts, level, theta_steps, delta_steps)
+                 + discrete_laplace(lam_steps, rng, size=nodes.size))
         split = (noisy > theta_steps) & (level < max_depth)
         leaf = ~split
         leaves.append(pd.DataFrame({"level": level, "code": nodes[leaf],

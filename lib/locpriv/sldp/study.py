@@ -21,7 +21,6 @@ Each protocol run records its guarantee (``protocol.guarantee``) in the metadata
 
 from __future__ import annotations
 
-
 from functools import lru_cache
 from pathlib import Path
 
@@ -35,8 +34,8 @@ from ..quadtree import cell_box
 from ..seeding import rng as make_rng
 from ..study import Study
 from . import classify, hdg, ldp_grid, ldp_kdtree, mean, privtree, range_queries
-from .protocol import run_protocol
 from .protocol import guarantee as protocol_guarantee
+from .protocol import run_protocol
 
 TASKS = ("mean", "range")   # tasks with a sample size N; "classify" uses its whole dataset
 # the settings every protocol run reads (the split threshold Q is per task)
@@ -92,7 +91,7 @@ def every_run(cfg: dict) -> list[dict]:
     return runs(cfg) + classify_runs(cfg)
 
 
-def _data(run: dict, cfg: dict, seed: int) -> np.ndarray:
+def client_points(run: dict, cfg: dict, seed: int) -> np.ndarray:
     rng = make_rng(seed, "sldp-data", run["task"], run["n"], run["rep"])
     if run["task"] == "mean":
         box = cfg["mean"]["box"]
@@ -127,7 +126,7 @@ def _real_points(path: str, lonlat_bbox: tuple, n: int, rng: np.random.Generator
 def protocol_stage(*, run: dict, cfg: dict, seed: int, out_partition: str, out_rounds: str,
                    out_reports: str, out_regions: str) -> None:
     """Client data + the interactive protocol; writes the server's transcript and partition."""
-    pts = _data(run, cfg, seed)
+    pts = client_points(run, cfg, seed)
     box = cfg["mean"]["box"] if run["task"] == "mean" else list(UNIT)
     task = run["task"] == "mean"
     # the mean task spends the rest of epsilon on its estimate; a range run may re-release child cells
@@ -157,7 +156,7 @@ def _rows(run: dict, rows: list[dict], n: int) -> pd.DataFrame:
 
 
 def evaluate_stage(*, run: dict, cfg: dict, seed: int, partition_path: str, regions_path: str, out: str) -> None:
-    pts = _data(run, cfg, seed)
+    pts = client_points(run, cfg, seed)
     rng = make_rng(seed, "sldp-evaluate", run["task"], run["n"], run["epsilon"], run["rep"])
     eps = run["epsilon"]
     if run["task"] == "mean":
@@ -244,13 +243,13 @@ def summary_stage(*, paths: list[str], out_parquet: str, out_csv: str) -> None:
 
 
 def plot_stage(*, summary_path: str, out_png: str, dpi: int) -> None:
-    from ..plots import _save, plt
+    from ..plots import plt, save_figure
     table = pd.read_parquet(summary_path)
     fig, axes = plt.subplots(1, 4, figsize=(21, 4))
     k_rows = table[(table["task"] == "classify") & table["metric"].isin(["precision", "recall"])]
     if not k_rows.empty:
         for metric, grp in k_rows.groupby("metric"):
-            axes[3].plot(*zip(*grp.groupby("k")["value"].mean().items()), "o-", label=metric)
+            axes[3].plot(*zip(*grp.groupby("k")["value"].mean().items(), strict=True), "o-", label=metric)
         axes[3].set(xlabel="k (minimum users per region)", ylabel="random forest, test set (mean)",
                     title="SLDP hyperparameter k (App. A.1)")
         axes[3].legend(fontsize=7)
@@ -285,7 +284,7 @@ def plot_stage(*, summary_path: str, out_png: str, dpi: int) -> None:
                title="mean estimation (Ex. 2.1, 2.2, 3.1)" if task == "mean" else "range queries (App. A.2)")
         ax.legend(fontsize=6)
     fig.tight_layout()
-    _save(fig, out_png, {"dpi": dpi})
+    save_figure(fig, out_png, {"dpi": dpi})
 
 
 # a panel holds up to ~20 lines: the colour names the method, the line style and marker the other key
@@ -303,8 +302,8 @@ def plot_partition(*, run: dict, cfg: dict, seed: int, regions_path: str, partit
     """[SLDP] Fig. 1: the private partition over the data, and what users release under SLDP
     (region centre + Laplace over the region, the task half of epsilon) vs LDP (Laplace over the
     whole box per coordinate, the whole epsilon)."""
-    from ..plots import _save, plt
-    pts = _data(run, cfg, seed)
+    from ..plots import plt, save_figure
+    pts = client_points(run, cfg, seed)
     box = cfg["mean"]["box"] if run["task"] == "mean" else list(UNIT)
     rng = make_rng(seed, "sldp-figure-1", run["task"], run["n"], run["epsilon"], run["rep"])
     regions = pd.read_parquet(regions_path)
@@ -322,7 +321,7 @@ def plot_partition(*, run: dict, cfg: dict, seed: int, regions_path: str, partit
     for x0, x1, y0, y1 in cell_box(cells["level"].to_numpy(), cells["code"].to_numpy(), box):
         axes[0].add_patch(plt.Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, lw=0.4, color="k"))
     fig.tight_layout()
-    _save(fig, out_png, {"dpi": dpi})
+    save_figure(fig, out_png, {"dpi": dpi})
 
 
 STUDY = Study(name="sldp", validate=validate_config, runs=every_run, run_dir=run_dir,

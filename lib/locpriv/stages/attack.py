@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from ..adversary import local_maxima as attacks
-from ..adversary import bayes
 from .. import io
+from ..adversary import bayes
+from ..adversary import local_maxima as attacks
 from ..seeding import rng as make_rng
 from .prepare import load_grid
 from .run import check_views, configured, n_users_of, shard_size

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from .. import io, kde
+from .. import cf, io, kde
 from ..errors import InputError
 from ..datasets import ingest as ds_ingest
 from ..config import ConfigError
@@ -15,7 +15,6 @@ from ..sanity import knn_warnings, too_few_users
 from ..seeding import rng as make_rng
 from ..smk import console, warn
 
-
 # Points are sorted by user id; row groups of this size let a shard job read
 # only the groups its user range overlaps (Parquet min/max statistics).
 POINTS_ROW_GROUP = 65_536
@@ -23,7 +22,7 @@ POINTS_ROW_GROUP = 65_536
 PROJECTION_WARN = 0.01
 
 
-def ingest(name: str, spec: dict, seed: int, out_points: str, out_meta: str,
+def ingest(*, name: str, spec: dict, seed: int, out_points: str, out_meta: str,
            requested: list[tuple[str, int]] = ()) -> None:
     """Points and metadata of one dataset; ``requested``: the runs' (config key, n), checked against
     the users kept before anything is written (``locpriv.sanity.too_few_users``)."""
@@ -53,8 +52,8 @@ def ingest_report(name: str, meta: dict) -> list[str]:
         lines.append(f"ingest {name}: {persons:,} person{'s' if persons != 1 else ''}, up to "
                      f"{meta['max_rows_per_person']:,} rows each; " + (
                          f"person-level epsilon = {meta['person_cap']} x the row-level epsilon "
-                         "(max_points_per_person)" if meta.get("person_cap") else
-                         "person-level epsilon unbounded: set max_points_per_person"))
+                         "(max_points_per_person, or person_budget: split)" if meta.get("person_cap") else
+                         "person-level epsilon unbounded: set max_points_per_person or person_budget: split"))
     error = meta.get("projection_max_distance_error", 0.0)
     if error > PROJECTION_WARN:
         lines.append(f"warning: ingest {name}: the equirectangular projection distorts distances by up to "
@@ -63,13 +62,13 @@ def ingest_report(name: str, meta: dict) -> list[str]:
     return lines
 
 
-def encode_grid(spec: dict, grid_spec: dict, out_grid: str) -> None:
+def encode_grid(*, spec: dict, grid_spec: dict, out_grid: str) -> None:
     domain, units = ds_ingest.domain_of(spec)
     grid = Grid.regular(domain, int(grid_spec["P"]), int(grid_spec["Q"]))
-    io.write_netcdf(grid.to_dataset(units), out_grid)
+    io.write_netcdf(grid.to_dataset(units, ds_ingest.grid_mapping_of(spec)), out_grid)
 
 
-def bandwidth(points_path: str, name: str, k: int, seed: int, out_json: str, spec: dict | None = None,
+def bandwidth(*, points_path: str, name: str, k: int, seed: int, out_json: str, spec: dict | None = None,
               limits: dict | None = None) -> None:
     """The kNN bandwidth; with ``spec`` and ``limits`` (``locpriv.sanity``), warn when it is absurdly wide."""
     pts = pd.read_parquet(points_path, columns=["x", "y"]).to_numpy()
@@ -90,18 +89,25 @@ def load_grid(path: str) -> Grid:
     return Grid.from_dataset(io.read_nc3(path))
 
 
-def truth(spec: dict, points_path: str, grid_path: str, bandwidth_json: str | None, out_truth: str) -> None:
-    grid = load_grid(grid_path)
-    units = io.read_nc3(grid_path).attrs["units"]
+def truth(*, spec: dict, points_path: str, grid_path: str, bandwidth_json: str | None, out_truth: str) -> None:
+    geometry = io.read_nc3(grid_path)
+    grid = Grid.from_dataset(geometry)
     pts = pd.read_parquet(points_path, columns=["x", "y"]) if spec["source"] != "synthetic" else None
     h = io.read_json(bandwidth_json)["h"] if bandwidth_json else None
     dens, how = ds_ingest.truth_density(spec, grid, pts, h)
-    io.write_netcdf(grid.surface(dens, "density", {"truth": how, "units": f"1/{units}^2"}, units), out_truth)
+    attrs = {"long_name": "true probability density of the users' locations", "units": density_units(geometry),
+             "truth": how}
+    io.write_netcdf(grid.surface(dens, "density", attrs, geometry), out_truth)
+
+
+def density_units(geometry) -> str:
+    """CF units of a density on the grid of the grid file's contents ``geometry``, e.g. 'm-2'."""
+    return cf.per_area(geometry["x"].attrs["units"])
 
 
 
 
-def pooled_kde(points_path: str, n_users: int, h: float, grid_path: str, out_nc: str) -> None:
+def pooled_kde(*, points_path: str, n_users: int, h: float, grid_path: str, out_nc: str) -> None:
     """Exact KDE of the first ``n_users`` users at bandwidth h: [RFF-KDE]'s reference.
 
     [RFF-KDE] §4.2.1 scores every private estimate against 'Federated KDE on the full
@@ -109,8 +115,8 @@ def pooled_kde(points_path: str, n_users: int, h: float, grid_path: str, out_nc:
     bandwidth; its Spearman then isolates what privacy costs, apart from the KDE's
     own smoothing bias against the analytic density.
     """
-    grid = load_grid(grid_path)
-    units = io.read_nc3(grid_path).attrs["units"]
+    geometry = io.read_nc3(grid_path)
+    grid = Grid.from_dataset(geometry)
     total, seen = np.zeros(grid.shape), 0
     # one row per user, sorted by id: the first n users are the first n rows.  pre_buffer=False:
     # pyarrow's pre-buffering keeps every batch read (RSS grew to 2.2 GB at 10^8 users)
@@ -121,6 +127,7 @@ def pooled_kde(points_path: str, n_users: int, h: float, grid_path: str, out_nc:
         if seen == n_users:
             break
     dens = total / (seen * kde.normaliser(h))
-    attrs = {"reference": f"exact Gaussian KDE of users 0..{n_users - 1}, h={h}", "n_users": n_users,
-             "units": f"1/{units}^2"}
-    io.write_netcdf(grid.surface(dens, "density", attrs, units), out_nc)
+    attrs = {"long_name": "exact Gaussian KDE of the users' locations (the non-private reference)",
+             "units": density_units(geometry), "reference": f"exact Gaussian KDE of users 0..{n_users - 1}, h={h}",
+             "n_users": n_users}
+    io.write_netcdf(grid.surface(dens, "density", attrs, geometry), out_nc)
