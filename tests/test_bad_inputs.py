@@ -56,7 +56,8 @@ def spread(n: int, persons: int = 3) -> str:
     c = r.integers(0, 4, n)
     lat = np.clip(39.8 + 0.07 * c + r.normal(0, 0.02, n), 39.76, 40.09)
     lon = np.clip(116.2 + 0.09 * (c % 2) + 0.1 * (c // 2) + r.normal(0, 0.025, n), 116.16, 116.59)
-    return "user,lat,lon\n" + "".join(f"{i % persons},{a:.6f},{b:.6f}\n" for i, (a, b) in enumerate(zip(lat, lon)))
+    return "user,lat,lon\n" + "".join(f"{i % persons},{a:.6f},{b:.6f}\n"
+                                       for i, (a, b) in enumerate(zip(lat, lon, strict=True)))
 
 
 def renamed(name: str) -> dict:
@@ -148,8 +149,9 @@ CASES = [
      ["data/p.csv", "not a text CSV", "ZIP", "Fix"]),
     ("nul-bytes", base(), {"p.csv": b"user,lat,lon\n1,39.9,116.3\n\x00\x01\x02"}, "ingest",
      ["data/p.csv", "not a text CSV", "binary"]),
-    ("duplicated-column", base(), csv(rows(20).replace("user,lat,lon\n", "user,lat,lon,lat\n").replace("\n1,", ",39.95\n1,")
-                                      .replace("\n2,", ",39.95\n2,").replace("\n0,", ",39.95\n0,")),
+    ("duplicated-column", base(), csv(rows(20).replace("user,lat,lon\n", "user,lat,lon,lat\n")
+                                      .replace("\n1,", ",39.95\n1,").replace("\n2,", ",39.95\n2,")
+                                      .replace("\n0,", ",39.95\n0,")),
      "ingest", ["data/p.csv", "'lat'", "appears 2 times", "Fix"]),
     ("too-few-points-for-the-workload", base(), csv(rows(30)), "workload",
      ["points.parquet", "utility.range_queries", "Fix"]),

@@ -478,7 +478,7 @@ def check_startup(config: dict, workdir: Path | None) -> list[Run]:
         if unusable:
             raise ConfigError("config key '{}': {}".format(*unusable[0]))
         check_dataset_paths(config, workdir)
-    from . import sanity   # here: sanity imports this module
+    from . import sanity  # here: sanity imports this module
 
     runs = expand_runs(config)
     sanity.check_config(config, runs)   # names that become paths, epsilons that overflow, boxes, n

@@ -104,7 +104,7 @@ def _parquet(path: Path, size: int) -> str | None:
 
     try:
         meta = pq.read_metadata(path)
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad footer
+    except Exception as exc:  # pyarrow raises several types for a bad footer
         return f"not a complete Parquet file ({_short(exc)})"
     data_end = size - 8 - meta.serialized_size   # footer: metadata, its 4-byte length, 'PAR1'
     for g in range(meta.num_row_groups):
@@ -117,13 +117,13 @@ def _parquet(path: Path, size: int) -> str | None:
     if size <= FULL_READ_BYTES:
         try:
             pq.ParquetFile(path, page_checksum_verification=True).read()
-        except Exception as exc:  # noqa: BLE001 - a garbled page fails in decompression, decoding or CRC
+        except Exception as exc:  # a garbled page fails in decompression, decoding or CRC
             return f"Parquet data cannot be read back ({_short(exc)})"
     return None
 
 
 def _netcdf(path: Path, size: int) -> str | None:
-    from . import nc3   # numpy: not for the console logger, which imports this module's caller
+    from . import nc3  # numpy: not for the console logger, which imports this module's caller
 
     with open(path, "rb") as fh:
         raw = fh.read()
@@ -192,9 +192,8 @@ class Verified:
     def __init__(self, record: str):
         self.record = record
         self.seen: dict[str, list[int]] = {}
-        with contextlib.suppress(OSError, ValueError):
-            with open(record) as fh:
-                self.seen = {k: v for k, v in json.load(fh).items() if isinstance(v, list)}
+        with contextlib.suppress(OSError, ValueError), open(record) as fh:
+            self.seen = {k: v for k, v in json.load(fh).items() if isinstance(v, list)}
         self.now: dict[str, list[int]] = {}
 
     def damage(self, path: str) -> str | None:

@@ -100,7 +100,8 @@ def knn_warnings(dataset: str, spec: dict, h: float, k: int, n_points: int, limi
     if k > limits["max_knn_fraction"] * n_points:
         lines.append(f"warning: dataset {dataset}: knn_k {k} is {k / n_points:.0%} of its {n_points} points "
                      f"(sanity.max_knn_fraction {limits['max_knn_fraction']:g}): the kNN bandwidth spans most of "
-                     f"the data; set datasets.{dataset}.knn_k to at most {max(1, int(limits['max_knn_fraction'] * n_points))}")
+                     f"the data; set datasets.{dataset}.knn_k to at most "
+                     f"{max(1, int(limits['max_knn_fraction'] * n_points))}")
     line = wide_bandwidth(dataset, h, spec, limits, f"h: knn (knn_k {k})")
     return lines + ([line] if line else [])
 

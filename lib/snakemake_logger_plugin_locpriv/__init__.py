@@ -29,6 +29,7 @@ from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.common import LogEvent
 
 from locpriv.smk import CHECKPOINT_RULES, ERROR_DIGEST
+
 # Snakemake's messages that say nothing a user of this workflow acts on
 NOISE = re.compile(
     r"^(Building DAG of jobs|Using shell:|Provided cores:|Rules claiming more threads|Conda environments:|"
@@ -73,7 +74,7 @@ class LogHandler(LogHandlerBase):
                     self._write(self.format(record))
                 return
             self._compact(record, getattr(record, "event", None))
-        except Exception:  # noqa: BLE001 - logging must never end the run
+        except Exception:  # logging must never end the run
             self.handleError(record)
 
     def _compact(self, record: logging.LogRecord, event) -> None:

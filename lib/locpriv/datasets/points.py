@@ -129,8 +129,9 @@ def read_table(path: str | Path) -> pd.DataFrame:
 
 # what a file that is not text starts with, to name it in the error
 _BINARY = {b"PK\x03\x04": "a ZIP archive (an Excel .xlsx file?)", b"PAR1": "a Parquet file (name it .parquet)",
-           b"\x89HDF": "an HDF5/NetCDF-4 file", b"CDF": "a NetCDF-3 file", b"\xd0\xcf\x11\xe0": "an old Excel .xls file",
-           b"%PDF": "a PDF document", b"\x1f\x8b": "gzip data (name it .csv.gz)"}
+           b"\x89HDF": "an HDF5/NetCDF-4 file", b"CDF": "a NetCDF-3 file",
+           b"\xd0\xcf\x11\xe0": "an old Excel .xls file", b"%PDF": "a PDF document",
+           b"\x1f\x8b": "gzip data (name it .csv.gz)"}
 
 
 def _open_text(path: Path):

@@ -7,10 +7,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from .. import cf, io, kde
-from ..errors import InputError
-from ..datasets import ingest as ds_ingest
 from ..config import ConfigError
+from ..datasets import ingest as ds_ingest
 from ..domain import Grid
+from ..errors import InputError
 from ..sanity import knn_warnings, too_few_users
 from ..seeding import rng as make_rng
 from ..smk import console, warn
