@@ -4,11 +4,22 @@
 
 import os
 import sys
+import warnings
 
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 from snakemake.utils import min_version
 
-min_version("8.20")
+min_version("9.0")
+
+# `snakemake --report` evaluates each rule's resources without awaiting the input-size coroutine
+# Snakemake makes for them (snakemake/rules.py, 9.x): one RuntimeWarning per rule on the console,
+# about sizes the report does not use
+warnings.filterwarnings(
+    "ignore",
+    message="coroutine 'InputFiles._predicated_size_files",
+    category=RuntimeWarning,
+)
 
 # The library is pip-installable (pyproject.toml); putting lib/ on the path as
 # well lets the Snakefile and every job (also inside a --software-deployment-method
@@ -42,7 +53,7 @@ if workflow.is_main_process:
         raise WorkflowError(f"invalid configuration: {exc}") from None
     _stale_locks, _other_run = lpsmk.claim_workdir()
     if _stale_locks:
-        print(_stale_locks, file=sys.stderr)
+        logger.info(_stale_locks)
 
 
 configfile: "config.yaml"
@@ -69,12 +80,6 @@ if RUNS:
     include: "workflow/rules/report.smk"
 
 
-# a live run's outputs may be mid-write: check this config's outputs only when this run is alone
-if workflow.is_main_process and not _other_run:
-    for _line in lpsmk.remove_damaged(RESULTS):
-        print(_line, file=sys.stderr)
-
-
 # Studies: the protocols that are not a per-user density surface (interactive quadtrees,
 # secure-aggregation heatmaps, federated radio maps, 1-D deconvolution).  A study's rules
 # are parsed only when the config has a section for it; each fills STUDY_TARGETS[name].
@@ -98,15 +103,45 @@ if REGISTERED_STUDIES:
     include: "workflow/rules/studies/registered.smk"
 
 
+# Every file this config makes that is known before the DAG: the results, the density runs'
+# intermediates and what the results' rules read.  rule all asks for all of them, so the same
+# command remakes any that is missing, and only these are checked for damage.
+ALL_FILES = lpsmk.with_static_inputs(
+    workflow.rules,
+    summary_targets()
+    + plot_targets()
+    + frontier_targets()
+    + [t for targets in STUDY_TARGETS.values() for t in targets]
+    + intermediate_targets(),
+    RESULTS,
+)
+
+if workflow.is_main_process:
+    lpsmk.announce_checkpoints(workflow.rules)
+    for _line in CONFIG_WARNINGS:
+        lpsmk.warn(_line, logger.warning)
+# a live run's outputs may be mid-write: check this config's outputs only when this run is alone
+if workflow.is_main_process and not _other_run and not REPORT_MODE:
+    for _line in lpsmk.remove_damaged(ALL_FILES, view_folders):
+        logger.info(_line)
+    check_users_kept()
+
+
 rule all:
     default_target: True
     input:
-        default_targets(
-            summary_targets(),
-            plot_targets(),
-            frontier_targets(),
-            [t for targets in STUDY_TARGETS.values() for t in targets],
-        ),
+        default_targets(ALL_FILES),
+        [] if REPORT_MODE else view_targets,
+
+
+# what a user opens first (README, "Quick start"), named on the console's last line
+OPEN_FIRST = (
+    frontier_targets() + [results("summary/runs.csv")]
+    if RUNS
+    else [
+        t for targets in STUDY_TARGETS.values() for t in targets if t.endswith(".csv")
+    ]
+)
 
 
 onsuccess:
@@ -114,14 +149,13 @@ onsuccess:
     for _line in lpsmk.remove_stale_plots(
         results("plots"), plot_targets() + frontier_targets()
     ):
-        print(_line, file=sys.stderr)
+        logger.info(_line)
+    lpsmk.closing_lines(OPEN_FIRST, failed=False, emit=logger.info)
 
 
 onerror:
-    # repeat each failed job's one-line error as the console's last lines
-    if os.path.exists(lpsmk.ERROR_DIGEST):
-        print(
-            "".join(open(lpsmk.ERROR_DIGEST).readlines()[-20:]),
-            end="",
-            file=sys.stderr,
-        )
+    # a failed job's restored update() output must not pass for up to date in the next run
+    for _line in lpsmk.distrust_restored(workflow):
+        logger.info(_line)
+    # repeat the warnings and each failed job's one-line error as the console's last lines
+    lpsmk.closing_lines(OPEN_FIRST, failed=True, emit=logger.error)

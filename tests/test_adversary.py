@@ -156,7 +156,8 @@ def test_posterior_at_the_true_cell_beats_the_uniform_prior(name, given, n):
     """
     _, _, _, lik, (i, j) = _attack(name, given, n=n)
     uniform = np.full(GRID.shape, 1 / np.prod(GRID.shape))
-    post = bayes.posterior(uniform, lik)
+    with np.errstate(divide="ignore"):   # a cell the report rules out: log 0 = -inf
+        post = bayes.posterior(uniform, np.log(lik))
     at_true = post[np.arange(len(i)), i, j]
     se = at_true.std(ddof=1) / math.sqrt(len(at_true))
     assert at_true.mean() - uniform[0, 0] > 5 * se
@@ -166,7 +167,7 @@ def test_zero_mechanism_bayes_error_is_the_priors():
     prior = _truth_prior(GRID)
     _mech, _params, pts, lik, _ = _attack("zero", {})
     xy = pts[["x", "y"]].to_numpy()
-    res = bayes.bayes_attack([(slice(0, len(pts)), lik)], prior, GRID, pts["user"].to_numpy(), xy, r=0.9)
+    res = bayes.bayes_attack([(slice(0, len(pts)), np.log(lik))], prior, GRID, pts["user"].to_numpy(), xy, r=0.9)
     dist = np.hypot(GRID.x[None, :, None] - xy[:, 0, None, None], GRID.y[None, None, :] - xy[:, 1, None, None])
     np.testing.assert_allclose(res["expected_error"], (prior * dist).sum(axis=(1, 2)), rtol=1e-13)
     np.testing.assert_allclose(res["hit_r"], (prior * (dist <= 0.9)).sum(axis=(1, 2)), rtol=1e-13)
@@ -178,8 +179,8 @@ def test_fedkde_is_located_to_grid_resolution():
     xy = np.random.default_rng(5).uniform(-3, 3, (users, 2))
     pts = pd.DataFrame({"user": np.arange(users), "x": xy[:, 0], "y": xy[:, 1]})
     mech = mechanisms.get("fedkde")(h=0.5)
-    lik = mech.likelihood(mech.randomize(pts, domain=GRID), GRID)
-    res = bayes.bayes_attack([(slice(0, users), lik)], prior, GRID, pts["user"].to_numpy(), xy, r=0.0)
+    log_lik = mech.log_likelihood(mech.randomize(pts, domain=GRID), GRID)
+    res = bayes.bayes_attack([(slice(0, users), log_lik)], prior, GRID, pts["user"].to_numpy(), xy, r=0.0)
     half_diag = np.hypot(GRID.x[1] - GRID.x[0], GRID.y[1] - GRID.y[0]) / 2
     assert (res["expected_error"] <= half_diag + 1e-12).all()
     np.testing.assert_allclose(res["expected_error"], res["guess_error"])
@@ -212,10 +213,28 @@ def test_a_person_no_single_cell_explains_falls_back_to_the_mixture_of_their_rep
     lik[0, 0, 0] = lik[1, 2, 2] = 1.0          # person 0: exact reports in two different cells
     lik[2] = lik[3] = np.full((3, 3), 0.5)     # person 1: two flat reports ...
     lik[3, 1, 1] = 2.0                          # ... the second favouring the centre
-    joint, moved = person_likelihoods([(slice(0, 4), lik)], np.array([0, 0, 1, 1]), 2)
+    with np.errstate(divide="ignore"):
+        log_joint, moved = person_likelihoods([(slice(0, 4), np.log(lik))], np.array([0, 0, 1, 1]), 2)
+    joint = np.exp(log_joint - log_joint.reshape(2, -1).max(axis=1)[:, None, None])
     assert moved == 1
     expected_mixture = np.zeros((3, 3))
     expected_mixture[0, 0] = expected_mixture[2, 2] = 1.0
     np.testing.assert_allclose(joint[0], expected_mixture)
     product = lik[2] * lik[3]
     np.testing.assert_allclose(joint[1], product / product.max())
+
+
+def test_posterior_of_a_far_report_is_formed_over_the_cells_the_prior_allows():
+    """A geoind report of high epsilon far from every cell the prior allows: each likelihood there is
+    below the smallest double (exp(-eps d), eps d > 745), so the linear product was 0 everywhere
+    and the attack stopped. In logs the posterior is the likelihood ratio over the allowed cells:
+    here all its mass on the allowed cell nearest the report."""
+    prior = np.zeros(GRID.shape)
+    prior[:2, :2] = 0.25                                   # the population lives in one corner
+    mech = mechanisms.get("geoind")(h=0.5, epsilon=400.0)
+    view = pd.DataFrame({"user": [0], "x": [GRID.x[-1]], "y": [GRID.y[-1]]})   # reported at the far corner
+    assert (mech.likelihood(view, GRID)[0][prior > 0] == 0).all()              # the linear values underflow
+    post = bayes.posterior(prior, mech.log_likelihood(view, GRID))
+    assert post[0, 1, 1] == pytest.approx(1.0) and post[0][prior == 0].sum() == 0
+    with pytest.raises(ValueError, match="0 wherever the prior is positive"):   # a truly impossible report
+        bayes.posterior(prior, np.where(prior > 0, -np.inf, 0.0)[None])

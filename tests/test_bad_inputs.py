@@ -11,10 +11,12 @@ failing dataset's ingest (or bandwidth) job for real.
 import copy
 import gzip
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -27,12 +29,14 @@ GOOD = "results/ingest/gauss9/meta.json"
 BAD_OUT = "results/ingest/bad/meta.json"
 
 
-def base(**dataset) -> dict:
-    """TINY with a real-data dataset 'bad' (given keys) beside the synthetic one."""
+def base(mechanisms: dict | None = None, **dataset) -> dict:
+    """TINY with a real-data dataset 'bad' (given keys) beside the synthetic one, in its own
+    experiment 'real' (every user: n: all, unless ``mechanisms`` says otherwise)."""
     cfg = copy.deepcopy(TINY)
     cfg["datasets"]["bad"] = {"source": "points", "path": "data/p.csv", "lonlat_bbox": BOX, "knn_k": 5,
                               **dataset}
-    cfg["experiments"]["density"]["datasets"] = ["gauss9", "bad"]
+    cfg["experiments"]["real"] = {"datasets": ["bad"], "reps": 1, "mechanisms": mechanisms or {
+        "fedkde": {"n": "all", "h": "knn"}, "zero": {"n": "all"}}}
     return cfg
 
 
@@ -40,9 +44,27 @@ def csv(text: str, name: str = "p.csv"):
     return {name: text.encode()}
 
 
-def rows(n: int) -> str:
-    """n good rows inside BOX, three persons."""
-    return "user,lat,lon\n" + "".join(f"{i % 3},{39.9 + i * 1e-4},{116.3 + i * 1e-4}\n" for i in range(n))
+def rows(n: int, persons: int = 3, same: bool = False) -> str:
+    """n good rows inside BOX (all at one place if ``same``), ``persons`` persons."""
+    return "user,lat,lon\n" + "".join(f"{i % persons},{39.9 + (not same) * i * 1e-4},{116.3 + (not same) * i * 1e-4}\n"
+                                       for i in range(n))
+
+
+def spread(n: int, persons: int = 3) -> str:
+    """n rows spread over BOX in four clusters (enough for the range workload), ``persons`` persons."""
+    r = np.random.default_rng(n)
+    c = r.integers(0, 4, n)
+    lat = np.clip(39.8 + 0.07 * c + r.normal(0, 0.02, n), 39.76, 40.09)
+    lon = np.clip(116.2 + 0.09 * (c % 2) + 0.1 * (c // 2) + r.normal(0, 0.025, n), 116.16, 116.59)
+    return "user,lat,lon\n" + "".join(f"{i % persons},{a:.6f},{b:.6f}\n"
+                                       for i, (a, b) in enumerate(zip(lat, lon, strict=True)))
+
+
+def renamed(name: str) -> dict:
+    cfg = copy.deepcopy(TINY)
+    cfg["datasets"] = {name: cfg["datasets"]["gauss9"]}
+    cfg["experiments"]["density"]["datasets"] = [name]
+    return cfg
 
 
 def parquet_bytes(frame: pd.DataFrame, tmp: Path) -> bytes:
@@ -111,6 +133,28 @@ CASES = [
     ("no-numeric-rows", base(), csv("user,lat,lon\n1,a,b\n2,c,d\n"), "ingest",
      ["data/p.csv", "none of the 2 rows"]),
     ("knn-k-above-points", base(knn_k=50), csv(rows(10)), "bandwidth", ["knn_k", "10 points"]),
+    # --- issue 29: data too small for the config, ids, bandwidth, files ---------------------------
+    ("n-above-users", base({"zero": {"n": [10, 5000]}}), csv(rows(20)), "ingest",
+     ["experiments.real.mechanisms.zero.n", "5000", "has 20", "data/p.csv", "allowed"]),
+    ("n-all-and-5000", base({"zero": {"n": ["all", 5000]}}), csv(rows(20)), "ingest",
+     ["experiments.real.mechanisms.zero.n", "5000", "data/p.csv"]),
+    ("one-point-file", base(), csv(rows(1)), "ingest", ["data/p.csv", "only 1 usable row", "Fix"]),
+    ("person-cap-leaves-too-few", base({"zero": {"n": 10}}, user_column="user", max_points_per_person=1),
+     csv(rows(30)), "ingest", ["experiments.real.mechanisms.zero.n", "has 3", "max_points_per_person"]),
+    ("empty-user-ids", base(user_column="user"), csv(rows(30).replace("\n0,", "\n,")), "ingest",
+     ["data/p.csv", "missing_user_id 10", "max_dropped_fraction"]),
+    ("identical-points-zero-bandwidth", base(), csv(rows(30, same=True)), "bandwidth",
+     ["results/ingest/bad/points.parquet", "knn_k", "identical", "Fix"]),
+    ("binary-file", base(), {"p.csv": b"PK\x03\x04" + bytes(range(256)) * 8}, "ingest",
+     ["data/p.csv", "not a text CSV", "ZIP", "Fix"]),
+    ("nul-bytes", base(), {"p.csv": b"user,lat,lon\n1,39.9,116.3\n\x00\x01\x02"}, "ingest",
+     ["data/p.csv", "not a text CSV", "binary"]),
+    ("duplicated-column", base(), csv(rows(20).replace("user,lat,lon\n", "user,lat,lon,lat\n")
+                                      .replace("\n1,", ",39.95\n1,").replace("\n2,", ",39.95\n2,")
+                                      .replace("\n0,", ",39.95\n0,")),
+     "ingest", ["data/p.csv", "'lat'", "appears 2 times", "Fix"]),
+    ("too-few-points-for-the-workload", base(), csv(rows(30)), "workload",
+     ["points.parquet", "utility.range_queries", "Fix"]),
     # --- configuration, checked before any job -------------------------------------------------
     ("missing-file", base(path="data/nope.csv"), {}, "dry", ["datasets.bad.path", "does not exist"]),
     ("directory-as-path", base(path="data"), csv(rows(5)), "dry", ["datasets.bad.path", "is a directory"]),
@@ -158,6 +202,18 @@ CASES = [
     ("knn-k-zero", synthetic(knn_k=0), {}, "dry", ["datasets.gauss9.knn_k"]),
     ("unknown-dataset-in-experiment", top(experiments={"density": {"datasets": ["nope"], "mechanisms": {
         "zero": {"n": 300}}}}), {}, "dry", ["experiments.density.datasets", "nope"]),
+    # --- issue 29: names, numbers and boxes checked before any job -----------------------------------
+    ("dataset-name-unicode", renamed("données"), {}, "dry", ["datasets.données", "file paths"]),
+    ("dataset-name-slash", renamed("a/b"), {}, "dry", ["datasets.a/b", "file paths"]),
+    ("epsilon-1e300", with_mech({"geoind": {"n": 300, "h": 0.55, "epsilon": 1e300}}), {}, "dry",
+     ["geoind.epsilon", "at most 700"]),
+    ("laplace-epsilon-1e300", with_mech({"laplace_ldp": {"n": 300, "h": 0.55, "epsilon": 1e300}}), {}, "dry",
+     ["laplace_ldp.epsilon", "at most 700"]),
+    ("seed-2-to-the-70", top(seed=2**70), {}, "dry", ["'seed'", "9223372036854775807"]),
+    ("n-above-synthetic-users", with_mech({"zero": {"n": 5000}}), {}, "dry",
+     ["experiments.density.mechanisms.zero.n", "gauss9", "has 600"]),
+    ("whole-world-box", base(lonlat_bbox=[-180, 180, -85, 85]), csv(rows(5)), "dry",
+     ["datasets.bad.lonlat_bbox", "distorts distances", "max_projection_distortion"]),
     ("yaml-syntax-error", None, "seed: 1\ngrid: {P: 24, Q: [20\nattack: {users: 3}\n", "dry",
      ["config.yaml", "line 3, column", "YAML"]),
     ("yaml-tab-indent", None, "seed: 1\ngrid:\n\tP: 24\n", "dry", ["config.yaml", "line 3, column 1", "YAML"]),
@@ -182,8 +238,7 @@ def snapshot(wd: Path) -> dict:
 def test_bad_input_gives_one_line_and_loses_nothing(shared, name, cfg, files, mode, words):
     wd = shared
     data = wd / "data"
-    for p in (wd / "results/ingest/bad").glob("*"):
-        p.unlink()  # a bandwidth case's ingest of 'bad' is not an earlier result of the next case
+    shutil.rmtree(wd / "results/ingest/bad", ignore_errors=True)  # a later stage's case ingested 'bad'
     if data.exists():
         for p in data.iterdir():
             p.unlink()
@@ -201,7 +256,8 @@ def test_bad_input_gives_one_line_and_loses_nothing(shared, name, cfg, files, mo
         for fname, content in files.items():
             (data / fname).write_bytes(content)
     before = snapshot(wd)
-    target = {"dry": [], "ingest": [BAD_OUT], "bandwidth": ["results/ingest/bad/bandwidth.json"]}[mode]
+    target = {"dry": [], "ingest": [BAD_OUT], "bandwidth": ["results/ingest/bad/bandwidth.json"],
+              "workload": ["results/ingest/bad/range-workload.parquet"]}[mode]
     proc = run_snakemake(wd, "--cores", "1", *(["--dry-run"] if mode == "dry" else []), *target, check=False)
     console = proc.stdout + proc.stderr
     try:
@@ -214,7 +270,7 @@ def test_bad_input_gives_one_line_and_loses_nothing(shared, name, cfg, files, mo
                 fh.write(f"| {name} | {mode} | `{lines[-1].strip()}` |\n")
         # no partial output: no temporary file left, nothing of the failing dataset written
         assert not [p for p in (wd / "results").rglob("*.tmp")]
-        assert not (wd / BAD_OUT).exists() or mode == "bandwidth"
+        assert not (wd / BAD_OUT).exists() or mode in ("bandwidth", "workload")
         assert not (wd / "results/ingest/bad/bandwidth.json").exists()
         # no earlier result lost or rewritten (the ingest of 'bad' may be new in bandwidth cases)
         after = snapshot(wd)
@@ -249,15 +305,17 @@ def check_config(*paths) -> subprocess.CompletedProcess:
 
 
 def test_configfile_yaml_error_gets_line_and_column(tmp_path):
-    """Snakemake reads --configfile before the workflow starts and names no position;
-    python -m locpriv.check_config (the README's advice) gives file, line and column."""
+    """Snakemake reads --configfile before the workflow starts; the console logger (profiles/default)
+    names file, line and column in one line on the first run, as python -m locpriv.check_config does."""
     bad = tmp_path / "mine.yaml"
     bad.write_text("seed: 1\ngrid:\n  P: 24\n\tQ: 20\n")
     wd = tmp_path / "wd"
     wd.mkdir()
     write_config(wd, TINY)
-    proc = run_snakemake(wd, "--dry-run", "--configfile", str(bad), check=False)
-    assert proc.returncode != 0 and "Traceback" not in proc.stdout + proc.stderr
+    proc = run_snakemake(wd, "--cores", "1", "--configfile", str(bad), check=False)
+    console = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in console
+    assert [line for line in console.splitlines() if f"{bad}, line 4, column 1" in line and "YAML" in line]
     checked = check_config(ROOT / "config.yaml", bad)
     assert checked.returncode == 1
     [line] = checked.stderr.splitlines()
@@ -275,3 +333,137 @@ def test_check_config_names_the_key_of_a_merged_bad_value(tmp_path):
     override.write_text("grid: {P: 1}\n")
     proc = check_config(ROOT / "config.yaml", override)
     assert proc.returncode == 1 and "config key 'grid.P'" in proc.stderr
+
+
+def run_case(wd: Path, cfg: dict, files: dict, *targets: str, dry: bool = False) -> tuple[int, str]:
+    write_config(wd, cfg)
+    (wd / "data").mkdir(exist_ok=True)
+    for name, content in files.items():
+        (wd / "data" / name).write_text(content)
+    proc = run_snakemake(wd, "--cores", "2", *(["--dry-run"] if dry else []), *targets, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_n_above_the_users_of_an_ingested_dataset_stops_before_the_dag(tmp_path):
+    """Once the data are ingested the users kept are known: n is checked before any job (no
+    InputFunctionException block), and the ingest stays."""
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    code, console = run_case(wd, base(), {"p.csv": rows(20)}, BAD_OUT)
+    assert code == 0, console[-2000:]
+    meta = (wd / BAD_OUT).read_bytes()
+    code, console = run_case(wd, base({"zero": {"n": 50}}), {}, dry=True)
+    assert code != 0 and "Traceback" not in console and "InputFunctionException" not in console
+    assert [line for line in console.splitlines() if "config key 'experiments.real.mechanisms.zero.n'" in line
+            and "has 20" in line and "data/p.csv" in line]
+    assert (wd / BAD_OUT).read_bytes() == meta
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file: permissions cannot be tested")
+def test_unreadable_file_names_the_permission(tmp_path):
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    (wd / "data").mkdir()
+    (wd / "data/p.csv").write_text(rows(20))
+    (wd / "data/p.csv").chmod(0)
+    code, console = run_case(wd, base(), {}, BAD_OUT)
+    assert code != 0 and [line for line in console.splitlines() if "data/p.csv" in line and "permission" in line]
+
+
+def test_unreadable_file_message_names_the_permission(tmp_path, monkeypatch):
+    """The same refusal without file permissions (they do not stop root): a PermissionError on
+    reading becomes one line naming the file and chmod, not a fix about the encoding."""
+    from locpriv.datasets import points
+    from locpriv.errors import InputError
+
+    path = tmp_path / "p.csv"
+    path.write_text(rows(20))
+
+    def denied(p):
+        raise PermissionError(13, "Permission denied", str(p))
+
+    monkeypatch.setattr(points, "_text_file", denied)
+    with pytest.raises(InputError) as err:
+        points.read_table(path)
+    assert str(path) in str(err.value) and "permission denied" in str(err.value) and "chmod" in str(err.value)
+    assert "UTF-8" not in str(err.value)
+
+
+def test_wide_knn_bandwidth_warns_with_the_thresholds(tmp_path):
+    """cycle_hire (742 points, knn_k 500 -> a 6.8 km bandwidth, Spearman ~ 1 for every mechanism):
+    a clean run, with warnings naming knn_k, the fraction and the config thresholds."""
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    code, console = run_case(wd, base(knn_k=500), {"p.csv": spread(742)}, "results/ingest/bad/bandwidth.json")
+    assert code == 0, console[-2000:]
+    warnings = [line for line in console.splitlines() if line.startswith("warning: dataset bad")]
+    assert any("knn_k 500 is 67% of its 742 points" in w and "max_knn_fraction" in w for w in warnings), warnings
+    assert any("of the box's shorter side" in w and "max_bandwidth_fraction" in w for w in warnings), warnings
+    # the user who means it raises the thresholds: no warning
+    cfg = dict(base(knn_k=500), sanity={"max_knn_fraction": 0.9, "max_bandwidth_fraction": 1.0})
+    (wd / "results/ingest/bad/bandwidth.json").unlink()
+    code, console = run_case(wd, cfg, {}, "results/ingest/bad/bandwidth.json")
+    assert code == 0 and "warning:" not in console
+
+
+def test_config_time_warnings_wide_h_and_unitless_real_data(tmp_path):
+    """A numeric h above a fifth of the box, and a real x/y dataset without a length unit (its
+    frontier levels, in metres, cannot apply): the dry run says so and goes on."""
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    cfg = base({"fedkde": {"n": "all", "h": 20000.0}}, lonlat_bbox=None, bbox=[0, 50, 0, 40], x_column="lon",
+               y_column="lat")
+    del cfg["datasets"]["bad"]["lonlat_bbox"]
+    code, console = run_case(wd, cfg, {"p.csv": rows(20)}, dry=True)
+    assert code == 0, console[-2000:]
+    assert [line for line in console.splitlines() if line.startswith("warning: dataset bad: bandwidth")
+            and "experiments.real.mechanisms.fedkde.h" in line and "max_bandwidth_fraction" in line]
+    assert [line for line in console.splitlines() if "units to m or km" in line]
+
+
+@pytest.mark.heavy
+def test_persons_are_counted_and_their_epsilon_is_inf_or_zero(tmp_path):
+    """Foursquare-like data (few persons, many rows each) and a single person: the ingest says how
+    many persons and rows each and that the person-level epsilon is unbounded; the tables say inf
+    (laplace_ldp) and 0 (zero) instead of an empty cell."""
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    cfg = base({"zero": {"n": "all"}, "laplace_ldp": {"n": "all", "h": 1000.0, "epsilon": 2.0}}, user_column="user")
+    cfg["experiments"] = {"real": cfg["experiments"]["real"]}
+    cfg["datasets"] = {"bad": cfg["datasets"]["bad"]}
+    code, console = run_case(wd, cfg, {"p.csv": spread(900, persons=4)})
+    assert code == 0, console[-3000:]
+    assert [line for line in console.splitlines() if "ingest bad: 4 persons, up to 225 rows each" in line
+            and "person-level epsilon unbounded: set max_points_per_person" in line]
+    runs = pd.read_csv(wd / "results/summary/runs.csv").set_index("mechanism")
+    assert runs.loc["zero", "guarantee_epsilon_person"] == 0.0
+    assert runs.loc["laplace_ldp", "guarantee_epsilon_person"] == float("inf")
+    assert "inf" in (wd / "results/summary/runs.csv").read_text()
+
+
+def test_single_person_is_counted_on_the_console(tmp_path):
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    code, console = run_case(wd, base(user_column="user"), {"p.csv": rows(20, persons=1)}, BAD_OUT)
+    assert code == 0, console[-2000:]
+    assert [line for line in console.splitlines() if "ingest bad: 1 person, up to 20 rows each" in line
+            and "unbounded" in line]
+
+
+def test_frontier_levels_are_in_the_dataset_unit():
+    """clmfires-like data in km: levels.real (metres) become km, so 250 m is 0.25 and stays reachable;
+    data whose unit is not a length get the box fractions (and a warning, above)."""
+    from locpriv import frontier
+    from locpriv.domain import Domain
+
+    levels = {"synthetic": [0.1, 0.5], "real": [250, 500, 1000]}
+    specs = {"km": {"source": "points", "bbox": [0, 50, 0, 40], "units": "km"},
+             "metres": {"source": "points", "bbox": [0, 5000, 0, 4000], "units": "m"},
+             "lonlat": {"source": "points", "lonlat_bbox": BOX},
+             "unitless": {"source": "points", "bbox": [0, 50, 0, 40]}}
+    domains = {"km": Domain(0, 50, 0, 40), "metres": Domain(0, 5000, 0, 4000), "lonlat": Domain(0, 1, 0, 1),
+               "unitless": Domain(0, 50, 0, 40)}
+    got = frontier.dataset_levels(specs, levels, domains)
+    assert got["km"] == pytest.approx([0.25, 0.5, 1.0])
+    assert got["metres"] == got["lonlat"] == [250.0, 500.0, 1000.0]
+    assert got["unitless"] == pytest.approx([4.0, 20.0])   # fractions of the 40-unit shorter side

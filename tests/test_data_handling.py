@@ -13,7 +13,7 @@ import xarray as xr
 
 from conftest import ROOT, TINY
 from locpriv import config as lpconfig
-from locpriv import io, smk
+from locpriv import integrity, io, smk
 from locpriv.datasets import ingest, persons
 from locpriv.datasets.points import projection_error
 from locpriv.errors import InputError
@@ -104,7 +104,8 @@ def test_cap_rows_keeps_a_uniform_subset_of_each_person():
 
 def test_person_level_epsilon_is_cap_times_record_epsilon():
     assert persons.person_level_epsilon(0.5, 20) == 10.0
-    assert persons.person_level_epsilon(0.5, None) is None
+    assert persons.person_level_epsilon(0.5, None) == float("inf")   # no cap: a person's rows are unbounded
+    assert persons.person_level_epsilon(0.0, None) == 0.0            # ... but zero times anything is zero
     assert persons.person_level_epsilon(None, 20) is None
     with pytest.raises(ValueError):
         persons.person_level_epsilon(1.0, 0)
@@ -136,22 +137,24 @@ def test_damaged_outputs_are_found(tmp_path):
     io.write_netcdf(xr.Dataset({"v": ("x", [1.0, 2.0])}), tmp_path / "g.nc")
     io.write_json({"a": 1}, tmp_path / "m.json")
     for name in ("t.parquet", "g.nc", "m.json"):
-        assert io.damage(tmp_path / name) is None
+        assert integrity.damage(tmp_path / name) is None
     data = (tmp_path / "t.parquet").read_bytes()
     (tmp_path / "t.parquet").write_bytes(data[: len(data) // 2])
     (tmp_path / "g.nc").write_bytes(b"garbage")
     (tmp_path / "m.json").write_text('{"a": ')
     for name in ("t.parquet", "g.nc", "m.json"):
-        assert io.damage(tmp_path / name), name
+        assert integrity.damage(tmp_path / name), name
     cwd = os.getcwd()
     try:
         os.chdir(tmp_path)
         os.mkdir("results")
         os.replace("t.parquet", "results/t.parquet")
-        lines = smk.remove_damaged()
+        (tmp_path / "results/other.parquet").write_bytes(b"not ours")   # no output of this config
+        lines = smk.remove_damaged(["results/t.parquet"], dict)
     finally:
         os.chdir(cwd)
     assert len(lines) == 1 and "results/t.parquet" in lines[0] and not (tmp_path / "results/t.parquet").exists()
+    assert (tmp_path / "results/other.parquet").exists()
 
 
 def test_failed_script_prints_one_line_and_keeps_the_traceback_in_the_log(tmp_path):

@@ -55,7 +55,7 @@ def test_table_lists_the_front_and_the_best_mechanism_per_level():
 
 def test_levels_are_fractions_of_the_side_for_synthetic_and_distances_for_real_data():
     levels = frontier.dataset_levels(
-        {"syn": {"source": "synthetic"}, "geo": {"source": "points"}},
+        {"syn": {"source": "synthetic"}, "geo": {"source": "points", "lonlat_bbox": [116.1, 116.2, 39.9, 40.0]}},
         {"synthetic": [0.1, 0.5], "real": [250, 1000]},
         {"syn": Domain(-3, 3, -2, 2), "geo": Domain(0, 9000, 0, 9000)})
     assert levels == {"syn": [pytest.approx(0.4), pytest.approx(2.0)], "geo": [250.0, 1000.0]}

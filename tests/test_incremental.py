@@ -104,7 +104,7 @@ def test_between_workflow_cache_reuses_deterministic_stages(tmp_path):
         outs.append(run_snakemake(wd, "--cores", "2", "--cache", env=env))
     log = outs[1].stdout + outs[1].stderr
     for path in ("results/ingest/gauss9/points.parquet", "results/encode/gauss9/grid~24x20/grid.nc",
-                 "results/ingest/gauss9/truth.nc"):
+                 "results/ingest/gauss9/grid~24x20/truth.nc"):
         assert f"{path} from cache" in log
     summary = "results/summary/metrics.parquet"
     assert (tmp_path / "first" / summary).read_bytes() == (tmp_path / "second" / summary).read_bytes()

@@ -27,18 +27,29 @@ def test_only_figures_outside_the_targets_are_removed(tmp_path):
     assert remove_stale_plots(str(tmp_path / "none"), []) == []
 
 
-def test_a_damaged_shard_removes_its_whole_batch_folder(tmp_path):
-    """Snakemake sees a randomize job's view/batch~k folder, not its shards: the folder must go."""
+def test_a_damaged_shard_removes_its_whole_batch_folder_and_a_stray_file_nothing(tmp_path, monkeypatch):
+    """Snakemake sees a randomize job's view/batch~k folder, not its shards: a damaged or missing
+    shard takes the folder; a file its job does not write is ignored."""
     import pandas as pd
 
+    from locpriv import io
     from locpriv.smk import remove_damaged
 
-    run = tmp_path / "results/runs/d/m/p/rep~0"
-    batch = run / "view/batch~0"
-    batch.mkdir(parents=True)
-    pd.DataFrame({"user": [0, 1]}).to_parquet(batch / "shard~0.parquet")
-    (batch / "shard~1.parquet").write_bytes(b"PAR1 truncated")
-    pd.DataFrame({"a": [1]}).to_parquet(run / "metrics.parquet")
-    lines = remove_damaged(str(tmp_path / "results"))
-    assert not batch.exists() and (run / "metrics.parquet").exists()
-    assert len(lines) == 1 and "batch~0" in lines[0] and "made again" in lines[0]
+    monkeypatch.chdir(tmp_path)
+    run = "results/runs/d/m/p/rep~0"
+    batches = [f"{run}/view/batch~{k}" for k in range(3)]
+    shards = {b: [f"{b}/shard~{2 * k + i}.parquet" for i in range(2)] for k, b in enumerate(batches)}
+    for files in shards.values():
+        for f in files:
+            io.write_parquet(pd.DataFrame({"user": [0, 1]}), f)
+    io.write_parquet(pd.DataFrame({"a": [1]}), f"{run}/metrics.parquet")
+    with open(shards[batches[0]][1], "r+b") as fh:   # cut in half
+        fh.truncate(fh.seek(0, 2) // 2)
+    open(f"{batches[2]}/notes.parquet", "w").close()   # a stray empty file beside good shards
+    import os
+    os.remove(shards[batches[1]][0])
+    lines = remove_damaged([f"{run}/metrics.parquet"], lambda: shards)
+    assert not os.path.exists(batches[0]) and not os.path.exists(batches[1])
+    assert sorted(os.listdir(batches[2])) == ["notes.parquet", "shard~4.parquet", "shard~5.parquet"]
+    assert os.path.exists(f"{run}/metrics.parquet")
+    assert len(lines) == 2 and all("again in this run" in line for line in lines)

@@ -109,8 +109,13 @@ def test_every_rule_records_a_benchmark(finished):
     assert {"s", "max_rss"} <= set(bench.columns) and (bench["s"] > 0).all()
 
 
-def test_grid_size_is_in_the_encode_path(finished):
-    assert (finished[0] / "results/encode/gauss9/grid~24x20/grid.nc").is_file()
+def test_grid_size_is_in_the_paths_of_the_surfaces_on_it(finished):
+    """The grid, the truth and the pooled KDEs on it: a config with another grid never overwrites them."""
+    wd = finished[0]
+    assert (wd / "results/encode/gauss9/grid~24x20/grid.nc").is_file()
+    assert (wd / "results/ingest/gauss9/grid~24x20/truth.nc").is_file()
+    assert list((wd / "results/ingest/gauss9/grid~24x20/pooled-kde").glob("n~*_h~*.nc"))
+    assert not list((wd / "results/ingest/gauss9").glob("*.nc"))
 
 
 def test_finished_run_has_nothing_to_do(finished):
@@ -163,6 +168,14 @@ def test_report_before_any_run_and_after_another_config(finished, tmp_path, make
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
+def forget_digest(wd, path: str) -> None:
+    """Drop the size and SHA-256 the job recorded for ``path`` (as for a file of an older release):
+    a wrong file there is then read, not found changed (locpriv.integrity)."""
+    from locpriv import integrity
+
+    (wd / integrity.digest_path(path)).unlink()
+
+
 def test_failed_replot_keeps_the_previous_figures(finished, tmp_path):
     """A plot job that raises (here: a readable summary without the metric columns) restores
     the figures of the last good run and prints one line naming the failed rule."""
@@ -170,6 +183,7 @@ def test_failed_replot_keeps_the_previous_figures(finished, tmp_path):
     copy_results(finished[0], wd)
     figures = {p: p.read_bytes() for p in (wd / "results/plots").glob("*.png")}
     pd.DataFrame({"dataset": ["gauss9"]}).to_parquet(wd / "results/summary/metrics.parquet")
+    forget_digest(wd, "results/summary/metrics.parquet")   # else it is found changed, and simply remade
     proc = run_snakemake(wd, "--cores", "1", "--keep-going", check=False)
     console = proc.stdout + proc.stderr
     assert proc.returncode != 0
@@ -185,6 +199,7 @@ def test_failed_summary_keeps_the_previous_summary(finished, tmp_path):
     tables = {p: p.read_bytes() for p in (wd / "results/summary").iterdir()}
     run = next((wd / "results/runs").rglob("metrics.parquet"))
     pd.DataFrame({"unexpected": [1.0]}).to_parquet(run)
+    forget_digest(wd, str(run.relative_to(wd)))
     proc = run_snakemake(wd, "--cores", "1", "--keep-going", check=False)
     console = proc.stdout + proc.stderr
     assert proc.returncode != 0

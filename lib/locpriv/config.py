@@ -478,4 +478,8 @@ def check_startup(config: dict, workdir: Path | None) -> list[Run]:
         if unusable:
             raise ConfigError("config key '{}': {}".format(*unusable[0]))
         check_dataset_paths(config, workdir)
-    return expand_runs(config)
+    from . import sanity  # here: sanity imports this module
+
+    runs = expand_runs(config)
+    sanity.check_config(config, runs)   # names that become paths, epsilons that overflow, boxes, n
+    return runs

@@ -32,15 +32,15 @@ def settings(config: dict) -> dict:
 
 
 def dataset_levels(datasets: dict, levels: dict, domains: dict) -> dict[str, list[float]]:
-    """Absolute privacy levels per dataset, in its distance units.
+    """Absolute privacy levels per dataset, in its distance units (``locpriv.sanity.privacy_levels``).
 
     Synthetic data: ``levels.synthetic`` are fractions of the domain's shorter side;
-    real data: ``levels.real`` are distances in the dataset's units (metres for lon/lat data).
+    real data: ``levels.real`` are metres, converted to the dataset's unit (m or km).
     ``domains`` maps each dataset to its Domain.
     """
-    return {name: ([f * domains[name].inscribed_square for f in levels["synthetic"]]
-                   if spec["source"] == "synthetic" else [float(v) for v in levels["real"]])
-            for name, spec in datasets.items()}
+    from .sanity import privacy_levels
+
+    return {name: privacy_levels(spec, domains[name], levels) for name, spec in datasets.items()}
 
 
 def points(summary: pd.DataFrame, utility: str) -> pd.DataFrame:

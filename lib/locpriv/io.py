@@ -1,7 +1,8 @@
 """Atomic, deterministic writers for the workflow's intermediates.
 
 Every writer goes through a temporary file in the target directory and an
-``os.replace``, so a failing job never leaves a partial output behind.
+``os.replace``, so a failing job never leaves a partial output behind.  Parquet pages
+carry CRC-32 checksums, so later damage is found (``locpriv.integrity``).
 NetCDF is NetCDF3 64-bit offset (xarray's scipy backend, or ``locpriv.nc3`` for the
 surfaces of the per-run jobs, which then import neither xarray nor scipy.io): it needs no
 HDF5 library and, unlike HDF5, embeds no timestamps, so identical data gives
@@ -24,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import cf, nc3
+from .errors import InputError
 
 META_KEY = b"locpriv"
 
@@ -76,7 +78,7 @@ def write_parquet(df: pd.DataFrame, path, metadata: dict | None = None,
         meta[META_KEY] = json.dumps(metadata, sort_keys=True, default=_jsonable).encode()
         table = table.replace_schema_metadata(meta)
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, row_group_size=row_group_size)
+        pq.write_table(table, tmp, row_group_size=row_group_size, write_page_checksum=True)
 
 
 def write_parquet_batches(frames, path, metadata_of, row_group_size: int) -> dict:
@@ -92,7 +94,7 @@ def write_parquet_batches(frames, path, metadata_of, row_group_size: int) -> dic
             for df in frames:
                 table = pa.Table.from_pandas(df, preserve_index=False)
                 if writer is None:
-                    writer = pq.ParquetWriter(tmp, table.schema)
+                    writer = pq.ParquetWriter(tmp, table.schema, write_page_checksum=True)
                 writer.write_table(table, row_group_size=row_group_size)
             if writer is None:
                 raise ValueError(f"no rows to write to {path}")
@@ -120,6 +122,18 @@ def read_rows(path, rows, columns: list[str]) -> pd.DataFrame:
             parts.append(file.read_row_group(group, columns=columns).take(rows[lo:hi] - start))
         start = stop
     return pa.concat_tables(parts).to_pandas()
+
+
+def read_parquet_checked(path, required: list[str]) -> pd.DataFrame:
+    """A Parquet file the workflow wrote, refused with one line when a column it must have is missing
+    (a file put in its place by hand: readable, but not this workflow's)."""
+    table = pd.read_parquet(path)
+    missing = [c for c in required if c not in table.columns]
+    if missing:
+        raise InputError(str(path), missing[0], f"column missing (found {list(map(str, table.columns))}): "
+                         "not the file this workflow wrote there", f"delete {path} and run the same command "
+                         "again: it is made again")
+    return table
 
 
 def read_parquet_metadata(path) -> dict:
@@ -198,35 +212,3 @@ def _jsonable(value):
     if hasattr(value, "tolist"):
         return value.tolist()
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-def damage(path: str | os.PathLike) -> str | None:
-    """Why a finished output cannot be read back (truncated, overwritten, foreign bytes), or None.
-
-    Cheap checks of the formats' fixed bytes, fast enough to run over every result
-    before each run: Parquet starts and ends with 'PAR1' (the footer would be gone
-    from a truncated file), NetCDF starts with 'CDF\\x01'/'CDF\\x02' (NetCDF3) or the
-    HDF5 signature (NetCDF4), PNG starts with its signature and ends with the IEND
-    chunk, JSON parses.
-    """
-    path = Path(path)
-    size = path.stat().st_size
-    if size == 0:
-        return "empty file"
-    suffix = path.suffix
-    with open(path, "rb") as fh:
-        head = fh.read(8)
-        fh.seek(max(size - 12, 0))
-        tail = fh.read()
-    if suffix == ".parquet" and not (head[:4] == b"PAR1" and tail[-4:] == b"PAR1"):
-        return "not a complete Parquet file (magic bytes or footer missing)"
-    if suffix == ".nc" and head[:4] not in (b"CDF\x01", b"CDF\x02") and head != b"\x89HDF\r\n\x1a\n":
-        return "not a NetCDF file (magic bytes missing)"
-    if suffix == ".png" and not (head == b"\x89PNG\r\n\x1a\n" and b"IEND" in tail):
-        return "not a complete PNG image"
-    if suffix == ".json":
-        try:
-            read_json(path)
-        except (ValueError, UnicodeDecodeError) as exc:
-            return f"not valid JSON ({exc})"
-    return None

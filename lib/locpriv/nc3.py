@@ -176,6 +176,37 @@ class _Reader:
         return out
 
 
+def file_size(raw: bytes, path) -> int:
+    """The size in bytes a NetCDF-3 file with this header must have (record variables included).
+
+    Every variable's header entry states its offset and size, so a cut or padded file is found
+    without reading its data (``locpriv.integrity``).
+    """
+    if raw[:3] != b"CDF" or raw[3:4] not in (b"\x01", b"\x02"):
+        raise ValueError("no NetCDF-3 signature")
+    r = _Reader(raw, path)
+    r.take(4)
+    numrecs = r.int()
+    dims = [(r.name(), r.int()) for _ in range(r.header_list(_DIMENSION))]
+    r.attrs()
+    end, record_begin, record_size = r.pos, None, 0
+    for _ in range(r.header_list(_VARIABLE)):
+        r.name()
+        var_dims = [dims[r.int()] for _ in range(r.int())]
+        r.attrs()
+        r.int()  # nc_type
+        vsize = r.int()
+        begin = struct.unpack(">q" if raw[3] == 2 else ">i", r.take(8 if raw[3] == 2 else 4))[0]
+        if var_dims and var_dims[0][1] == 0:   # a record variable: vsize is its size per record
+            record_begin = begin if record_begin is None else min(record_begin, begin)
+            record_size += vsize
+        else:
+            end = max(end, begin + vsize)
+    if record_begin is not None:
+        end = max(end, record_begin + numrecs * record_size)
+    return max(end, r.pos)
+
+
 def read(path) -> Dataset:
     """A NetCDF-3 file written by :func:`to_bytes` or xarray's scipy backend (no record variables).
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import resource
@@ -12,15 +13,47 @@ import threading
 import time
 import traceback
 
-# Console lines of failed jobs are also appended here, so the Snakefile's
-# ``onerror`` handler can repeat them as the last lines of the console.
+from .integrity import record_digests
+
+# Console lines of failed jobs (and warnings) are also appended here, so the Snakefile's
+# ``onerror`` / ``onsuccess`` handlers can repeat them as the last lines of the console.
 ERROR_DIGEST = ".snakemake/locpriv-errors.txt"
+WARNING_DIGEST = ".snakemake/locpriv-warnings.txt"
+
+
+# The Snakefile names the workflow's checkpoint rules in this environment variable for the
+# console logger (snakemake_logger_plugin_locpriv): the job total is final once they have run.
+CHECKPOINT_RULES = "LOCPRIV_CHECKPOINT_RULES"
+
+
+def announce_checkpoints(rules) -> None:
+    os.environ[CHECKPOINT_RULES] = ",".join(rule.name for rule in rules if rule.is_checkpoint)
 
 
 def console(line: str) -> None:
     """A line for the user's console (a job's stdout/stderr go to its log), also logged."""
-    logging.info(line)
-    print(line, file=sys.__stderr__, flush=True)
+    # a named logger: the root one would install a console handler in Snakemake's own process
+    logging.getLogger("locpriv").info(line)
+    _print(line)
+
+
+def _print(line: str) -> None:
+    stream = sys.__stderr__
+    # on a terminal, clear the progress line the run's logger keeps updated in place
+    print(("\r\033[K" if stream.isatty() else "") + line, file=stream, flush=True)
+
+
+def warn(line: str, emit=console) -> None:
+    """A ``warning: ...`` line on the console (``emit``), repeated at the end of the run."""
+    emit(line)
+    _append(WARNING_DIGEST, line)
+
+
+def _append(digest: str, line: str) -> None:
+    with contextlib.suppress(OSError):
+        os.makedirs(os.path.dirname(digest), exist_ok=True)
+        with open(digest, "a") as fh:
+            fh.write(line + "\n")
 
 
 def error_line(rule: str, exc: BaseException, log_path: str | None) -> str:
@@ -88,16 +121,17 @@ def logged(snakemake):
             # read by perf/bench_scale.py; peak RSS is the job process's high-water mark
             logging.info("job finished: wall %.3f s, peak RSS %.1f MB", time.perf_counter() - start,
                          resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        outputs = getattr(snakemake, "output", [])
+        record_digests(outputs)   # what it wrote, byte for byte: locpriv.integrity checks against it
+        record_outcome(outputs, failed=False)
     except Exception as exc:  # every failure becomes one line + exit status 1
+        record_outcome(getattr(snakemake, "output", []), failed=True)
         if path:
             with open(path, "a") as fh:
                 traceback.print_exc(file=fh)
         line = error_line(snakemake.rule, exc, path)
-        print(line, file=sys.__stderr__, flush=True)
-        with contextlib.suppress(OSError):
-            os.makedirs(os.path.dirname(ERROR_DIGEST), exist_ok=True)
-            with open(ERROR_DIGEST, "a") as fh:
-                fh.write(line + "\n")
+        _print(line)   # the log file is closed: the traceback above is what it keeps
+        _append(ERROR_DIGEST, line)
         raise SystemExit(1) from None
 
 
@@ -176,42 +210,129 @@ def claim_workdir(root: str = ".snakemake") -> tuple[str | None, bool]:
     mine = os.path.join(pids, str(os.getpid()))
     open(mine, "w").close()
     atexit.register(lambda: os.path.exists(mine) and os.remove(mine))
-    with contextlib.suppress(OSError):
-        os.remove(ERROR_DIGEST)  # the onerror handler repeats only this run's errors
+    for digest in (ERROR_DIGEST, WARNING_DIGEST):   # the handlers repeat only this run's lines
+        with contextlib.suppress(OSError):
+            os.remove(digest)
+    shutil.rmtree(FAILED_DIR, ignore_errors=True)   # and handle only this run's failed jobs
     if removed:
         return f"locpriv: removed {len(removed)} lock file(s) left by a killed run; resuming", live
     return None, live
 
 
-def remove_damaged(results: str = "results") -> list[str]:
-    """Remove finished outputs that cannot be read back, so Snakemake makes them again.
+def with_static_inputs(rules, targets: list[str], root: str) -> list[str]:
+    """``targets`` plus, recursively, the inputs under ``root`` of the rules that make them.
 
-    Snakemake only sees that a file exists; a truncated Parquet or NetCDF file (disk
-    full, a copy interrupted, an edit by hand) would otherwise be read by the next job
-    and fail there, or be taken as done.  Returns one console line per removed file.
+    Only rules without wildcards in their outputs and only inputs that are plain paths (no
+    function, no wildcard) are followed: what the DAG needs for certain, read off the rule
+    definitions before the DAG exists (e.g. a study summary's per-run files).
     """
-    from .io import damage
+    want = {os.path.normpath(t) for t in targets}
+    inside = os.path.normpath(root) + os.sep
+    grew = True
+    while grew:
+        grew = False
+        for rule in rules:
+            outputs = [str(f) for f in rule.output]
+            if any("{" in f for f in outputs) or want.isdisjoint(map(os.path.normpath, outputs)):
+                continue
+            for f in rule.input:
+                path = os.path.normpath(f) if isinstance(f, str) and "{" not in f else None
+                if path and path.startswith(inside) and path not in want:
+                    want.add(path)
+                    grew = True
+    return sorted(want)
 
-    lines = []
-    if not os.path.isdir(results):
-        return lines
-    for folder, _, files in os.walk(results):
-        for name in files:
-            if name.startswith(".") or not name.endswith((".parquet", ".nc", ".png", ".json")):
-                continue
-            path = os.path.join(folder, name)
-            why = damage(path)
-            if not why:
-                continue
-            if os.path.basename(folder).startswith("batch~"):
-                # a file of a directory output (a randomize job's view/batch~k): Snakemake sees only
-                # the folder, so the whole folder goes and its job makes every shard again
-                shutil.rmtree(folder)
-                lines.append(f"locpriv: removed {folder} ({name}: {why}); it is made again when needed")
-                break
+
+def remove_damaged(files: list[str], folders) -> list[str]:
+    """Remove this config's outputs that are not whole, so this run makes them again.
+
+    ``files`` are the outputs the current config's DAG makes (never anything else under
+    results/: another config's files and stray files are not touched); ``folders()``, called
+    once the files are checked (it may read them), maps each directory output (a randomize
+    job's ``view/batch~k``) to the files its job writes in it.
+    Snakemake sees only the folder, so a folder with a missing or damaged file goes whole;
+    other files in it are ignored.  Every removed path is a target of ``rule all``, so the
+    same command makes it again.  Checks are structural (:mod:`locpriv.integrity`) and skipped
+    for files unchanged since they last passed.  Returns one console line per removal.
+    """
+    from .integrity import KINDS, Verified
+
+    verified, lines = Verified(VERIFIED), []
+    for path in files:
+        if path.endswith(KINDS) and (why := verified.damage(path)):
             os.remove(path)
-            lines.append(f"locpriv: removed damaged {path} ({why}); it is made again when needed")
+            lines.append(f"locpriv: removed damaged {path} ({why}); it is made again in this run")
+    for folder, inside in folders().items():
+        if not os.path.isdir(folder):
+            continue
+        missing = next((f for f in inside if not os.path.exists(f)), None)
+        why = f"{os.path.basename(missing)} missing" if missing else next(
+            (f"{os.path.basename(f)}: {w}" for f in inside if (w := verified.damage(f))), None)
+        if why:
+            shutil.rmtree(folder)
+            lines.append(f"locpriv: removed {folder} ({why}); its job makes it again in this run")
+    verified.save()
     return lines
+
+
+# A job that fails records its outputs here (one file each, named by the path's hash), for
+# :func:`distrust_restored` at the end of the run; cleared when a run starts.
+FAILED_DIR = ".snakemake/locpriv-failed"
+VERIFIED = ".snakemake/locpriv-verified.json"
+
+
+def _failed_marker(path: str) -> str:
+    return os.path.join(FAILED_DIR, hashlib.sha1(os.path.normpath(path).encode()).hexdigest())
+
+
+def record_outcome(outputs, failed: bool) -> None:
+    """Note (failed) or forget (succeeded) a job's outputs for :func:`distrust_restored`."""
+    for path in map(str, outputs):
+        with contextlib.suppress(OSError):
+            if failed:
+                os.makedirs(FAILED_DIR, exist_ok=True)
+                with open(_failed_marker(path), "w") as fh:
+                    fh.write(os.path.normpath(path))
+            else:
+                os.remove(_failed_marker(path))
+
+
+def distrust_restored(workflow) -> list[str]:
+    """Mark incomplete every job whose failure left an output on disk (Snakemake ``onerror``).
+
+    Snakemake restores an ``update()`` output when its job fails, with a new mtime and the
+    failed job's input checksums recorded as if it had run, so the next run would call the old
+    file up to date although its inputs (or code) changed.  Marked incomplete, exactly as a job
+    is while it runs, its job runs again in the next run (``rerun-incomplete``, profiles/default)
+    and fails with the same message until its input is fixed; the old file stays until then.
+    """
+    failed = set()
+    with contextlib.suppress(OSError):
+        for name in os.listdir(FAILED_DIR):
+            with contextlib.suppress(OSError), open(os.path.join(FAILED_DIR, name)) as fh:
+                failed.add(fh.read())
+    failed = {path for path in failed if os.path.exists(path)}
+    if not failed or workflow.persistence is None:
+        return []
+    jobs = [job for job in workflow.dag.jobs if failed.intersection(map(os.path.normpath, map(str, job.output)))]
+    for job in jobs:
+        workflow.persistence.started(job)
+    return [f"locpriv: kept {path} from before its failed job; the next run makes it again"
+            for path in sorted(failed)]
+
+
+def closing_lines(open_first: list[str], failed: bool, emit=console) -> None:
+    """The console's last lines (``emit``): this run's warnings, then its errors or the files to open."""
+    lines = []
+    for digest in (WARNING_DIGEST, ERROR_DIGEST) if failed else (WARNING_DIGEST,):
+        with contextlib.suppress(OSError), open(digest) as fh:
+            lines += list(dict.fromkeys(fh.read().splitlines()))[-20:]
+    present = [f for f in open_first if os.path.exists(f)]
+    if not failed and present:
+        lines.append(f"locpriv: done. Open {', '.join(present)}; `snakemake --report report.html` writes "
+                     "the report")
+    for line in lines:
+        emit(line)
 
 
 def remove_stale_plots(folder: str, targets: list[str]) -> list[str]:

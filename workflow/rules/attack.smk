@@ -9,7 +9,7 @@ rule attack:
         points=results("ingest/{dataset}/points.parquet"),
         meta=results("ingest/{dataset}/meta.json"),
         grid=GRID_FILE,
-        truth=results("ingest/{dataset}/truth.nc"),
+        truth=TRUTH_FILE,
         bandwidth=bandwidth_input,
     output:
         local_maxima=run_path("attack-local_maxima.parquet"),

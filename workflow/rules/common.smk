@@ -2,6 +2,7 @@
 # helpers every rule file uses.  Rules receive only the config slice they
 # need, plus a fingerprint of the locpriv code they run.
 
+import os
 import sys
 from pathlib import Path
 
@@ -9,7 +10,9 @@ from snakemake.exceptions import WorkflowError
 
 from locpriv import config as lpconfig
 from locpriv import frontier as lpfrontier
+from locpriv import io as lpio
 from locpriv import mechanisms as lpmechanisms
+from locpriv import sanity as lpsanity
 from locpriv.adversary import bayes as lpbayes
 from locpriv.audit import stage as lpaudit
 from locpriv.datasets import ingest as lpingest
@@ -19,6 +22,7 @@ from locpriv.stages import utility as lputility
 try:
     # activates the config's plugins (here and, through LOCPRIV_PLUGINS, in every job) first
     RUNS = {run.key: run for run in lpconfig.check_startup(config, Path.cwd())}
+    CONFIG_WARNINGS = lpsanity.config_warnings(config, RUNS.values())
 except lpconfig.ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
 
@@ -41,7 +45,7 @@ def benchmarks(path):
 
 
 wildcard_constraints:
-    dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    dataset=lpsanity.DATASET_NAME,
     mechanism=r"[a-z0-9_]+",
     params=r"[^/]+",
     rep=r"\d+",
@@ -58,10 +62,13 @@ def run_path(path, base=results):
     return base(f"{RUN}/{path}")
 
 
-# the grid's size is part of its path: a config with another grid never overwrites this one
-# (a studies-only config has no grid, and no main-DAG rule: workflow/Snakefile)
+# the grid's size is part of its path: a config with another grid never overwrites this one,
+# nor the surfaces on it (the truth and the pooled KDE); a studies-only config has no grid, and
+# no main-DAG rule (workflow/Snakefile)
 GRID_ID = "grid~{P}x{Q}".format(**config["grid"]) if RUNS else None
 GRID_FILE = results(f"encode/{{dataset}}/{GRID_ID}/grid.nc")
+TRUTH_FILE = results(f"ingest/{{dataset}}/{GRID_ID}/truth.nc")
+POOLED_FILE = results(f"ingest/{{dataset}}/{GRID_ID}/pooled-kde/n~{{n}}_h~{{h}}.nc")
 
 
 def run_datasets():
@@ -125,14 +132,19 @@ def mechanism_code(wc, stage):
     )
 
 
-def n_shards(wc):
-    from locpriv.stages.run import n_users_of, shard_count, shard_size
+def n_shards(wc, meta=None):
+    """Shards of a run, from its dataset's ingest metadata (``meta``: read that file directly).
 
-    meta = checkpoints.ingest.get(dataset=wc.dataset).output.meta
-    run = run_of(wc)
+    An ``n`` above the users kept is the randomize job's one-line error, not this input
+    function's traceback (it is checked before: at ingest and when the metadata exists).
+    """
+    from locpriv.stages.run import shard_count, shard_size, users_asked
+
+    meta = meta or checkpoints.ingest.get(dataset=wc.dataset).output.meta
+    kept = lpio.read_json(meta)["n_users"]
     return shard_count(
-        n_users_of(run["params"], meta),
-        shard_size(run["mechanism"], config["users_per_shard"]),
+        min(users_asked(run_of(wc)["params"], kept), kept),
+        shard_size(wc.mechanism, config["users_per_shard"]),
     )
 
 
@@ -146,17 +158,17 @@ def shard_batch(wc):
     return list(shard_batches(n_shards(wc), SHARDS_PER_JOB)[int(wc.batch)])
 
 
-def view_dirs(wc):
+def view_dirs(wc, meta=None):
     """The randomize jobs' folders of one run (a run of few shards is one job)."""
-    count = -(-n_shards(wc) // SHARDS_PER_JOB)
+    count = -(-n_shards(wc, meta) // SHARDS_PER_JOB)
     return [run_path(f"view/batch~{k}").format(**wc) for k in range(count)]
 
 
-def view_files(wc):
+def view_files(wc, meta=None):
     """Every shard's view, in shard order, inside the randomize folders."""
     return [
         run_path(f"view/batch~{i // SHARDS_PER_JOB}/shard~{i}.parquet").format(**wc)
-        for i in range(n_shards(wc))
+        for i in range(n_shards(wc, meta))
     ]
 
 
@@ -165,7 +177,7 @@ def pooled_input(wc):
     params = run_of(wc)["params"]
     if "h" not in params:
         return []
-    return results(f"ingest/{wc.dataset}/pooled-kde/n~{params['n']}_h~{params['h']}.nc")
+    return POOLED_FILE.format(dataset=wc.dataset, n=params["n"], h=params["h"])
 
 
 # ---- the privacy audit (workflow/rules/audit.smk): one job per mechanism x privacy-relevant setting
@@ -198,6 +210,89 @@ def audit_code(wc):
 
 def run_targets(filename):
     return [results(f"{run.path}/{filename}") for run in RUNS.values()]
+
+
+class Wildcards(dict):
+    """Wildcards as the input functions read them (wc.name, or **wc), for calls outside the DAG."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def run_wildcards(run):
+    return Wildcards(
+        dataset=run.dataset, mechanism=run.mechanism, params=run.pstr, rep=str(run.rep)
+    )
+
+
+def _listed(files):
+    return [files] if isinstance(files, str) else list(files)
+
+
+# The files of the density runs below the summary.  rule all asks for every one of them, so one
+# that is missing (deleted, or removed as damaged) is made again by the same command: Snakemake
+# otherwise leaves an intermediate missing as long as the files made from it exist.
+RUN_FILES = [
+    "aggregate.nc",
+    "estimate.nc",
+    "attack-local_maxima.parquet",
+    "attack-bayes.parquet",
+    "metrics.parquet",
+]
+
+
+def intermediate_targets():
+    # the combined audit table is read by the summary through an input function
+    out = audit_targets() + (list(rules.audit_table.output) if AUDITS else [])
+    for ds in run_datasets():
+        out += [
+            results(f"ingest/{ds}/points.parquet"),
+            results(f"ingest/{ds}/meta.json"),
+            results(f"ingest/{ds}/range-workload.parquet"),
+            GRID_FILE.format(dataset=ds),
+            TRUTH_FILE.format(dataset=ds),
+        ]
+        out += _listed(bandwidth_input(Wildcards(dataset=ds)))
+    for run in RUNS.values():
+        wc = run_wildcards(run)
+        out += [results(f"{run.path}/{name}") for name in RUN_FILES]
+        out += _listed(pooled_input(wc)) + _listed(bandwidth_input(wc))
+    return sorted(set(out))
+
+
+def view_targets(wc):
+    """Every run's randomize folders (known once its dataset is ingested)."""
+    return [d for run in RUNS.values() for d in view_dirs(run_wildcards(run))]
+
+
+def view_folders():
+    """Each randomize folder of a run whose dataset is ingested -> the shard files its job writes.
+
+    Read from the ingest metadata directly: before the DAG, no checkpoint can be asked.
+    """
+    out = {}
+    for run in RUNS.values():
+        meta = results(f"ingest/{run.dataset}/meta.json")
+        if os.path.exists(meta):
+            wc = run_wildcards(run)
+            files = view_files(wc, meta)
+            for folder in view_dirs(wc, meta):
+                out[folder] = [f for f in files if os.path.dirname(f) == folder]
+    return out
+
+
+def check_users_kept():
+    """Stop before the DAG when a run asks more users than an ingested dataset kept."""
+    for ds in run_datasets():
+        meta = results(f"ingest/{ds}/meta.json")
+        problem = os.path.exists(meta) and lpsanity.too_few_users(
+            lpsanity.requested_users(config, ds), ds, lpio.read_json(meta)
+        )
+        if problem:
+            raise WorkflowError(f"invalid configuration: {problem}")
 
 
 # ---- targets of the summary, plot and frontier rules (workflow/rules/report.smk, frontier.smk)

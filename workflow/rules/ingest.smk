@@ -77,9 +77,9 @@ rule truth:
         grid=GRID_FILE,
         bandwidth=bandwidth_input,
     output:
-        results("ingest/{dataset}/truth.nc"),
+        TRUTH_FILE,
     log:
-        logs("truth/{dataset}.log"),
+        logs(f"truth/{{dataset}}/{GRID_ID}.log"),
     cache: True
     conda:
         "../../envs/locpriv.yaml"
@@ -97,9 +97,9 @@ rule pooled_kde:
         grid=GRID_FILE,
         bandwidth=lambda wc: bandwidth_file(wc) if wc.h == "knn" else [],
     output:
-        results("ingest/{dataset}/pooled-kde/n~{n}_h~{h}.nc"),
+        POOLED_FILE,
     log:
-        logs("pooled_kde/{dataset}/n~{n}_h~{h}.log"),
+        logs(f"pooled_kde/{{dataset}}/{GRID_ID}/n~{{n}}_h~{{h}}.log"),
     # [RFF-KDE]'s utility reference: the non-private KDE of the same users and bandwidth
     cache: True
     conda:

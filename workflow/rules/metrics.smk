@@ -4,7 +4,7 @@
 rule metrics:
     input:
         estimate=run_path("estimate.nc"),
-        truth=results("ingest/{dataset}/truth.nc"),
+        truth=TRUTH_FILE,
         pooled=pooled_input,
         attack=run_path("attack-local_maxima.parquet"),
         bayes=run_path("attack-bayes.parquet"),

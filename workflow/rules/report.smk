@@ -60,7 +60,7 @@ rule plot_rff_illustrations:
 
 rule plot_surfaces:
     input:
-        truth=results("ingest/{dataset}/truth.nc"),
+        truth=TRUTH_FILE,
         estimates=surface_estimates,
     output:
         update(

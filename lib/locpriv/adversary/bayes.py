@@ -43,14 +43,22 @@ def prior(kind: str, truth: np.ndarray) -> np.ndarray:
     return mass / mass.sum()
 
 
-def posterior(prior_cells: np.ndarray, likelihood: np.ndarray) -> np.ndarray:
-    """pi(c) L_i(c), normalised per user: (n, P, Q)."""
-    joint = prior_cells[None] * likelihood
-    mass = joint.reshape(len(joint), -1).sum(axis=1)
-    if not (mass > 0).all():
-        raise ValueError(f"{int((mass <= 0).sum())} users' likelihood is 0 wherever the prior is positive: "
+def posterior(prior_cells: np.ndarray, log_likelihood: np.ndarray) -> np.ndarray:
+    """pi(c) L_i(c), normalised per user: (n, P, Q), from log L_i (``Mechanism.log_likelihood``).
+
+    Formed in logs and scaled per user by its largest term over the cells the prior allows,
+    so a report far from all of them (every L_i(c) there below the smallest double, e.g. a
+    Laplace report of high epsilon in a sparse box) keeps the posterior its likelihood ratios
+    give; the product of the linear values would be 0 everywhere.
+    """
+    with np.errstate(divide="ignore"):
+        joint = np.log(prior_cells)[None] + log_likelihood
+    top = joint.reshape(len(joint), -1).max(axis=1)
+    if not np.isfinite(top).all():
+        raise ValueError(f"{int((~np.isfinite(top)).sum())} users' likelihood is 0 wherever the prior is positive: "
                          "the mechanism's likelihood does not cover its own reports")
-    return joint / mass[:, None, None]
+    post = np.exp(joint - top[:, None, None])
+    return post / post.reshape(len(post), -1).sum(axis=1)[:, None, None]
 
 
 class MedianGuess:
@@ -109,12 +117,11 @@ def bayes_batch(post: np.ndarray, grid: Grid, true_xy, r: float,
             "hit_r": (post * (dist <= r)).sum(axis=(1, 2))}
 
 
-def person_likelihoods(likelihood_batches, owner: np.ndarray, n_persons: int) -> tuple[np.ndarray, int]:
-    """(n_persons, P, Q): each person's likelihood of all their reports, up to a constant factor.
+def person_likelihoods(log_likelihood_batches, owner: np.ndarray, n_persons: int) -> tuple[np.ndarray, int]:
+    """(n_persons, P, Q): the log of each person's likelihood of all their reports, up to a constant.
 
     The adversary models a person as staying in one cell c while sending all their
-    reports, each randomised independently, so P(reports | c) = prod_i L_i(c); it is
-    formed in logs and rescaled per person (the posterior normalises the constant away).
+    reports, each randomised independently, so log P(reports | c) = sum_i log L_i(c).
     A person who moved can have reports that no single cell explains (e.g. exact
     reports in two cells): for them the product is zero everywhere, and the adversary
     falls back to a mixture, the mean of their reports' normalised likelihoods (the
@@ -122,27 +129,25 @@ def person_likelihoods(likelihood_batches, owner: np.ndarray, n_persons: int) ->
     many persons needed the fallback.  ``owner[t]`` is the person (0..n_persons-1) of
     report t, in the batches' order.
     """
-    log_lik = mixture = None
+    log_joint = mixture = None
     with np.errstate(divide="ignore", invalid="ignore"):   # a zero likelihood is a cell the report rules out
-        for sl, lik in likelihood_batches:
-            if log_lik is None:
-                log_lik = np.zeros((n_persons, *lik.shape[1:]))
-                mixture = np.zeros_like(log_lik)
-            add_rows(log_lik, owner[sl], np.log(lik))
-            total = lik.reshape(len(lik), -1).sum(axis=1)
-            add_rows(mixture, owner[sl], lik / np.where(total > 0, total, 1.0)[:, None, None])
-        top = log_lik.reshape(n_persons, -1).max(axis=1)
-        moved = ~np.isfinite(top)
-        joint = np.exp(log_lik - np.where(moved, 0.0, top)[:, None, None])
-    joint[moved] = mixture[moved]
-    return joint, int(moved.sum())
+        for sl, log_lik in log_likelihood_batches:
+            if log_joint is None:
+                log_joint = np.zeros((n_persons, *log_lik.shape[1:]))
+                mixture = np.zeros_like(log_joint)
+            add_rows(log_joint, owner[sl], log_lik)
+            lik = np.exp(log_lik - log_lik.reshape(len(log_lik), -1).max(axis=1)[:, None, None])
+            add_rows(mixture, owner[sl], lik / lik.reshape(len(lik), -1).sum(axis=1)[:, None, None])
+        moved = ~np.isfinite(log_joint.reshape(n_persons, -1).max(axis=1))
+        log_joint[moved] = np.log(mixture[moved])
+    return log_joint, int(moved.sum())
 
 
-def bayes_attack(likelihood_batches, prior_cells: np.ndarray, grid: Grid, users: np.ndarray,
+def bayes_attack(log_likelihood_batches, prior_cells: np.ndarray, grid: Grid, users: np.ndarray,
                  true_xy, r: float) -> pd.DataFrame:
-    """One row per user from an iterable of (slice, likelihood (n, P, Q)) batches."""
+    """One row per user from an iterable of (slice, log-likelihood (n, P, Q)) batches."""
     median = MedianGuess(grid)
     parts = [pd.DataFrame({"user": users[sl],
-                           **bayes_batch(posterior(prior_cells, lik), grid, true_xy[sl], r, median)})
-             for sl, lik in likelihood_batches]
+                           **bayes_batch(posterior(prior_cells, log_lik), grid, true_xy[sl], r, median)})
+             for sl, log_lik in log_likelihood_batches]
     return pd.concat(parts, ignore_index=True)

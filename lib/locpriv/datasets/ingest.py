@@ -12,6 +12,8 @@ from . import points as real
 
 # stop the ingest when more of the file than this is unusable (config: max_dropped_fraction)
 DEFAULT_MAX_DROPPED_FRACTION = 0.01
+# a density, a bandwidth and an attack need at least two users
+MIN_USERS = 2
 
 
 def domain_of(spec: dict) -> tuple[Domain, str]:
@@ -67,8 +69,12 @@ def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.Dat
             keep = persons.cap_rows(pts["source_user"].to_numpy(), int(cap), rng)
             meta["rows_over_person_cap"] = int((~keep).sum())
             pts = pts[keep].reset_index(drop=True)
-        meta["max_rows_per_person"] = int(pts["source_user"].value_counts().max())
+        meta["max_rows_per_person"] = int(pts["source_user"].value_counts().max()) if len(pts) else 0
     meta["person_cap"] = int(cap) if cap is not None and "source_user" in pts else None
+    if len(pts) < MIN_USERS:
+        raise InputError(str(spec["path"]), "rows", f"only {len(pts)} usable row(s) of {report.rows_read} "
+                         f"({describe_drops(report.dropped)} dropped): the workflow needs at least {MIN_USERS} users",
+                         "point the dataset at a file with more rows inside its box")
     order = rng.permutation(len(pts))
     pts = pts.iloc[order].reset_index(drop=True)
     pts.insert(0, "user", np.arange(len(pts), dtype=np.int64))

@@ -12,6 +12,8 @@ rows (``max_points_per_person``) therefore bounds the person-level ε by
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -23,12 +25,16 @@ def person_level_epsilon(record_eps: float | None, cap: int | None) -> float | N
     rows of one person (at most ``cap`` rows).  Proof sketch: chain the cap
     single-row neighbours between the two datasets; each step multiplies an
     output's probability by at most e^ε, so the whole change by at most e^{cap ε}.
-    Returns None when no bound exists (no record-level ε, or no cap so a person's
-    row count is unbounded).  For (ε, δ) mechanisms group privacy also inflates δ
-    (to cap e^{(cap-1)ε} δ), which this helper does not cover: call it on pure ε only.
+    Without a cap a person's row count is unbounded, so the bound is ∞ for ε > 0 and 0
+    for ε = 0 (a release that ignores its input reveals nothing however many rows a
+    person has).  Returns None when there is no record-level ε to scale.  For (ε, δ)
+    mechanisms group privacy also inflates δ (to cap e^{(cap-1)ε} δ), which this helper
+    does not cover: call it on pure ε only.
     """
-    if record_eps is None or cap is None:
+    if record_eps is None:
         return None
+    if cap is None:
+        return 0.0 if record_eps == 0 else math.inf
     if cap < 1:
         raise ValueError(f"cap must be a positive number of rows, got {cap}")
     return float(cap) * float(record_eps)

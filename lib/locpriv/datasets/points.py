@@ -10,6 +10,7 @@ the fix.
 
 from __future__ import annotations
 
+import csv
 import gzip
 import zlib
 from dataclasses import dataclass, field
@@ -100,8 +101,18 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise InputError(str(path), "<file>", "the file is empty (0 bytes)", fix_parse)
     try:
         if path.suffix == ".parquet":
-            return pd.read_parquet(path)
-        return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+            table = pd.read_parquet(path)
+            _no_duplicate_columns(path, list(map(str, table.columns)))
+            return table
+        _text_file(path)
+        table = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+        _no_duplicate_columns(path, _csv_header(path))
+        return table
+    except InputError:
+        raise
+    except PermissionError as exc:
+        raise InputError(str(path), "<file>", "cannot be read: permission denied",
+                         f"make it readable (chmod a+r {path}) or point the dataset's 'path' at a copy") from exc
     except UnicodeDecodeError as exc:
         raise InputError(str(path), "<encoding>", f"not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
                          f"offset {exc.start})", "convert the file to UTF-8, e.g. "
@@ -114,6 +125,42 @@ def read_table(path: str | Path) -> pd.DataFrame:
     except (ValueError, OSError, pd.errors.ParserError) as exc:
         raise InputError(str(path), "<file>", f"cannot be parsed ({' '.join(str(exc).split())})",
                          fix_parse) from exc
+
+
+# what a file that is not text starts with, to name it in the error
+_BINARY = {b"PK\x03\x04": "a ZIP archive (an Excel .xlsx file?)", b"PAR1": "a Parquet file (name it .parquet)",
+           b"\x89HDF": "an HDF5/NetCDF-4 file", b"CDF": "a NetCDF-3 file",
+           b"\xd0\xcf\x11\xe0": "an old Excel .xls file", b"%PDF": "a PDF document",
+           b"\x1f\x8b": "gzip data (name it .csv.gz)"}
+
+
+def _open_text(path: Path):
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+def _text_file(path: Path) -> None:
+    """Refuse a file that is not text before pandas reports its bytes as a CSV or encoding problem."""
+    with _open_text(path) as fh:
+        head = fh.read(4096)
+    kind = next((what for magic, what in _BINARY.items() if head.startswith(magic)), None)
+    if kind or b"\x00" in head:
+        raise InputError(str(path), "<file>", f"not a text CSV file: it is {kind or 'binary data (NUL bytes)'}",
+                         "export the data as a CSV (UTF-8, header row) or a Parquet file and point the "
+                         "dataset's 'path' at it")
+
+
+def _csv_header(path: Path) -> list[str]:
+    with _open_text(path) as fh:
+        return next(csv.reader([fh.readline().decode("utf-8", "replace")]), [])
+
+
+def _no_duplicate_columns(path: Path, names: list[str]) -> None:
+    """Two columns of one name: which one is the coordinate would be a guess (pandas renames the second)."""
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(str(path), twice[0], f"column name appears {names.count(twice[0])} times "
+                         f"(columns {[i + 1 for i, n in enumerate(names) if n == twice[0]]})",
+                         "rename or remove the duplicate columns so each name is used once")
 
 
 def _coordinates(raw: pd.DataFrame, col: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -184,6 +231,10 @@ def load_points(path: str | Path, *, lonlat_bbox=None, bbox=None, user_column: s
         meta = {"units": "native", "projection": "none"}
     inside = valid & (a >= lo_x) & (a <= hi_x) & (b >= lo_y) & (b <= hi_y)
     _count_drop(report, "outside_bbox", valid & ~inside)
+    if user is not None:   # a row of no person cannot be attacked or capped as one: dropped, counted
+        no_user = inside & (raw[user].isna().to_numpy() | (raw[user].astype(str).str.strip() == "").to_numpy())
+        _count_drop(report, "missing_user_id", no_user)
+        inside &= ~no_user
     if not inside.any():
         _no_point_inside(path, cols, a, b, valid, (lo_x, hi_x, lo_y, hi_y), report.rows_read)
     out = pd.DataFrame(index=np.arange(int(inside.sum())))

@@ -371,3 +371,13 @@ class Mechanism:
         if self.aggregate_only:
             return np.ones((len(view), *grid.shape))
         raise NotImplementedError(f"mechanism {self.name!r} declares no likelihood for the Bayes adversary")
+
+    def log_likelihood(self, view: pd.DataFrame, grid: Grid) -> np.ndarray:
+        """log :meth:`likelihood` (-inf where it is 0): what the Bayes adversary uses.
+
+        A mechanism whose likelihood falls off without bound away from the report (a Laplace
+        law) overrides this with its exact log-density: the likelihood, scaled to 1 at its
+        best cell over the whole grid, can underflow to 0 on every cell the prior allows.
+        """
+        with np.errstate(divide="ignore"):
+            return np.log(self.likelihood(view, grid))

@@ -59,8 +59,10 @@ class GeoInd(FedKDE):
         (translation invariance of the grid), so this is exact up to snapping the centre
         to the grid (a shift below 1/(1024 eps)).
         """
-        return likelihoods.row_scaled(likelihoods.planar_laplace_logpdf(
-            view[["x", "y"]].to_numpy(), grid, self.settings["epsilon"]))
+        return likelihoods.row_scaled(self.log_likelihood(view, grid))
+
+    def log_likelihood(self, view, grid):
+        return likelihoods.planar_laplace_logpdf(view[["x", "y"]].to_numpy(), grid, self.settings["epsilon"])
 
     def audit_case(self, grid):
         """Two points at distance d = 1/ε (ε d = 1), at the centre and at a corner; the bound is divided

@@ -91,8 +91,11 @@ class LaplaceLDP(FedKDE):
         exp(-|z_j - ĉ_j| / b_j) on the grid with b_j = ``laplace_ldp.scales`` in data units
         and a normaliser free of ĉ: exact up to snapping the centre (<= box side / 2048).
         """
-        return likelihoods.row_scaled(likelihoods.product_laplace_logpdf(
-            view[["x", "y"]].to_numpy(), grid, laplace_ldp.scales(_bounds(grid), self.settings["epsilon"])))
+        return likelihoods.row_scaled(self.log_likelihood(view, grid))
+
+    def log_likelihood(self, view, grid):
+        return likelihoods.product_laplace_logpdf(view[["x", "y"]].to_numpy(), grid,
+                                                  laplace_ldp.scales(_bounds(grid), self.settings["epsilon"]))
 
     def audit_case(self, grid):
         """Opposite corners of the box; a point outside the box (clamped) against the far corner; the

@@ -112,4 +112,7 @@ class RFF(Mechanism):
         given the cell — the cell-resolution approximation of their joint law, whose support
         is the intersection of the B line families.
         """
-        return likelihoods.row_scaled(likelihoods.rff_log_lengths(*self._report(view), grid))
+        return likelihoods.row_scaled(self.log_likelihood(view, grid))
+
+    def log_likelihood(self, view, grid):
+        return likelihoods.rff_log_lengths(*self._report(view), grid)

@@ -186,11 +186,11 @@ def bayes_attack(*, run: dict, seed: int, adversary_cfg: dict, users_per_shard: 
         return
     prior = bayes.prior(adversary_cfg["prior"], io.read_nc3(truth_path)["density"].values)
     batch = int(adversary_cfg.get("batch", attacks.DEFAULT_BATCH))
-    likelihoods = _row_batches(targets, batch, lambda rows: mech.likelihood(rows, grid))
+    log_liks = _row_batches(targets, batch, lambda rows: mech.log_likelihood(rows, grid))
     if targets.owner is not None:
-        joint, meta["persons_mixture"] = bayes.person_likelihoods(likelihoods, targets.owner, len(targets.ids))
-        likelihoods = ((sl, joint[sl]) for sl in attacks.batches(len(joint), batch))
-    result = bayes.bayes_attack(likelihoods, prior, grid, _ids(targets), targets.truth, radius)
+        joint, meta["persons_mixture"] = bayes.person_likelihoods(log_liks, targets.owner, len(targets.ids))
+        log_liks = ((sl, joint[sl]) for sl in attacks.batches(len(joint), batch))
+    result = bayes.bayes_attack(log_liks, prior, grid, _ids(targets), targets.truth, radius)
     io.write_parquet(_with_ids(result, targets), out_attack, metadata=meta)
 
 

@@ -100,7 +100,7 @@ def summary(*, metric_paths: list[str], out_parquet: str, out_csv: str, audit_ta
     (``locpriv.audit``), every run stating an ε also gets ``audit_epsilon_lb`` (its empirical
     lower bound) and ``audit_confidence`` rows.
     """
-    frames = [pd.read_parquet(p) for p in sorted(metric_paths)]
+    frames = [io.read_parquet_checked(p, LEAD + TAIL) for p in sorted(metric_paths)]
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=LEAD + TAIL)
     if audit_table:
         from ..audit.stage import audit_rows  # here, not at the top: a per-run metrics job needs no audit code

@@ -7,10 +7,13 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from .. import cf, io, kde
+from ..config import ConfigError
 from ..datasets import ingest as ds_ingest
 from ..domain import Grid
+from ..errors import InputError
+from ..sanity import knn_warnings, too_few_users
 from ..seeding import rng as make_rng
-from ..smk import console
+from ..smk import console, warn
 
 # Points are sorted by user id; row groups of this size let a shard job read
 # only the groups its user range overlaps (Parquet min/max statistics).
@@ -19,25 +22,38 @@ POINTS_ROW_GROUP = 65_536
 PROJECTION_WARN = 0.01
 
 
-def ingest(*, name: str, spec: dict, seed: int, out_points: str, out_meta: str) -> None:
+def ingest(*, name: str, spec: dict, seed: int, out_points: str, out_meta: str,
+           requested: list[tuple[str, int]] = ()) -> None:
+    """Points and metadata of one dataset; ``requested``: the runs' (config key, n), checked against
+    the users kept before anything is written (``locpriv.sanity.too_few_users``)."""
     rng = make_rng(seed, "ingest", name)
     if spec["source"] == "synthetic":
         frames, metadata_of = ds_ingest.synthetic_batches(name, spec, rng, POINTS_ROW_GROUP)
         meta = io.write_parquet_batches(frames, out_points, metadata_of, POINTS_ROW_GROUP)
     else:
         pts, meta = ds_ingest.real_points(name, spec, rng)
+        problem = too_few_users(list(requested), name, meta)
+        if problem:
+            raise ConfigError(problem)
         io.write_parquet(pts, out_points, metadata=meta, row_group_size=POINTS_ROW_GROUP)
     io.write_json(meta, out_meta)
     for line in ingest_report(name, meta):
-        console(line)
+        (warn if line.startswith("warning:") else console)(line)
 
 
 def ingest_report(name: str, meta: dict) -> list[str]:
-    """The console lines of an ingest: rows read, kept and dropped by reason; projection warning."""
+    """The console lines of an ingest: rows read, kept and dropped by reason; persons; projection warning."""
     lines = [f"ingest {name}: {meta['rows_read']} rows read, {meta['n_users']} kept as users; dropped: "
              f"{ds_ingest.describe_drops(meta['rows_dropped'])}"
-             + (f"; {meta['rows_over_person_cap']} over the per-person cap {meta['person_cap']} "
-                f"({meta['persons']} persons)" if meta.get("person_cap") else "")]
+             + (f"; {meta['rows_over_person_cap']} over the per-person cap {meta['person_cap']}"
+                if meta.get("person_cap") else "")]
+    if "persons" in meta:   # rows come from fewer people: what one row's epsilon means for a person
+        persons = meta["persons"]
+        lines.append(f"ingest {name}: {persons:,} person{'s' if persons != 1 else ''}, up to "
+                     f"{meta['max_rows_per_person']:,} rows each; " + (
+                         f"person-level epsilon = {meta['person_cap']} x the row-level epsilon "
+                         "(max_points_per_person, or person_budget: split)" if meta.get("person_cap") else
+                         "person-level epsilon unbounded: set max_points_per_person or person_budget: split"))
     error = meta.get("projection_max_distance_error", 0.0)
     if error > PROJECTION_WARN:
         lines.append(f"warning: ingest {name}: the equirectangular projection distorts distances by up to "
@@ -52,9 +68,18 @@ def encode_grid(*, spec: dict, grid_spec: dict, out_grid: str) -> None:
     io.write_netcdf(grid.to_dataset(units, ds_ingest.grid_mapping_of(spec)), out_grid)
 
 
-def bandwidth(*, points_path: str, name: str, k: int, seed: int, out_json: str) -> None:
+def bandwidth(*, points_path: str, name: str, k: int, seed: int, out_json: str, spec: dict | None = None,
+              limits: dict | None = None) -> None:
+    """The kNN bandwidth; with ``spec`` and ``limits`` (``locpriv.sanity``), warn when it is absurdly wide."""
     pts = pd.read_parquet(points_path, columns=["x", "y"]).to_numpy()
     h = kde.knn_bandwidth(pts, int(k), make_rng(seed, "bandwidth", name, int(k)))
+    if h <= 0:
+        raise InputError(points_path, "x/y", f"the bandwidth h: knn of dataset '{name}' is 0: the sampled points "
+                         f"each share their location with more than knn_k = {k} others (identical points)",
+                         f"raise datasets.{name}.knn_k above the largest number of identical points, or give a "
+                         "numeric h")
+    for line in knn_warnings(name, spec, h, int(k), len(pts), limits) if spec and limits else []:
+        warn(line)
     io.write_json({"h": h, "k": int(k), "sample_fraction": 0.1, "n_points": len(pts),
                    "rule": "mean distance from a 10% sample to the k-th nearest neighbour ([RFF-KDE] §4.2.4)"},
                   out_json)

@@ -25,6 +25,12 @@ def resolve_params(params: dict, bandwidth_json: str | None) -> dict:
     return out
 
 
+def users_asked(params: dict, available: int) -> int:
+    """The run's ``n`` as a number of users (``all``: every user the dataset kept)."""
+    n = params.get("n", "all")
+    return available if n == "all" else int(n)
+
+
 def configured(run: dict, bandwidth_json: str | None) -> Mechanism:
     """The run's one configured mechanism object (its 'knn' bandwidth resolved); every stage of the run
     calls its methods, and ``run_guarantee(run["params"])`` records what the configured values leak."""
@@ -33,13 +39,11 @@ def configured(run: dict, bandwidth_json: str | None) -> Mechanism:
 
 def n_users_of(params: dict, meta_json: str) -> int:
     available = int(io.read_json(meta_json)["n_users"])
-    n = params.get("n", "all")
-    if n == "all":
-        return available
+    n = users_asked(params, available)
     if n > available:
-        raise ValueError(f"run asks for n={n} users but the dataset has {available}; "
-                         "lower 'n' in the experiment or generate more users")
-    return int(n)
+        raise InputError(meta_json, "n_users", f"the run asks for n={n} users but the dataset has {available}",
+                         "lower the experiment's 'n' for this dataset (or use n: all)")
+    return n
 
 
 def shard_count(n_users: int, users_per_shard: int) -> int:
@@ -82,8 +86,8 @@ def check_views(paths: list[str]) -> list[str]:
     for path in paths:
         if not os.path.exists(path):
             folder = os.path.dirname(path)
-            raise InputError(f"{path}: shard view missing from its randomize job's folder. "
-                             f"Fix: delete {folder} and rerun")
+            raise InputError(path, "<file>", "shard view missing from its randomize job's folder",
+                             f"delete {folder} and run the same command again")
     return paths
 
 

@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from .. import io
+from ..errors import InputError
 from ..seeding import rng as make_rng
 from ..sldp.range_queries import anchored_workload
 from .prepare import load_grid
@@ -42,7 +43,12 @@ def range_workload(*, dataset: str, points_path: str, grid_path: str, utility_cf
     n, keep = pq.read_metadata(points_path).num_rows, int(utility_cfg["workload_points"])
     rows = np.sort(rng.choice(n, keep, replace=False)) if n > keep else np.arange(n)
     pts = io.read_rows(points_path, rows, ["x", "y"]).to_numpy()
-    queries = anchored_workload(pts, load_grid(grid_path).domain.as_list(), int(utility_cfg["range_queries"]), rng)
+    try:
+        queries = anchored_workload(pts, load_grid(grid_path).domain.as_list(), int(utility_cfg["range_queries"]), rng)
+    except ValueError as exc:
+        raise InputError(points_path, "utility.range_queries", str(exc),
+                         "lower utility.range_queries, or use a dataset with more points spread over its box "
+                         "(a query must hold 20 to 5 % of them: 400 points at the very least)") from exc
     io.write_parquet(pd.DataFrame(queries, columns=COLUMNS), out_parquet,
                      metadata={"workload_sha256": workload_hash(queries), "points_used": len(pts),
                                "generator": "anchored (Kroshnin & Suvorikova 2025, App. A.2)"})
