@@ -89,7 +89,7 @@ def single_report_bayes_error(f, run):
     truth = pd.read_parquet(f["points"]).set_index("user").loc[view["user"], ["x", "y"]].to_numpy()
     lik = mechanisms.get("geoind").likelihood(view, {"h": 0.05, "epsilon": 20.0}, grid)
     prior = np.full(grid.shape, 1 / grid.shape[0] / grid.shape[1])
-    res = bayes.bayes_attack([(slice(0, len(view)), lik)], prior, grid, view["user"].to_numpy(), truth, 0.05)
+    res = bayes.bayes_attack([(slice(0, len(view)), np.log(lik))], prior, grid, view["user"].to_numpy(), truth, 0.05)
     return res["expected_error"].mean()
 
 

@@ -43,14 +43,24 @@ def prior(kind: str, truth: np.ndarray) -> np.ndarray:
     return mass / mass.sum()
 
 
-def posterior(prior_cells: np.ndarray, likelihood: np.ndarray) -> np.ndarray:
-    """pi(c) L_i(c), normalised per user: (n, P, Q)."""
-    joint = prior_cells[None] * likelihood
-    mass = joint.reshape(len(joint), -1).sum(axis=1)
-    if not (mass > 0).all():
-        raise ValueError(f"{int((mass <= 0).sum())} users' likelihood is 0 wherever the prior is positive: "
+def posterior(prior_cells: np.ndarray, log_lik: np.ndarray) -> np.ndarray:
+    """pi(c) L_i(c) normalised per user over the cells the prior allows: (n, P, Q).
+
+    Formed in log space from ``log_lik`` (log L_i(c), -inf where a report rules a cell
+    out): log pi(c) + log L_i(c) is shifted by its maximum over the cells with
+    pi(c) > 0 before exponentiating, so a likelihood peaked where the prior is 0 (or
+    spanning more than the float range) does not underflow to 0 on the cells that
+    matter.  Cells with pi(c) = 0 get posterior 0.
+    """
+    allowed = prior_cells > 0
+    with np.errstate(divide="ignore"):
+        log_joint = np.where(allowed, np.log(prior_cells), -np.inf)[None] + log_lik
+    top = log_joint.reshape(len(log_joint), -1).max(axis=1)
+    if not np.isfinite(top).all():
+        raise ValueError(f"{int((~np.isfinite(top)).sum())} users' likelihood is 0 wherever the prior is positive: "
                          "the mechanism's likelihood does not cover its own reports")
-    return joint / mass[:, None, None]
+    joint = np.exp(log_joint - top[:, None, None])
+    return joint / joint.reshape(len(joint), -1).sum(axis=1)[:, None, None]
 
 
 class MedianGuess:
@@ -109,40 +119,40 @@ def bayes_batch(post: np.ndarray, grid: Grid, true_xy, r: float,
             "hit_r": (post * (dist <= r)).sum(axis=(1, 2))}
 
 
-def person_likelihoods(likelihood_batches, owner: np.ndarray, n_persons: int) -> tuple[np.ndarray, int]:
-    """(n_persons, P, Q): each person's likelihood of all their reports, up to a constant factor.
+def person_log_likelihoods(log_lik_batches, owner: np.ndarray, n_persons: int,
+                           allowed: np.ndarray) -> tuple[np.ndarray, int]:
+    """(n_persons, P, Q): each person's log-likelihood of all their reports, up to a constant.
 
     The adversary models a person as staying in one cell c while sending all their
-    reports, each randomised independently, so P(reports | c) = prod_i L_i(c); it is
-    formed in logs and rescaled per person (the posterior normalises the constant away).
+    reports, each randomised independently, so log P(reports | c) = sum_i log L_i(c).
     A person who moved can have reports that no single cell explains (e.g. exact
-    reports in two cells): for them the product is zero everywhere, and the adversary
-    falls back to a mixture, the mean of their reports' normalised likelihoods (the
-    target is one of their places, equally likely).  Returns the likelihoods and how
-    many persons needed the fallback.  ``owner[t]`` is the person (0..n_persons-1) of
-    report t, in the batches' order.
+    reports in two cells): for them the sum is -inf on every cell the prior allows
+    (``allowed``), and the adversary falls back to a mixture, the sum of their
+    reports' normalised likelihoods (the target is one of their places, equally
+    likely; the sum is k times the mean, a constant the posterior normalises away).
+    Returns the log-likelihoods and how many persons needed the fallback.
+    ``owner[t]`` is the person (0..n_persons-1) of report t, in the batches' order.
     """
     log_lik = mixture = None
-    with np.errstate(divide="ignore", invalid="ignore"):   # a zero likelihood is a cell the report rules out
-        for sl, lik in likelihood_batches:
-            if log_lik is None:
-                log_lik = np.zeros((n_persons, *lik.shape[1:]))
-                mixture = np.zeros_like(log_lik)
-            add_rows(log_lik, owner[sl], np.log(lik))
-            total = lik.reshape(len(lik), -1).sum(axis=1)
-            add_rows(mixture, owner[sl], lik / np.where(total > 0, total, 1.0)[:, None, None])
-        top = log_lik.reshape(n_persons, -1).max(axis=1)
-        moved = ~np.isfinite(top)
-        joint = np.exp(log_lik - np.where(moved, 0.0, top)[:, None, None])
-    joint[moved] = mixture[moved]
-    return joint, int(moved.sum())
+    for sl, part in log_lik_batches:
+        if log_lik is None:
+            log_lik = np.zeros((n_persons, *part.shape[1:]))
+            mixture = np.zeros_like(log_lik)
+        add_rows(log_lik, owner[sl], part)
+        top = part.reshape(len(part), -1).max(axis=1)
+        share = np.exp(part - top[:, None, None])
+        add_rows(mixture, owner[sl], share / share.reshape(len(share), -1).sum(axis=1)[:, None, None])
+    moved = ~np.where(allowed[None], np.isfinite(log_lik), False).reshape(n_persons, -1).any(axis=1)
+    with np.errstate(divide="ignore"):   # a zero mixture weight is a cell none of their reports allows
+        log_lik[moved] = np.log(mixture[moved])
+    return log_lik, int(moved.sum())
 
 
-def bayes_attack(likelihood_batches, prior_cells: np.ndarray, grid: Grid, users: np.ndarray,
+def bayes_attack(log_lik_batches, prior_cells: np.ndarray, grid: Grid, users: np.ndarray,
                  true_xy, r: float) -> pd.DataFrame:
-    """One row per user from an iterable of (slice, likelihood (n, P, Q)) batches."""
+    """One row per user from an iterable of (slice, log-likelihood (n, P, Q)) batches."""
     median = MedianGuess(grid)
     parts = [pd.DataFrame({"user": users[sl],
-                           **bayes_batch(posterior(prior_cells, lik), grid, true_xy[sl], r, median)})
-             for sl, lik in likelihood_batches]
+                           **bayes_batch(posterior(prior_cells, log_lik), grid, true_xy[sl], r, median)})
+             for sl, log_lik in log_lik_batches]
     return pd.concat(parts, ignore_index=True)

@@ -165,6 +165,11 @@ def attack(*, run: dict, seed: int, attack_cfg: dict, users_per_shard: int, view
     io.write_parquet(_with_ids(result, targets), out_attack, metadata=meta)
 
 
+def _log(likelihood: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):    # a zero likelihood is a cell the report rules out: -inf
+        return np.log(likelihood)
+
+
 def bayes_attack(*, run: dict, seed: int, adversary_cfg: dict, users_per_shard: int, view_paths: list[str],
                  points_path: str, meta_json: str, grid_path: str, truth_path: str,
                  bandwidth_json: str | None, out_attack: str) -> None:
@@ -173,7 +178,7 @@ def bayes_attack(*, run: dict, seed: int, adversary_cfg: dict, users_per_shard: 
     ``adversary_cfg``: prior (population | uniform), users, r (radius of ``hit_r`` in grid
     cells, i.e. r times the larger cell side), batch.  A person's likelihood is that of
     all their reports from one cell, or a mixture over their reports when no cell explains
-    them all (:func:`locpriv.adversary.bayes.person_likelihoods`; the count is in the metadata).
+    them all (:func:`locpriv.adversary.bayes.person_log_likelihoods`; the count is in the metadata).
     """
     mech = mechanisms.get(run["mechanism"])
     params = resolve_params(run["params"], bandwidth_json)
@@ -188,11 +193,12 @@ def bayes_attack(*, run: dict, seed: int, adversary_cfg: dict, users_per_shard: 
         return
     prior = bayes.prior(adversary_cfg["prior"], io.read_nc3(truth_path)["density"].values)
     batch = int(adversary_cfg.get("batch", attacks.DEFAULT_BATCH))
-    likelihoods = _row_batches(targets, batch, lambda rows: mech.likelihood(rows, params, grid))
+    log_liks = _row_batches(targets, batch, lambda rows: _log(mech.likelihood(rows, params, grid)))
     if targets.owner is not None:
-        joint, meta["persons_mixture"] = bayes.person_likelihoods(likelihoods, targets.owner, len(targets.ids))
-        likelihoods = ((sl, joint[sl]) for sl in attacks.batches(len(joint), batch))
-    result = bayes.bayes_attack(likelihoods, prior, grid, _ids(targets), targets.truth, radius)
+        joint, meta["persons_mixture"] = bayes.person_log_likelihoods(log_liks, targets.owner, len(targets.ids),
+                                                                      prior > 0)
+        log_liks = ((sl, joint[sl]) for sl in attacks.batches(len(joint), batch))
+    result = bayes.bayes_attack(log_liks, prior, grid, _ids(targets), targets.truth, radius)
     io.write_parquet(_with_ids(result, targets), out_attack, metadata=meta)
 
 
