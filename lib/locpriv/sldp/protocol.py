@@ -65,7 +65,7 @@ import numpy as np
 import pandas as pd
 
 from ..dp import Guarantee
-from ..dp.sampling import discrete_laplace
+from ..dp.sampling import discrete_laplace, exact_scale
 from ..quadtree import cell_codes
 
 DELTA_CONSTANT = 6.0
@@ -127,11 +127,32 @@ def split_margin(n_parent: np.ndarray, scale: float, x: float,
 
 
 @dataclass(frozen=True)
+class UserReports:
+    """Every user's noisy indicators, compactly (CSR): user u's are ``steps[offsets[u]:offsets[u + 1]]``,
+    4 per round it answered (children 0..3 of its cell), rounds in order, in grid steps of
+    INDICATOR_STEP; ``scale``: the discrete Laplace scale (in steps) the sampler drew them with."""
+
+    offsets: np.ndarray
+    steps: np.ndarray
+    scale: float
+
+
+@dataclass(frozen=True)
 class PartitionResult:
     cells: pd.DataFrame        # the private partition: level, code, count (the server's estimate)
     user_cell: pd.DataFrame    # user -> (level, code) of its privacy region, round it was fixed in
     rounds: pd.DataFrame       # per round and parent: n_parent, n_hat of the 4 children, margin, split
     reports: pd.DataFrame      # every noisy report: round, user, level, code (child), y
+    user_reports: UserReports | None = None   # the same reports per user, compactly (keep_user_reports)
+
+
+def _user_reports(answered: list[tuple[np.ndarray, np.ndarray]], n: int, scale: float) -> UserReports:
+    """Per-round (users, (n_t, 4) steps) pairs as per-user runs, rounds in order (a stable sort by user)."""
+    users = np.concatenate([u for u, _ in answered]) if answered else np.zeros(0, dtype=np.int64)
+    steps = np.concatenate([y for _, y in answered]) if answered else np.zeros((0, 4), dtype=np.int64)
+    order = np.argsort(users, kind="stable")
+    offsets = np.concatenate([[0], np.cumsum(4 * np.bincount(users, minlength=n))])
+    return UserReports(offsets, steps[order].ravel(), scale)
 
 
 SPLIT_RULES = ("all_children", "per_child")
@@ -141,13 +162,15 @@ LEAVES = ("children", "merge")
 def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_depth: int,
                  delta: float, rng: np.random.Generator, delta_constant: float = DELTA_CONSTANT,
                  split_rule: str = "all_children", keep_reports: bool = True,
-                 calibration: str = "sensitivity2", leaves: str = "merge") -> PartitionResult:
+                 calibration: str = "sensitivity2", leaves: str = "merge",
+                 keep_user_reports: bool = False) -> PartitionResult:
     """The private partition F_hat(X) of ``points`` (N, 2) in ``box`` and its transcript.
 
     epsilon: budget of the partition (each user's reports cost ``round_cost(epsilon,
     calibration)`` per round it answers: epsilon by default; SLDP accounting as Kroshnin &
     Suvorikova 2025 Thm 4.1); threshold: Q; max_depth: T; leaves: cells of a parent whose
-    children all stopped ("children" or "merge", post-processing: see the module docstring).
+    children all stopped ("children" or "merge", post-processing: see the module docstring);
+    keep_user_reports: also every user's reports compactly (``UserReports``).
     """
     scale = noise_scale(epsilon, calibration)
     if not 1 <= max_depth <= 28:
@@ -165,7 +188,7 @@ def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_
     active = np.ones(n, dtype=bool)
     final_level = np.full(n, -1, dtype=np.int64)
     fixed_round = np.full(n, max_depth, dtype=np.int64)  # the last round a user answers
-    cells, rounds, reports = [], [], []
+    cells, rounds, reports, answered = [], [], [], []
     for level in range(max_depth):               # round t refines level -> level + 1
         idx = np.flatnonzero(active)
         if idx.size == 0:
@@ -187,6 +210,8 @@ def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_
                                     **{f"n_hat_{c}": n_hat[:, c] for c in range(4)},
                                     "margin": margin, "split": split,
                                     "children_split": above.sum(axis=1)}))
+        if keep_user_reports:
+            answered.append((idx, np.rint(y / INDICATOR_STEP).astype(np.int64)))
         if keep_reports:
             reports.append(pd.DataFrame({
                 "round": level + 1, "user": np.repeat(users[idx], 4), "level": level + 1,
@@ -228,7 +253,8 @@ def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_
         user_cell=pd.DataFrame({"user": users, "level": final_level, "code": current,
                                 "fixed_round": fixed_round}),
         rounds=pd.concat(rounds, ignore_index=True),
-        reports=pd.concat(reports, ignore_index=True) if reports else empty_reports)
+        reports=pd.concat(reports, ignore_index=True) if reports else empty_reports,
+        user_reports=_user_reports(answered, n, exact_scale(scale / INDICATOR_STEP)) if keep_user_reports else None)
 
 
 def guarantee(epsilon: float, delta: float, threshold: float, split_rule: str, calibration: str,
