@@ -19,11 +19,15 @@ sys.path.insert(0, LIB)
 os.environ["PYTHONPATH"] = os.pathsep.join(
     filter(None, [LIB, os.environ.get("PYTHONPATH")])
 )
+# the config's plugin modules, for every job; set from the config key `plugins` by the start-up
+# check (workflow/rules/common.smk, locpriv.plugins.activate)
+os.environ["LOCPRIV_PLUGINS"] = ""
 
 
 envvars:
-    # set just above, so always present; declaring it passes it on to cluster jobs as well
+    # set just above, so always present; declaring them passes them on to cluster jobs as well
     "PYTHONPATH",
+    "LOCPRIV_PLUGINS",
 
 
 from locpriv import smk as lpsmk
@@ -48,15 +52,21 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/ingest.smk"
-include: "workflow/rules/encode.smk"
-include: "workflow/rules/randomize.smk"
-include: "workflow/rules/aggregate.smk"
-include: "workflow/rules/attack.smk"
-include: "workflow/rules/audit.smk"
-include: "workflow/rules/metrics.smk"
-include: "workflow/rules/frontier.smk"
-include: "workflow/rules/report.smk"
+
+
+# the main DAG's rules, where the config has experiments (a studies-only config has no grid,
+# attack or shards for them to read)
+if RUNS:
+
+    include: "workflow/rules/ingest.smk"
+    include: "workflow/rules/encode.smk"
+    include: "workflow/rules/randomize.smk"
+    include: "workflow/rules/aggregate.smk"
+    include: "workflow/rules/attack.smk"
+    include: "workflow/rules/audit.smk"
+    include: "workflow/rules/metrics.smk"
+    include: "workflow/rules/frontier.smk"
+    include: "workflow/rules/report.smk"
 
 
 # a live run's outputs may be mid-write: check this config's outputs only when this run is alone
@@ -68,10 +78,24 @@ if workflow.is_main_process and not _other_run:
 # Studies: the protocols that are not a per-user density surface (interactive quadtrees,
 # secure-aggregation heatmaps, federated radio maps, 1-D deconvolution).  A study's rules
 # are parsed only when the config has a section for it; each fills STUDY_TARGETS[name].
+# A registered study without a rule file of its own (a plugin's) runs on the generic rules.
 STUDY_TARGETS = {}
+REGISTERED_STUDIES = [
+    _study
+    for _study in config.get("studies", {})
+    if not os.path.exists(
+        os.path.join(workflow.basedir, f"workflow/rules/studies/{_study}.smk")
+    )
+]
 for _study in config.get("studies", {}):
+    if _study not in REGISTERED_STUDIES:
 
-    include: f"workflow/rules/studies/{_study}.smk"
+        include: f"workflow/rules/studies/{_study}.smk"
+
+
+if REGISTERED_STUDIES:
+
+    include: "workflow/rules/studies/registered.smk"
 
 
 rule all:

@@ -101,3 +101,22 @@ def assert_figure(path, panels: tuple[int, int] = (1, 1), min_colours: int = 8, 
         for c, tile in enumerate(np.array_split(band, cols, axis=1)):
             assert (r, c) in skip or tile.sum() >= min_data, \
                 f"{path}: panel ({r}, {c}) has {tile.sum()} data pixels (empty?)"
+
+
+class CountingRng:
+    """A numpy Generator stand-in that counts what a sampler draws: 64-bit words from ``integers``
+    and doubles from ``random`` (the work of one call, deterministic, not a timing)."""
+
+    def __init__(self, seed):
+        import numpy as np
+        self.rng, self.words, self.doubles = np.random.default_rng(seed), 0, 0
+
+    def integers(self, *args, size=None, **kwargs):
+        import numpy as np
+        self.words += int(np.prod(size))
+        return self.rng.integers(*args, size=size, **kwargs)
+
+    def random(self, size=None):
+        import numpy as np
+        self.doubles += int(np.prod(size))
+        return self.rng.random(size)

@@ -132,21 +132,20 @@ def _truth_prior(grid):
 
 def _attack(name, given, n=200, seed=3):
     """Users at random cell centres; the Bayes attack on what the mechanism released of them."""
-    mech = mechanisms.get(name)
-    params = mech.validate(given, "test")
+    mech = mechanisms.get(name)(**given)
     rng = np.random.default_rng(seed)
     i, j = rng.integers(0, GRID.shape[0], n), rng.integers(0, GRID.shape[1], n)
     pts = pd.DataFrame({"user": np.arange(n), "x": GRID.x[i], "y": GRID.y[j]})
-    view = mech.randomize(pts, params, GRID, np.random.default_rng(seed + 1))
-    lik = mech.likelihood(view, params, GRID)
+    view = mech.randomize(pts, rng=seed + 1, domain=GRID)
+    lik = mech.likelihood(view, GRID)
     assert lik.shape == (n, *GRID.shape) and (lik >= 0).all() and (lik.reshape(n, -1).max(axis=1) > 0).all()
-    return mech, params, pts, lik, (i, j)
+    return mech, mech.settings, pts, lik, (i, j)
 
 
 @pytest.mark.parametrize("name, given, n", [
     ("geoind", {"h": 0.5, "epsilon": 2.0}, 200), ("laplace_ldp", {"h": 0.5, "epsilon": 4.0}, 200),
     ("rff", {"h": 0.5, "B": 2, "risk": 0.999}, 200), ("ldp_oue_grid", {"epsilon": 2.0, "level": 3}, 200),
-    ("fedkde", {"h": 0.5}, 200),
+    ("fedkde", {"h": 0.5}, 200), ("hdg", {"epsilon": 2.0}, 200), ("hdg", {"epsilon": 2.0, "variant": "tdg"}, 200),
     # the protocol splits the root only with enough users: 200 stop at the whole domain
     ("sldp", {"epsilon": 2.0, "max_depth": 4}, 2000)])
 def test_posterior_at_the_true_cell_beats_the_uniform_prior(name, given, n):
@@ -179,9 +178,8 @@ def test_fedkde_is_located_to_grid_resolution():
     users = 50
     xy = np.random.default_rng(5).uniform(-3, 3, (users, 2))
     pts = pd.DataFrame({"user": np.arange(users), "x": xy[:, 0], "y": xy[:, 1]})
-    mech = mechanisms.get("fedkde")
-    params = mech.validate({"h": 0.5}, "test")
-    lik = mech.likelihood(mech.randomize(pts, params, GRID, None), params, GRID)
+    mech = mechanisms.get("fedkde")(h=0.5)
+    lik = mech.likelihood(mech.randomize(pts, domain=GRID), GRID)
     with np.errstate(divide="ignore"):
         res = bayes.bayes_attack([(slice(0, users), np.log(lik))], prior, GRID, pts["user"].to_numpy(), xy, r=0.0)
     half_diag = np.hypot(GRID.x[1] - GRID.x[0], GRID.y[1] - GRID.y[0]) / 2
@@ -191,16 +189,16 @@ def test_fedkde_is_located_to_grid_resolution():
 
 @pytest.mark.parametrize("name", ["privtree"])
 def test_aggregate_only_mechanisms_leave_the_prior(name):
-    mech = mechanisms.get(name)
+    mech = mechanisms.get(name)(epsilon=1.0)
     assert mech.aggregate_only
-    lik = mech.likelihood(pd.DataFrame({"user": [0, 1]}), {}, GRID)
+    lik = mech.likelihood(pd.DataFrame({"user": [0, 1]}), GRID)
     assert lik.shape == (2, *GRID.shape) and np.all(lik == 1.0)
 
 
 def test_every_mechanism_declares_a_likelihood():
     for name in mechanisms.names():
-        mech = mechanisms.get(name)
-        assert mech.aggregate_only or type(mech).likelihood is not mechanisms.Mechanism.likelihood, name
+        cls = mechanisms.get(name)
+        assert cls.aggregate_only or cls.likelihood is not mechanisms.Mechanism.likelihood, name
 
 
 def test_population_prior_needs_mass():

@@ -1,7 +1,9 @@
-"""The public Python API (``locpriv.api``): keyword-only validated objects over the DAG's plugins."""
+"""The public Python API: the registered mechanism classes, keyword-only, validated, used by the workflow too."""
 
 import contextlib
 import io
+import json
+import math
 import re
 import subprocess
 import sys
@@ -13,9 +15,14 @@ from scipy import stats
 
 import locpriv
 from locpriv import api, mechanisms
+from locpriv import io as lpio
+from locpriv.datasets.persons import person_level_epsilon
 from locpriv.domain import Domain, Grid
+from locpriv.dp import ADD_REMOVE
+from locpriv.mechanisms.base import Mechanism
 from locpriv.seeding import rng
-from locpriv.stages.run import run_seed_keys
+from locpriv.stages import prepare
+from locpriv.stages import run as st_run
 
 from conftest import ROOT
 
@@ -28,9 +35,10 @@ grid = Grid.regular(Domain(0.0, 1.0, 0.0, 1.0), P=64, Q=64)
 xy = rng(0, "users").uniform(0.3, 0.7, size=(5000, 2))  # one location per user
 mechs = [GeoInd(epsilon=50.0, h=0.05), LaplaceLDP(epsilon=40.0, h=0.1), RFF(h=0.05, B=2),
          SLDP(epsilon=2.0, split_rule="all_children")]  # the proven split rule (Thm 4.1)
-for mech in mechs:
-    density = mech.fit_estimate(xy, rng=rng(0, type(mech).__name__), grid=grid)  # a pdf on the grid
-    print(type(mech).__name__, mech.guarantee()["epsilon"], round(density.sum() * grid.cell_area, 2))
+for mech in mechs:  # rng: an int seeds a simulation; None (the default) draws OS entropy
+    density = mech.fit_estimate(xy, rng=1, grid=grid)  # a pdf on the grid
+    g = mech.guarantee()  # the privacy record: model, epsilon, relation, trust model, ...
+    print(type(mech).__name__, g.epsilon, g.trust_model, round(density.sum() * grid.cell_area, 2))
 '''
 
 GRID = Grid.regular(Domain(0.0, 1.0, 0.0, 1.0), 64, 64)
@@ -38,9 +46,10 @@ GRID = Grid.regular(Domain(0.0, 1.0, 0.0, 1.0), 64, 64)
 CONFIGS = {"fedkde": dict(h=0.05), "geoind": dict(epsilon=50.0, h=0.05), "zero": {},
            "laplace_ldp": dict(epsilon=40.0, h=0.1), "rff": dict(h=0.05, B=2), "sldp": dict(epsilon=2.0),
            "privtree": dict(epsilon=2.0), "ldp_oue_grid": dict(epsilon=2.0, level=3),
-           "ldp_kdtree": dict(epsilon=2.0, height=3), "dp_heatmap": dict(epsilon=2.0, depth=4), "heatmap_flat": dict(epsilon=2.0, depth=4),
-           "heatmap_hierarchical": dict(epsilon=2.0, depth=4)}
-CLASSES = {cls._name: cls for cls in (getattr(api, name) for name in api.__all__)}
+           "ldp_kdtree": dict(epsilon=2.0, height=3), "dp_heatmap": dict(epsilon=2.0, depth=4),
+           "heatmap_flat": dict(epsilon=2.0, depth=4), "heatmap_hierarchical": dict(epsilon=2.0, depth=4),
+           "hdg": dict(epsilon=2.0)}
+CLASSES = {cls.name: cls for cls in api.CLASSES.values()}
 
 
 def _run_example(code: str) -> list[str]:
@@ -51,10 +60,10 @@ def _run_example(code: str) -> list[str]:
 
 
 def _check_example_output(lines: list[str]) -> None:
-    """One line per mechanism: its name, the configured epsilon (None: no formal DP), the mass."""
-    assert [line.split()[:2] for line in lines] == [["GeoInd", "50.0"], ["LaplaceLDP", "40.0"],
-                                                    ["RFF", "None"], ["SLDP", "2.0"]]
-    masses = [float(line.split()[2]) for line in lines]
+    """One line per mechanism: its name, the configured epsilon (None: no formal DP), trust model, mass."""
+    assert [line.split()[:3] for line in lines] == [["GeoInd", "50.0", "local"], ["LaplaceLDP", "40.0", "local"],
+                                                    ["RFF", "None", "none"], ["SLDP", "2.0", "local"]]
+    masses = [float(line.split()[3]) for line in lines]
     # loose sanity only: test_estimate_integrates_to_one holds the statistical bound
     assert all(0.8 <= m <= 1.2 for m in masses), masses
 
@@ -71,71 +80,157 @@ def test_readme_api_example_runs():
     _check_example_output(_run_example(found.group(1)))
 
 
-def test_one_api_class_per_registered_mechanism_exported_lazily():
+def test_the_api_classes_are_the_registered_mechanisms_exported_lazily():
     assert sorted(CLASSES) == mechanisms.names() == sorted(CONFIGS)
-    assert {name for name, module in locpriv._LAZY.items() if module == "api"} == set(api.__all__)
-    assert locpriv.GeoInd is api.GeoInd and locpriv.Grid is Grid
-    # the workflow's jobs import locpriv without paying for the API (or xarray)
-    probe = "import sys, locpriv; print(sorted({'locpriv.api', 'xarray'} & set(sys.modules)))"
+    assert all(CLASSES[name] is mechanisms.get(name) for name in CLASSES)   # no wrappers
+    assert set(api.__all__) == {*api.CLASSES, "Domain", "Grid", "Mechanism"}
+    assert locpriv.GeoInd is api.GeoInd is mechanisms.get("geoind") and locpriv.Grid is Grid
+    assert set(dir(locpriv)) >= set(api.__all__)
+    with pytest.raises(AttributeError):
+        locpriv.NoSuchMechanism   # noqa: B018
+    # the workflow's jobs import locpriv and its submodules without paying for the API (or xarray)
+    probe = ("import sys, locpriv; from locpriv import io, seeding; "
+             "print(sorted({'locpriv.api', 'xarray'} & set(sys.modules)))")
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True).stdout.strip() == "[]"
 
 
-def test_constructor_is_keyword_only():
+def test_constructor_is_keyword_only_and_abstract_bases_do_not_construct():
     with pytest.raises(TypeError, match=r"keyword arguments only, e\.g\. GeoInd\(epsilon=1\.0\)"):
         api.GeoInd(1.0, 0.5)
+    with pytest.raises(TypeError, match="abstract mechanism"):
+        Mechanism()
 
 
 @pytest.mark.parametrize("cls, given, message", [
     (api.GeoInd, dict(epsilon=-1.0, h=0.5), r"'GeoInd\.epsilon': -1\.0 is not allowed; allowed: float > 0\.0"),
     (api.GeoInd, dict(epsilon=1.0, h=0.5, eps=2), r"'GeoInd': unknown parameter\(s\) \['eps'\]; allowed:"),
     (api.GeoInd, dict(h=0.5), r"'GeoInd\.epsilon': required"),
-    (api.GeoInd, dict(epsilon=1.0, h="knn"), r"'GeoInd\.h': 'knn' is computed from a whole dataset"),
+    (api.GeoInd, dict(epsilon=1.0, h="knn"), r"'GeoInd\.h': 'knn' is resolved by the workflow from private data "
+                                             r"\(h: knn bandwidth computed from every user's raw location\); "
+                                             r"give a value: float > 0\.0"),
+    (api.GeoInd, dict(epsilon=math.inf, h=1.0), r"'GeoInd\.epsilon': inf is not allowed; allowed: a finite number"),
+    (api.GeoInd, dict(epsilon=1.0, h=math.nan), r"'GeoInd\.h': nan is not allowed; allowed: a finite number"),
+    (api.RFF, dict(h=0.55, B=math.inf), r"'RFF\.B': inf is not allowed; allowed: a finite number"),
     (api.LaplaceLDP, dict(epsilon=4, h=0.5, estimator="ols"), r"'LaplaceLDP\.estimator': 'ols' is not allowed"),
     (api.RFF, dict(h=0.55, B=2.5), r"'RFF\.B': 2\.5 is not allowed; allowed: int > 0"),
     (api.SLDP, dict(epsilon="2"), r"'SLDP\.epsilon': '2' is not allowed"),
+    (api.SLDP, dict(epsilon=True), r"'SLDP\.epsilon': True is not allowed"),
 ])
-def test_bad_parameter_is_one_line_value_error(cls, given, message):
+def test_bad_parameter_is_one_line_value_error_at_construction(cls, given, message):
     with pytest.raises(ValueError, match=message) as err:
         cls(**given)
     assert "\n" not in str(err.value)
+
+
+def test_defaults_are_filled_and_numbers_cast_on_construction():
+    mech = api.RFF(h=1, B=2)
+    assert dict(mech.settings) == {"h": 1.0, "B": 2, "h0": "h", "max_features": 50, "risk": 0.5, "min_bands": 2}
+    assert type(mech.settings["h"]) is float and type(mech.settings["B"]) is int
+    with pytest.raises(TypeError):
+        mech.settings["B"] = 3   # read-only
+
+
+def test_repr_equality_and_hash_are_by_class_and_parameters():
+    a, b = api.GeoInd(epsilon=1, h=0.5), api.GeoInd(h=0.5, epsilon=1.0)
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert repr(a) == "GeoInd(h=0.5, epsilon=1.0, kde='exact')"
+    assert eval(repr(a), {"GeoInd": api.GeoInd}) == a
+    assert a != api.GeoInd(epsilon=2.0, h=0.5)
+    assert api.FedKDE(h=0.5) != api.FedKDE(h=0.5, kde="binned")
+    assert api.Zero() != api.FedKDE(h=0.5) and api.FedKDE(h=0.5) != "FedKDE(h=0.5, kde='exact')"
+    with pytest.raises(AttributeError, match="immutable"):
+        a.epsilon = 3.0
+
+
+def test_rng_contract_none_int_or_generator():
+    """None: OS entropy (two calls differ); an int: a seeded Generator (reproducible); a Generator: used as is."""
+    mech, xy = api.GeoInd(epsilon=1.0, h=0.5), np.full((200, 2), 0.5)
+    fresh = [mech.randomize(xy)[["x", "y"]].to_numpy() for _ in range(2)]
+    assert not np.array_equal(*fresh)   # P(equal) = 0 for 400 planar Laplace coordinates on a 2^-11 grid
+    seeded = mech.randomize(xy, rng=7)
+    pd.testing.assert_frame_equal(seeded, mech.randomize(xy, rng=np.random.default_rng(7)))
+    pd.testing.assert_frame_equal(seeded, mech.randomize(xy, rng=np.int64(7)))
+    gen = np.random.default_rng(7)
+    first = mech.randomize(xy, rng=gen)
+    assert not first.equals(mech.randomize(xy, rng=gen))   # the caller's Generator advanced: a new draw
+    for bad in ("7", 7.0, True, np.random.RandomState(7)):
+        with pytest.raises(TypeError, match="rng: expected None"):
+            mech.randomize(xy, rng=bad)
 
 
 def test_bad_inputs_to_randomize_and_estimate():
     mech = api.SLDP(epsilon=2.0)
     xy = np.full((10, 2), 0.5)
     with pytest.raises(ValueError, match=r"xy: expected an \(n, 2\) array"):
-        mech.randomize(np.zeros((10, 3)), rng=rng(0, "t"), domain=GRID)
+        mech.randomize(np.zeros((10, 3)), rng=0, domain=GRID)
     with pytest.raises(ValueError, match="xy: locations must be finite"):
-        mech.randomize(np.array([[0.5, np.nan]]), rng=rng(0, "t"), domain=GRID)
-    with pytest.raises(TypeError, match="rng: expected a numpy Generator"):
-        mech.randomize(xy, rng=0, domain=GRID)
+        mech.randomize(np.array([[0.5, np.nan]]), rng=0, domain=GRID)
+    with pytest.raises(ValueError, match="xy: DataFrame lacks column"):
+        mech.randomize(pd.DataFrame({"x": [0.5]}), rng=0, domain=GRID)
     with pytest.raises(ValueError, match=r"SLDP\.randomize: domain= is required"):
-        mech.randomize(xy, rng=rng(0, "t"))
+        mech.randomize(xy, rng=0)
     with pytest.raises(TypeError, match="view: expected the DataFrame randomize returned"):
         mech.estimate(xy, grid=GRID)
     with pytest.raises(TypeError, match="grid: expected a locpriv.Grid"):
-        mech.estimate(mech.randomize(xy, rng=rng(0, "t"), domain=[0, 1, 0, 1]), grid=[0, 1, 0, 1])
+        mech.estimate(mech.randomize(xy, rng=0, domain=[0, 1, 0, 1]), grid=[0, 1, 0, 1])
 
 
 def test_randomize_without_domain_where_the_mechanism_ignores_it():
     xy = rng(0, "users").uniform(0.3, 0.7, size=(50, 2))
-    view = api.GeoInd(epsilon=50.0, h=0.05).randomize(xy, rng=rng(1, "t"))
+    view = api.GeoInd(epsilon=50.0, h=0.05).randomize(xy, rng=1)
     assert list(view.columns) == ["user", "x", "y"] and len(view) == 50
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_guarantee_record_states_epsilon_and_relation(name):
+def test_guarantee_record_states_epsilon_relation_and_trust_model(name):
     """The configured epsilon is recorded under the main or another stated relation, or the record is
     void with its reason (no formal DP, or a non-private input such as the true map)."""
-    record = CLASSES[name](**CONFIGS[name]).guarantee()
-    assert {"model", "epsilon", "relation", "covers"} <= set(record) and record["relation"]
-    if record["epsilon"] is None:
-        assert record["model"].startswith("none") or record["non_private_inputs"]
+    cls = CLASSES[name]
+    record = cls(**CONFIGS[name]).guarantee()
+    assert record.relation and record.model and record.covers
+    assert record.trust_model == cls.trust_model == record.as_dict()["trust_model"]
+    if record.epsilon is None:
+        assert record.model.startswith("none") or record.non_private_inputs
     elif "epsilon" in CONFIGS[name]:
-        assert CONFIGS[name]["epsilon"] in [record["epsilon"], *record["other_relations"].values()]
+        assert CONFIGS[name]["epsilon"] in [record.epsilon, *record.other_relations.values()]
     else:
-        assert name == "zero" and record["epsilon"] == 0.0
+        assert name == "zero" and record.epsilon == 0.0
+
+
+def test_trust_models_are_declared_per_class():
+    assert {name: cls.trust_model for name, cls in CLASSES.items()} == {
+        "fedkde": "none", "rff": "none", "zero": "local", "geoind": "local", "laplace_ldp": "local",
+        "ldp_oue_grid": "local", "ldp_kdtree": "local", "hdg": "local", "sldp": "local", "privtree": "central",
+        "dp_heatmap": "distributed", "heatmap_flat": "distributed", "heatmap_hierarchical": "distributed"}
+    with pytest.raises(TypeError, match="trust_model must be one of"):
+        type("Bad", (Mechanism,), {"name": "bad_trust", "trust_model": "cloud"})
+
+
+def test_privacy_map_metric_pure_and_approximate():
+    """OpenDP's map(d_in): metric DP scales with distance; group privacy for pure and (eps, delta) DP."""
+    geo = api.GeoInd(epsilon=2.0, h=0.5).guarantee()
+    assert geo.metric and geo.map(0.25) == (0.5, 0.0) and geo.map(0) == (0.0, 0.0)
+    ldp = api.LaplaceLDP(epsilon=3.0, h=0.5).guarantee()
+    assert ldp.map(1) == (3.0, 0.0) and ldp.map(4) == (12.0, 0.0)
+    # a person's k rows: the person-level epsilon the workflow records is the map at k
+    assert ldp.map(8)[0] == person_level_epsilon(3.0, 8)
+    eps, delta = 1.0, 0.001
+    sldp = api.SLDP(epsilon=eps, delta=delta, split_rule="all_children").guarantee()
+    assert sldp.map(1) == (eps, delta)
+    for k in (2, 3, 5):
+        e, d = sldp.map(k)
+        exact = delta * sum(math.exp(i * eps) for i in range(k))   # the induction's delta_k
+        assert e == k * eps and d == pytest.approx(k * math.exp((k - 1) * eps) * delta) and exact <= d
+    assert sldp.map(1000) == (1000 * eps, 1.0)   # capped: a delta above 1 bounds nothing
+    tree = api.PrivTree(epsilon=2.0).guarantee()
+    assert tree.map(1) == (4.0, 0.0) and tree.map(1, relation=ADD_REMOVE) == (2.0, 0.0)
+    assert api.RFF(h=0.5, B=2).guarantee().map(1) is None
+    for bad in (-1, 1.5, math.inf, "1"):
+        with pytest.raises(ValueError, match="d_in must be"):
+            ldp.map(bad)
+    with pytest.raises(ValueError, match="is not stated"):
+        ldp.map(1, relation=ADD_REMOVE)
 
 
 @pytest.mark.parametrize("name, config", [("geoind", CONFIGS["geoind"]), ("laplace_ldp", CONFIGS["laplace_ldp"]),
@@ -168,26 +263,42 @@ def test_sldp_estimate_is_a_pdf():
     assert density.sum() * GRID.cell_area == pytest.approx(1.0, rel=1e-12)
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_api_equals_the_workflow_plugin_path_bit_for_bit(name):
-    """Same users, same random stream (keyed as the workflow keys a one-shard run): same view, same density.
-
-    The DAG's jobs call these plugin methods (``locpriv.stages.run``) with this stream for shard 0.
-    """
-    mech, plugin = CLASSES[name](**CONFIGS[name]), mechanisms.get(name)
-    params = plugin.validate(CONFIGS[name], "test")
-    run = {"dataset": "demo", "mechanism": name, "rep": 0}
-    stream = lambda: rng(7, "randomize", *run_seed_keys(run, params), 0)  # noqa: E731
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    """400 users on the unit box as the workflow's ingest and encode stages write them."""
+    d = tmp_path_factory.mktemp("api-vs-stages")
     xy = rng(0, "users").uniform(0.2, 0.8, size=(400, 2))
-    points = pd.DataFrame({"user": np.arange(400), "x": xy[:, 0], "y": xy[:, 1]})
+    pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1]}).to_csv(d / "points.csv", index=False)
+    spec = {"source": "points", "bbox": [0.0, 1.0, 0.0, 1.0], "path": str(d / "points.csv"),
+            "max_dropped_fraction": 0.0}
+    prepare.ingest("demo", spec, 7, str(d / "points.parquet"), str(d / "meta.json"))
+    prepare.encode_grid(spec, {"P": 64, "Q": 64}, str(d / "grid.nc"))
+    return d, pd.read_parquet(d / "points.parquet")
 
-    view = mech.randomize(xy, rng=stream(), domain=GRID)
-    expected = plugin.randomize(points, params, GRID, stream())
-    pd.testing.assert_frame_equal(view, expected)
-    assert view.attrs == expected.attrs
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_api_equals_the_workflow_stages_bit_for_bit(name, dataset, tmp_path):
+    """The stages (``locpriv.stages.run``) build the same object and call the same methods: with the
+    stream the workflow keys shard 0 by, the API's array call gives the stage's view and density."""
+    d, points = dataset
+    run = {"dataset": "demo", "mechanism": name, "params": {"n": "all", **CONFIGS[name]}, "rep": 0}
+    common = {"run": run, "grid_path": str(d / "grid.nc"), "bandwidth_json": None}
+    st_run.randomize(seed=7, shards=[0], users_per_shard=10_000, points_path=str(d / "points.parquet"),
+                     meta_json=str(d / "meta.json"), out_dir=str(tmp_path / "view"), **common)
+    view_path = st_run.shard_file(str(tmp_path / "view"), 0)
+    st_run.aggregate_estimate(view_paths=[view_path], out_agg=str(tmp_path / "agg.nc"),
+                              out_est=str(tmp_path / "est.nc"), **common)
+
+    mech = CLASSES[name](**CONFIGS[name])
+    stream = rng(7, "randomize", *st_run.run_seed_keys(run, mech), 0)
+    view = mech.randomize(points[["x", "y"]].to_numpy(), rng=stream, domain=GRID)
+    written = pd.read_parquet(view_path)
+    pd.testing.assert_frame_equal(view, written, check_dtype=True)
+    assert {k: v for k, v in written.attrs.items() if k in view.attrs} == view.attrs
     # randomisation reads only the public box: a Domain gives the same view as the Grid
-    from_box = mech.randomize(xy, rng=stream(), domain=GRID.domain)
-    pd.testing.assert_frame_equal(from_box, expected)
-    assert from_box.attrs == expected.attrs
-    density = plugin.estimate(plugin.partial(expected, params, GRID), len(expected), params, GRID)
-    assert np.array_equal(mech.estimate(view, grid=GRID), density, equal_nan=True)
+    stream = rng(7, "randomize", *st_run.run_seed_keys(run, mech), 0)
+    pd.testing.assert_frame_equal(mech.randomize(points[["x", "y"]].to_numpy(), rng=stream, domain=GRID.domain),
+                                  view)
+    estimate = lpio.read_nc3(str(tmp_path / "est.nc"))["density"]
+    assert np.array_equal(estimate.values, mech.estimate(view, grid=GRID), equal_nan=True)
+    assert json.loads(estimate.attrs["guarantee"]) == mech.guarantee().as_dict()

@@ -117,7 +117,7 @@ CASES = [
     ("known-file-other-bytes", base(path="data/housing.csv"), csv(rows(5), "housing.csv"), "dry",
      ["datasets.bad.path", "not the expected data", "get it from"]),
     ("real-file-missing-study", dict(copy.deepcopy(TINY), studies={"sldp": {"classify": {
-        "path": "data/housing.csv", "epsilon": [1.0]}}}), {}, "dry",
+        "path": "data/housing.csv", "lonlat_bbox": [-124.48, -114.13, 32.53, 42.01], "epsilon": [1.0]}}}), {}, "dry",
      ["studies.sldp.classify.path", "get it from"]),
     ("geoind-epsilon-inf", with_mech({"geoind": {"n": 300, "h": 0.55, "epsilon": float("inf")}}), {}, "dry",
      ["geoind.epsilon", "inf"]),

@@ -15,20 +15,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from locpriv import check_config
 from locpriv import config as lpconfig
+from locpriv import study as lpstudy
 from locpriv.deconv import study as deconv
-from locpriv.heatmaps import study as heatmaps
-from locpriv.radiomap import config as radiomap
-from locpriv.sldp import study as sldp
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
 BASE = yaml.safe_load((ROOT / "config.yaml").read_text())
 EXPERIMENT = next(iter(BASE["experiments"]))
 DATASET = next(iter(BASE["datasets"]))
-VALIDATORS = {"deconv": deconv.validate_config, "sldp": sldp.validate_config,
-              "heatmaps": heatmaps.validate_config, "radiomap": radiomap.validate_config}
+# each study's validator, from the registry (what check_config and the study's rules call)
+VALIDATORS = {name: lpstudy.get(name).validate for name in lpstudy.names()}
 
 # section -> (where in the config, a wrong-typed (key, value))
 SECTIONS = {
@@ -44,7 +40,7 @@ BAD = {"reps list": ("reps", [3, 1]), "unknown key": ("bogus_key", 1), "wrong ty
 
 def validate(config: dict) -> None:
     """What the Snakefile does at parse time: the schema, then each configured study's validator."""
-    lpconfig.check_schema(config, SCHEMA)
+    lpconfig.check_schema(config)
     for name, section in config.get("studies", {}).items():
         VALIDATORS[name](section)
 
@@ -132,5 +128,21 @@ def test_deconv_dataset_defaults_are_the_schemas():
 
 
 def test_schema_lists_exactly_the_studies():
-    schema = yaml.safe_load(SCHEMA.read_text())
-    assert sorted(schema["properties"]["studies"]["properties"]) == sorted(VALIDATORS) == sorted(check_config.STUDIES)
+    schema = lpconfig.published_schema()
+    assert sorted(schema["properties"]["studies"]["properties"]) == sorted(VALIDATORS) == sorted(SECTIONS.keys()
+                                                                                                 - {"experiments", "datasets"})
+
+
+def test_a_studies_only_config_needs_no_main_dag_keys():
+    """seed and a study suffice; experiments bring their own required keys, named in one line."""
+    lpconfig.check_schema({"seed": 1, "studies": {"deconv": BASE["studies"]["deconv"]}})
+    assert lpconfig.check_startup({"seed": 1, "studies": {"deconv": BASE["studies"]["deconv"]}}, None) == []
+    config = copy.deepcopy(BASE)
+    del config["grid"]
+    with pytest.raises(lpconfig.ConfigError, match=r"^config key 'grid': missing, and required with 'experiments'; "
+                                                   r"allowed: the evaluation grid"):
+        lpconfig.check_schema(config)
+    with pytest.raises(lpconfig.ConfigError, match=r"^config key '<top level>': .*allowed: "):
+        lpconfig.check_schema({"seed": 1})   # nothing to run
+    with pytest.raises(lpconfig.ConfigError, match=r"^config key 'studies\.nope': unknown study 'nope'; allowed: "):
+        lpconfig.check_schema({"seed": 1, "studies": {"nope": {}}})

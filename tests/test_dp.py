@@ -4,12 +4,14 @@ import math
 
 import numpy as np
 import pytest
+from conftest import CountingRng
 from scipy import stats
 
 from locpriv import laplace_ldp
 from locpriv.dp import Guarantee, no_guarantee
 from locpriv.dp.grid import grid_step, release_bounded, release_on_grid, rounded_sensitivity, snap
-from locpriv.dp.sampling import bernoulli_exp, discrete_laplace, exact_scale
+from locpriv.dp import sampling
+from locpriv.dp.sampling import bernoulli_exp_integer, discrete_laplace, exact_scale, timing_safe_delta, timing_safe_tv
 
 ALPHA = 1e-6
 N = 200_000
@@ -21,29 +23,40 @@ def _pmf(k, s):
     return (1 - p) / (1 + p) * p ** np.abs(k)
 
 
+def _cdf(k, s):
+    """P(Z <= k) of the discrete Laplace law: p^-k / (1 + p) below 0, 1 - p^(k+1) / (1 + p) from 0."""
+    p = math.exp(-1 / s)
+    k = np.asarray(k, dtype=float)
+    return np.where(k < 0, p ** -np.minimum(k, 0) / (1 + p), 1 - p ** (np.maximum(k, 0) + 1) / (1 + p))
+
+
 def _pvalue(z, s):
-    """Chi-square p-value of integer draws z against discrete Laplace(s): values with expected
-    count >= 20, the tail pooled."""
-    values = np.arange(z.min(), z.max() + 1)
-    expected = _pmf(values, s) * z.size
-    observed = np.bincount(z - z.min(), minlength=values.size)
+    """Chi-square p-value of integer draws z against discrete Laplace(s): bins of width max(1, s/16)
+    (single values at small scales), those with expected count >= 20, the tails pooled."""
+    width = max(1, int(s // 16))
+    edges = np.arange(z.min(), z.max() + width + 1, width)
+    expected = np.diff(_cdf(edges - 1, s)) * z.size
+    observed = np.bincount((z - z.min()) // width, minlength=expected.size)[: expected.size]
     keep = expected >= 20
     obs = np.append(observed[keep], z.size - observed[keep].sum())
     return stats.chisquare(obs, np.append(expected[keep], z.size - expected[keep].sum())).pvalue
 
 
-@pytest.mark.parametrize("scale", [0.3, 2.5, 40.0])
-def test_discrete_laplace_has_the_exact_law(scale):
-    """Chi-square over the values with expected count >= 20 (tail pooled), alpha = 1e-6."""
-    z = discrete_laplace(scale, np.random.default_rng(1), size=N)
+@pytest.mark.parametrize("timing_safe", [False, True])
+@pytest.mark.parametrize("scale", [0.3, 2.5, 40.0, 1e4])
+def test_discrete_laplace_has_the_exact_law(scale, timing_safe):
+    """Chi-square over values (bins at large scales) with expected count >= 20, tails pooled,
+    alpha = 1e-6; the timing-safe law is within timing_safe_tv (< 1e-10 here) of it."""
+    z = discrete_laplace(scale, np.random.default_rng(1), size=N, timing_safe=timing_safe)
     s = exact_scale(scale)
     assert scale < s <= scale + 2 ** -15
     assert _pvalue(z, s) > ALPHA
 
 
-def test_discrete_laplace_test_has_power():
+@pytest.mark.parametrize("scale", [2.5, 1e4])
+def test_discrete_laplace_test_has_power(scale):
     """A 5 % wider scale is rejected by the same chi-square test at alpha = 1e-6."""
-    assert _pvalue(discrete_laplace(2.5 * 1.05, np.random.default_rng(1), size=N), exact_scale(2.5)) < ALPHA
+    assert _pvalue(discrete_laplace(scale * 1.05, np.random.default_rng(1), size=N), exact_scale(scale)) < ALPHA
 
 
 def test_per_element_scales_and_reproducible_bytes():
@@ -52,20 +65,134 @@ def test_per_element_scales_and_reproducible_bytes():
     np.testing.assert_array_equal(a, discrete_laplace(scales, np.random.default_rng(9)))
     # Var = 2p / (1 - p)^2: the small-scale half is far tighter than the large-scale half
     assert a[::2].std() < 1 < 50 < a[1::2].std()
+    # per-element scales draw each element as a call with its scale alone would (same law):
+    # the 50-scale half passes the exact-law test
+    assert _pvalue(discrete_laplace(np.tile([0.5, 50.0], N // 2), np.random.default_rng(2))[1::2],
+                   exact_scale(50.0)) > ALPHA
 
 
-@pytest.mark.parametrize("num, den", [(0, 7), (3, 7), (7, 7)])
-def test_bernoulli_exp_is_exact(num, den):
-    """Frequency of Bernoulli(exp(-num/den)) within 5 binomial sd of its probability."""
-    hits = bernoulli_exp(np.full(N, num), np.full(N, den), np.random.default_rng(2)).mean()
-    p = math.exp(-num / den)
+def _magnitudes_by_exact_inversion(scale, words, starts):
+    """Sign and magnitude of each word by the slow path alone (exact comparisons only); the walk
+    from ``starts`` ends at #{K >= 1 : U < tau_K} wherever it starts."""
+    t = int(sampling._rational(scale))
+    fresh = np.random.default_rng(0)        # later bits, should a comparison need them
+    out = []
+    for w, start in zip(words.tolist(), starts.tolist()):
+        magnitude = sampling._exact_magnitude(w & (2 ** 63 - 1), start, t, fresh)
+        out.append(-magnitude if w >> 63 else magnitude)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("scale", [0.3, 2.5, 100.0, 1e4, 2.0 ** 35])
+def test_fast_path_equals_exact_inversion_draw_by_draw(scale):
+    """The float fast path returns, for the same 64-bit words, what exact decimal comparisons
+    of U with every tail probability give: floating point decides only the speed."""
+    z = discrete_laplace(scale, np.random.default_rng(5), size=400)
+    words = np.random.default_rng(5).integers(0, 2 ** 64 - 1, size=400, endpoint=True, dtype=np.uint64)
+    starts = np.maximum(np.abs(z) + np.tile([3, -3], 200), 0)          # walks down and walks up
+    np.testing.assert_array_equal(z, _magnitudes_by_exact_inversion(scale, words, starts))
+
+
+def _count_slow_calls(monkeypatch):
+    calls = []
+    exact = sampling._exact_magnitude
+
+    def counted(*args):
+        calls.append(args)
+        return exact(*args)
+    monkeypatch.setattr(sampling, "_exact_magnitude", counted)
+    return calls
+
+
+def test_slow_path_has_the_exact_law(monkeypatch):
+    """With the certification margin widened to 2^-4, a large share of draws is finished by the
+    exact slow path; the law is still exact (chi-square, alpha = 1e-6)."""
+    monkeypatch.setattr(sampling, "_margin", lambda factors: 2.0 ** -4)
+    calls = _count_slow_calls(monkeypatch)
+    z = discrete_laplace(2.5, np.random.default_rng(3), size=40_000)
+    assert len(calls) > 5_000
+    assert _pvalue(z, exact_scale(2.5)) > ALPHA
+
+
+def _work_per_call(monkeypatch, timing_safe, calls=10_000, scale=0.3):
+    """(noise, work) of one-user-at-a-time draws; work = words drawn + draws left to the slow path."""
+    slow = _count_slow_calls(monkeypatch)
+    rng = CountingRng(11)
+    noise, work = [], []
+    for _ in range(calls):
+        before_words, before_slow = rng.words, len(slow)
+        noise.append(int(discrete_laplace(scale, rng, size=1, timing_safe=timing_safe)[0]))
+        work.append((rng.words - before_words, len(slow) - before_slow))
+    return np.array(noise), work
+
+
+def test_timing_safe_work_does_not_depend_on_the_noise(monkeypatch):
+    """One draw per call, as a device answering one user: in timing-safe mode every call does the
+    same work (one word, no slow path; its vector steps are set by the scale alone), whatever the
+    noise.  Power: in the default mode, with the slow path made frequent (margin 2^-4), the work
+    depends on the noise: zero noise reaches the slow path far less often (one threshold near U
+    instead of two), Fisher's exact test at alpha = 1e-6."""
+    monkeypatch.setattr(sampling, "_margin", lambda factors: 2.0 ** -4)
+    noise, work = _work_per_call(monkeypatch, timing_safe=True)
+    assert set(work) == {(1, 0)} and len(set(noise.tolist())) > 3
+    noise, work = _work_per_call(monkeypatch, timing_safe=False)
+    slow = np.array([w[1] for w in work]) > 0
+    zero = noise == 0
+    table = [[(slow & zero).sum(), (~slow & zero).sum()], [(slow & ~zero).sum(), (~slow & ~zero).sum()]]
+    assert stats.fisher_exact(table).pvalue < ALPHA
+
+
+@pytest.mark.parametrize("scale, most", [(2.0, 1e-13), (100.0, 1e-11), (1e4, 1e-9)])
+def test_timing_safe_tv_is_small_and_delta_composes(scale, most):
+    tv = timing_safe_tv(scale)
+    assert 0 < tv < most
+    assert timing_safe_delta([scale, scale], 1.0) == pytest.approx(2 * tv * (1 + math.e))
+    # the bound grows with the scale: thresholds get closer in relative terms
+    assert timing_safe_tv(10 * scale) > tv
+
+
+@pytest.mark.parametrize("m", [0, 1, 3, 40, 70])
+def test_bernoulli_exp_integer_is_exact(m):
+    """Frequency of Bernoulli(exp(-m)) within 5 binomial sd of its probability."""
+    hits = bernoulli_exp_integer(np.full(N, m), np.random.default_rng(2)).mean()
+    p = math.exp(-m)
     assert abs(hits - p) <= 5 * math.sqrt(p * (1 - p) / N) + 1e-12
 
 
-@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), 2.0 ** 40])
+def test_bernoulli_exp_integer_slow_path_is_exact(monkeypatch):
+    """Margin widened to 2^-3: most draws near e^-1 go to the exact comparison; same frequency test."""
+    monkeypatch.setattr(sampling, "_margin", lambda factors: 2.0 ** -3)
+    hits = bernoulli_exp_integer(np.ones(N, dtype=np.int64), np.random.default_rng(4)).mean()
+    p = math.exp(-1)
+    assert abs(hits - p) <= 5 * math.sqrt(p * (1 - p) / N)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), 2.0 ** 40])
 def test_bad_scales_are_refused(bad):
     with pytest.raises(ValueError, match="scale"):
         discrete_laplace(bad, np.random.default_rng(0), size=3)
+
+
+def test_non_finite_and_huge_inputs_are_refused():
+    """NaN used to leave laplace_ldp as -2^63 grid steps (int64 wrap), ±3.6e16 on [0, 1]."""
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        laplace_ldp.randomize(np.array([[0.5, np.nan]]), np.array([[0.0, 1.0], [0.0, 1.0]]), 1.0, rng)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        release_bounded(np.array([0.2, np.inf]), 0.0, 1.0, 1.0, rng)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        release_on_grid(np.array([3.0, np.nan]), 0.0, 1.0, 2, 1.0, rng)
+    with pytest.raises(ValueError, match="2\\^52 grid steps"):
+        release_on_grid(np.array([2.0 ** 60]), 0.0, 1.0, 2, 1.0, rng)
+    with pytest.raises(ValueError, match="whole numbers"):
+        release_on_grid(np.array([0.5]), 0.0, 1.0, 2, 1.0, rng)
+    from locpriv.dp.gaussian import discrete_gaussian, release
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        release(np.array([[np.nan, 1.0]]), 1.0, 2.0 ** -10, rng)
+    with pytest.raises(ValueError, match="2\\^52 grid steps"):
+        release(np.array([[1e300, 1.0]]), 1.0, 2.0 ** -10, rng)
+    with pytest.raises(ValueError, match="sigma"):
+        discrete_gaussian(np.array([2.0 ** 40]), rng)
 
 
 def test_grid_step_is_the_largest_power_of_two_below_width_over_cells():

@@ -21,22 +21,23 @@ def test_pareto_mask_on_a_hand_made_table():
 
 
 def _summary(rows):
-    """Tidy summary rows (dataset, mechanism, rep, n, epsilon, metric, value) from (mech, eps, rep, util, err)."""
+    """Typed tidy summary rows (dataset, mechanism, trust_model, rep, n, epsilon, metric, value) from
+    (mech, eps, rep, util, err); eps None: the mechanism has no epsilon (missing)."""
     out = []
     for mech, eps, rep, util, err in rows:
         for metric, value in (("spearman", util), ("bayes_expected_error", err),
                               ("bayes_guess_error", err), ("bayes_hit_r", 0.1)):
-            out.append({"dataset": "d", "mechanism": mech, "rep": rep, "n": "100", "epsilon": eps,
-                        "metric": metric, "value": value})
+            out.append({"dataset": "d", "mechanism": mech, "trust_model": "local", "rep": rep, "n": 100,
+                        "epsilon": np.nan if eps is None else eps, "metric": metric, "value": value})
     return pd.DataFrame(out)
 
 
 def test_table_lists_the_front_and_the_best_mechanism_per_level():
-    summary = _summary([("geoind", "1.0", 0, 0.4, 0.9), ("geoind", "1.0", 1, 0.6, 1.1),   # mean 0.5 / 1.0
-                        ("geoind", "5.0", 0, 0.8, 0.3),
-                        ("zero", "", 0, 0.0, 2.0),
-                        ("rff", "", 0, 0.3, 0.5),                                          # dominated by geoind 1.0
-                        ("rff", "", 1, float("nan"), float("nan"))])                       # refused rep
+    summary = _summary([("geoind", 1.0, 0, 0.4, 0.9), ("geoind", 1.0, 1, 0.6, 1.1),       # mean 0.5 / 1.0
+                        ("geoind", 5.0, 0, 0.8, 0.3),
+                        ("zero", None, 0, 0.0, 2.0),
+                        ("rff", None, 0, 0.3, 0.5),                                        # dominated by geoind 1.0
+                        ("rff", None, 1, float("nan"), float("nan"))])                     # refused rep
     pts = frontier.points(summary, "spearman")
     assert set(pts["setting"]) == {"epsilon=1.0", "epsilon=5.0", ""}
     row = pts[(pts["mechanism"] == "geoind") & (pts["setting"] == "epsilon=1.0")].iloc[0]
@@ -61,8 +62,8 @@ def test_levels_are_fractions_of_the_side_for_synthetic_and_distances_for_real_d
 
 
 def test_plot_draws_one_panel_per_dataset_and_n(tmp_path):
-    summary = pd.concat([_summary([("geoind", "1.0", 0, 0.5, 1.0), ("zero", "", 0, 0.0, 2.0)]),
-                         _summary([("geoind", "1.0", 0, 0.7, 0.8)]).assign(n="1000")])
+    summary = pd.concat([_summary([("geoind", 1.0, 0, 0.5, 1.0), ("zero", None, 0, 0.0, 2.0)]),
+                         _summary([("geoind", 1.0, 0, 0.7, 0.8)]).assign(n=1000)])
     pts = frontier.points(summary, "spearman")
     out = tmp_path / "frontier.png"
     frontier.plot(pts, "spearman", {"d": [0.5]}, {"d": "m"}, str(out), dpi=40)

@@ -13,7 +13,6 @@ from locpriv.heatmaps.aggregation import SecAgg
 from locpriv.heatmaps.consistency import least_squares
 from locpriv.heatmaps.prefix_tree import PrefixTree
 from locpriv.heatmaps.render import regions, smooth, uniform
-from locpriv.params import explicit_params
 
 DEPTH = 6
 SIDE = 1 << DEPTH
@@ -122,11 +121,10 @@ def test_smooth_reads_only_the_release():
 
 
 def test_render_option_of_dp_heatmap_and_the_study():
-    mech = mechanisms.get("dp_heatmap")
-    full = mech.validate({"epsilon": 2.0}, "test")
-    assert full["render"] == "smooth" and "render" not in explicit_params(mech.params, full)
-    other = mech.validate({"epsilon": 2.0, "render": "uniform"}, "test")
-    assert explicit_params(mech.params, other)["render"] == "uniform"
+    cls = mechanisms.get("dp_heatmap")
+    full = cls(epsilon=2.0)
+    assert full.settings["render"] == "smooth" and "render" not in full.explicit_settings()
+    assert cls(epsilon=2.0, render="uniform").explicit_settings()["render"] == "uniform"
     with pytest.raises(ValueError, match="render"):
         AdaptiveParams(render="spline")
     from locpriv.heatmaps.study import validate_config

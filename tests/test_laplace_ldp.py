@@ -58,13 +58,12 @@ def test_values_outside_the_bounds_are_an_error():
 
 
 def test_location_plugin_clamps_counts_and_deconvolves():
-    mech = mechanisms.get("laplace_ldp")
-    params = mech.validate({"h": 0.5, "epsilon": 4.0}, "test")
-    assert params["estimator"] == "deconv"
+    mech = mechanisms.get("laplace_ldp")(h=0.5, epsilon=4.0)
+    assert mech.settings["estimator"] == "deconv"
     grid = Grid.regular(Domain(-3, 3, -3, 3), 20, 20)
     pts = pd.DataFrame({"user": np.arange(5), "x": [0.0, 5.0, -1.0, 2.0, 0.5], "y": [0.0, 0.0, -4.0, 1.0, 0.5]})
-    view = mech.randomize(pts, params, grid, np.random.default_rng(1))
+    view = mech.randomize(pts, rng=1, domain=grid)
     assert view.attrs["clamped_to_box"] == 2 and list(view.columns) == ["user", "x", "y"]
-    assert mech.guarantee(params)["epsilon"] == 4.0
-    naive = mech.validate({"h": 0.5, "epsilon": 4.0, "estimator": "naive"}, "test")
-    assert not np.allclose(mech.partial(view, params, grid), mech.partial(view, naive, grid))
+    assert mech.guarantee().epsilon == 4.0
+    naive = mechanisms.get("laplace_ldp")(h=0.5, epsilon=4.0, estimator="naive")
+    assert not np.allclose(mech.partial(view, grid), naive.partial(view, grid))

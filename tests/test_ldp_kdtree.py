@@ -104,10 +104,9 @@ def test_the_sampler_draws_reports_from_the_law_the_ratio_is_computed_for(claime
 
 def test_each_user_reports_once_in_its_depths_domain():
     grid = Grid.regular(Domain(0, 1, 0, 1), 16, 16)
-    mech = mechanisms.get("ldp_kdtree")
-    params = mech.validate({"epsilon": 1.0, "height": 3, "buckets": 5}, "test")
+    mech = mechanisms.get("ldp_kdtree")(epsilon=1.0, height=3, buckets=5)
     pts = pd.DataFrame({"user": np.arange(3000), **dict(zip("xy", _skewed(3000, 2).T))})
-    view = mech.randomize(pts, params, grid, np.random.default_rng(3))
+    view = mech.randomize(pts, rng=3, domain=grid)
     assert len(view) == 3000 and (view["user"] == pts["user"]).all()
     assert np.bincount(view["level"], minlength=3).tolist() == [1000, 1000, 1000]
     for level, ones in zip(view["level"], view["ones"]):
@@ -119,5 +118,5 @@ def test_each_user_reports_once_in_its_depths_domain():
 def test_registered_with_a_local_guarantee_and_exported():
     assert "ldp_kdtree" in mechanisms.names() and mechanisms.get("ldp_kdtree").interactive
     g = locpriv.LDPKDTree(epsilon=2.0).guarantee()
-    assert g["model"] == "epsilon-LDP" and g["epsilon"] == 2.0 and g["delta"] == 0.0
-    assert g["relation"] == "any two inputs (local)" and "one report" in g["covers"]
+    assert g.model == "epsilon-LDP" and g.epsilon == 2.0 and g.delta == 0.0 and g.trust_model == "local"
+    assert g.relation == "any two inputs (local)" and "one report" in g.covers

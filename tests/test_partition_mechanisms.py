@@ -1,4 +1,4 @@
-"""[SLDP]'s mechanisms as location-DAG plugins: sldp, privtree, ldp_oue_grid."""
+"""[SLDP]'s mechanisms as location-DAG mechanisms: sldp, privtree, ldp_oue_grid."""
 
 import math
 
@@ -19,12 +19,11 @@ def _points(n, seed=0):
 
 
 def _run(name, n=4000, seed=1, **given):
-    mech = mechanisms.get(name)
-    params = mech.validate(given, "test")
+    mech = mechanisms.get(name)(**given)
     pts = _points(n)
-    view = mech.randomize(pts, params, GRID, np.random.default_rng(seed))
-    est = mech.estimate(mech.partial(view, params, GRID), n, params, GRID)
-    return mech, params, pts, view, est
+    view = mech.randomize(pts, rng=seed, domain=GRID)
+    est = mech.density(mech.partial(view, GRID), n, GRID)
+    return mech, mech.settings, pts, view, est
 
 
 @pytest.mark.parametrize("name, given", [("sldp", {"epsilon": 2.0}), ("privtree", {"epsilon": 2.0}),
@@ -47,7 +46,7 @@ def test_interactive_mechanisms_run_as_one_shard():
 
 def test_sldp_surface_is_a_pdf_on_each_users_region():
     mech, params, pts, view, _ = _run("sldp", epsilon=4.0)
-    surf = mech.surfaces(view.iloc[:50], params, GRID)
+    surf = mech.surfaces(view.iloc[:50], GRID)
     # exact overlaps: every surface integrates to 1 over the grid, however small the region
     assert np.allclose(surf.sum(axis=(1, 2)) * GRID.cell_area, 1.0)
     from locpriv.quadtree import cell_box
@@ -63,9 +62,9 @@ def test_sldp_surface_is_a_pdf_on_each_users_region():
 
 
 def test_release_surface_keeps_the_mass_of_cells_smaller_than_a_grid_cell():
-    from locpriv.mechanisms.partitions import _release_surface
+    from locpriv.mechanisms.partitions import release_surface
     release = {"level": [0, 8], "code": [0, 12345], "count": [0.0, 10.0]}   # one tiny leaf with all the mass
-    surface = _release_surface(release, GRID)
+    surface = release_surface(release, GRID)
     assert surface.sum() * GRID.cell_area == pytest.approx(10.0)
 
 
@@ -78,15 +77,14 @@ def test_release_survives_the_parquet_round_trip(tmp_path):
 
 def test_oue_bits_are_unbiased_per_cell():
     """OUE: E[ones_c] = n_c p + (n - n_c) q, so the debiased count is unbiased; 5-SE bound over 30 draws."""
-    mech = mechanisms.get("ldp_oue_grid")
-    params = mech.validate({"epsilon": 1.0, "level": 2}, "test")
+    mech = mechanisms.get("ldp_oue_grid")(epsilon=1.0, level=2)
     pts = _points(3000)
     p, q = 0.5, 1 / (math.e + 1)
     from locpriv.quadtree import cell_codes
     true = np.bincount(cell_codes(pts[["x", "y"]].to_numpy(), [-3, 3, -3, 3], 2), minlength=16)
     draws = []
     for r in range(30):
-        view = mech.randomize(pts, params, GRID, np.random.default_rng(r))
+        view = mech.randomize(pts, rng=r, domain=GRID)
         ones = np.bincount(np.concatenate(view["ones"].to_numpy()).astype(int), minlength=16)
         draws.append((ones - 3000 * q) / (p - q))
     draws = np.array(draws)
@@ -104,14 +102,15 @@ def test_partition_mechanisms_are_branches_of_the_location_dag(make_workdir):
         "sldp": {"n": [600], "epsilon": [2.0], "max_depth": 6},
         "privtree": {"n": [600], "epsilon": [2.0]},
         "ldp_oue_grid": {"n": [600], "epsilon": [2.0], "level": 3},
-        "ldp_kdtree": {"n": [600], "epsilon": [2.0], "height": 3}}
+        "ldp_kdtree": {"n": [600], "epsilon": [2.0], "height": 3},
+        "hdg": {"n": [600], "epsilon": [2.0]}}
     wd = make_workdir(cfg)
     run_snakemake(wd, "--cores", "2", "results/summary/metrics.csv")
     table = pd.read_csv(wd / "results/summary/metrics.csv")
-    for mech in ("sldp", "privtree", "ldp_oue_grid", "ldp_kdtree"):
+    for mech in ("sldp", "privtree", "ldp_oue_grid", "ldp_kdtree", "hdg"):
         rows = table[table["mechanism"] == mech].set_index("metric")["value"]
         assert rows["answered"] == 1 and np.isfinite(rows["privacy_Z"]) and rows["spearman"] > 0
     # one randomize job for the interactive ones (600 users), 3 shards of 200 for the LDP grid
     views = [p.relative_to(wd / "results/runs/gauss9").parts[0] for p in wd.glob("results/runs/**/shard~*.parquet")]
     assert views.count("sldp") == 1 and views.count("privtree") == 1 and views.count("ldp_oue_grid") == 3
-    assert views.count("ldp_kdtree") == 1
+    assert views.count("ldp_kdtree") == 1 and views.count("hdg") == 1

@@ -87,7 +87,7 @@ def single_report_bayes_error(f, run):
     view = pd.concat([pd.read_parquet(st_run.shard_file(f["view"], s)) for s in (0, 1)]).sort_values("user")
     view = view.iloc[:200]
     truth = pd.read_parquet(f["points"]).set_index("user").loc[view["user"], ["x", "y"]].to_numpy()
-    lik = mechanisms.get("geoind").likelihood(view, {"h": 0.05, "epsilon": 20.0}, grid)
+    lik = mechanisms.get("geoind")(h=0.05, epsilon=20.0).likelihood(view, grid)
     prior = np.full(grid.shape, 1 / grid.shape[0] / grid.shape[1])
     res = bayes.bayes_attack([(slice(0, len(view)), np.log(lik))], prior, grid, view["user"].to_numpy(), truth, 0.05)
     return res["expected_error"].mean()

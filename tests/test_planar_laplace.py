@@ -4,10 +4,11 @@ import math
 
 import numpy as np
 import pytest
+from conftest import CountingRng
 from scipy import stats
 
 from locpriv.planar_laplace import (METRES_PER_DEGREE, epsilon_per_metre, grid_noise, grid_step, guarantee,
-                                    perturb)
+                                    perturb, timing_safe_tv)
 
 ALPHA = 1e-6
 N = 200_000
@@ -50,12 +51,46 @@ def _planar_pvalue(k, a, support=60):
     return stats.chisquare(obs, np.append(p[keep] * len(k), len(k) * (1 - p[keep].sum()))).pvalue
 
 
+@pytest.mark.parametrize("timing_safe", [False, True])
 @pytest.mark.parametrize("a", [1.0, 0.4])
-def test_grid_noise_has_the_discrete_planar_law(a):
+def test_grid_noise_has_the_discrete_planar_law(a, timing_safe):
     """P(K = k) ∝ exp(-a ||k||) exactly (rejection from discrete Laplace proposals): chi-square on the
     cells with expected count >= 20, alpha = 1e-6.  The proposal's own law exp(-||k||_1 / s) is
-    rejected by the same test (power: ``test_grid_noise_test_has_power``)."""
-    assert _planar_pvalue(grid_noise(N, a, np.random.default_rng(4)), a) > ALPHA
+    rejected by the same test (power: ``test_grid_noise_test_has_power``).  Timing-safe: the same
+    law up to total variation timing_safe_tv (< 1e-10)."""
+    assert _planar_pvalue(grid_noise(N, a, np.random.default_rng(4), timing_safe), a) > ALPHA
+
+
+def _independence_pvalue(rounds, radius):
+    """Chi-square test of independence of (one round or more) and (radius above its median)."""
+    table = [[np.sum((rounds == 1) & (radius <= np.median(radius))), np.sum((rounds == 1) & (radius > np.median(radius)))],
+             [np.sum((rounds > 1) & (radius <= np.median(radius))), np.sum((rounds > 1) & (radius > np.median(radius)))]]
+    return stats.chi2_contingency(table).pvalue
+
+
+def test_timing_safe_work_is_a_function_of_the_rounds_alone():
+    """One user per call (a device answering one query): in timing-safe mode a call's work is 3
+    words (two proposals, one coin) and 1 double per rejection round, nothing else, and the
+    rounds are independent of the noise (exact rejection): chi-square of independence between
+    (rounds > 1) and (radius > median) not rejected at alpha = 1e-6.  Power: the same test
+    rejects a work count that also grew with the radius (rounds + [radius > median])."""
+    rng = CountingRng(12)
+    rounds, radius = [], []
+    for _ in range(4000):
+        words, doubles = rng.words, rng.doubles
+        k = grid_noise(1, 0.05, rng, timing_safe=True)[0]
+        assert rng.words - words == 3 * (rng.doubles - doubles)
+        rounds.append(rng.doubles - doubles)
+        radius.append(np.hypot(*k))
+    rounds, radius = np.array(rounds), np.array(radius)
+    assert (rounds > 1).sum() > 400                     # about 1 in 5 calls takes a second round
+    assert _independence_pvalue(rounds, radius) > ALPHA
+    assert _independence_pvalue(rounds + (radius > np.median(radius)), radius) < ALPHA
+
+
+def test_timing_safe_tv_is_small():
+    for epsilon in (0.01, 1.0, 100.0):
+        assert 0 < timing_safe_tv(epsilon) < 1e-10
 
 
 def test_grid_noise_test_has_power():
@@ -85,6 +120,14 @@ def test_bad_epsilon_is_named(bad):
 def test_bad_points_rejected():
     with pytest.raises(ValueError, match="points"):
         perturb(np.zeros((3, 3)), 1.0, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 2.0 ** 63])
+def test_non_finite_and_far_points_rejected(bad):
+    """NaN and inf have no epsilon; a point 2^63 grid steps out used to wrap silently in int64
+    (here 2^63 x 2^-11 per unit at epsilon = 1, far beyond 2^52 steps)."""
+    with pytest.raises(ValueError, match="points: 1 of 4 values are NaN or infinite|points: 1 values lie more"):
+        perturb(np.array([[0.0, 0.0], [1.0, bad]]), 1.0, np.random.default_rng(0))
 
 
 def test_per_degree_conversion():

@@ -14,26 +14,27 @@ from locpriv.stages.metrics import runs_table
 
 
 def _tidy(rows):
-    return pd.DataFrame(rows, columns=["dataset", "mechanism", "rep", "epsilon", "estimator", "h", "n", "metric",
-                                       "value"])
+    return pd.DataFrame(rows, columns=["dataset", "mechanism", "trust_model", "rep", "epsilon", "estimator", "h",
+                                       "n", "metric", "value"])
 
 
 def _summary(tmp_path):
-    """A tidy summary: laplace_ldp over epsilon and estimator, zero and fedkde, two reps, two N."""
+    """A typed tidy summary: laplace_ldp over epsilon and estimator, zero and fedkde, two reps, two N."""
     rows = []
     for rep in (0, 1):
-        for n in ("300", "600"):
-            for eps in ("4", "16"):
+        for n in (300, 600):
+            for eps in (4.0, 16.0):
                 for est in ("naive", "deconv"):
-                    for metric, value in (("spearman_pooled", 0.5 + 0.01 * float(eps) + 0.1 * rep),
-                                          ("spearman", 0.4), ("privacy_Z", 2.0 / float(eps)), ("answered", 1.0),
-                                          ("n_users", float(n)), ("guarantee_epsilon", float(eps))):
-                        rows.append(("g", "laplace_ldp", rep, eps, est, "0.55", n, metric, value))
+                    for metric, value in (("spearman_pooled", 0.5 + 0.01 * eps + 0.1 * rep),
+                                          ("spearman", 0.4), ("privacy_Z", 2.0 / eps), ("answered", 1.0),
+                                          ("n_users", float(n)), ("guarantee_epsilon", eps)):
+                        rows.append(("g", "laplace_ldp", "local", rep, eps, est, 0.55, n, metric, value))
             for mech, z in (("zero", 3.0), ("fedkde", 0.0)):
                 for metric, value in (("spearman_pooled", 0.9 if mech == "fedkde" else 0.0), ("spearman", 0.5),
                                       ("privacy_Z", z), ("answered", 1.0), ("n_users", float(n)),
                                       ("guarantee_epsilon", np.nan)):
-                    rows.append(("g", mech, rep, "", "", "0.55" if mech == "fedkde" else "", n, metric, value))
+                    rows.append(("g", mech, "local" if mech == "zero" else "none", rep, np.nan, None,
+                                 0.55 if mech == "fedkde" else np.nan, n, metric, value))
     path = tmp_path / "metrics.parquet"
     io.write_parquet(_tidy(rows), path)
     return path
@@ -111,10 +112,11 @@ def test_runs_table_is_one_row_per_setting_with_units_and_relation(tmp_path):
     table = runs_table(str(tmp_path / "with_relation.parquet"), {"g": "m"}, str(tmp_path / "runs.csv"))
     # 2 N x (4 laplace_ldp settings + zero + fedkde), reps averaged
     assert len(table) == 12 and (table["reps"] == 2).all()
-    assert list(table.columns[:7]) == ["dataset", "mechanism", "n", "epsilon", "estimator", "h", "reps"]
+    assert list(table.columns[:8]) == ["dataset", "mechanism", "trust_model", "n", "epsilon", "estimator", "h",
+                                       "reps"]
     assert {"privacy_Z [m]", "spearman [rank corr.]", "n_users [users]", "epsilon_guaranteed",
             "epsilon_relation"} <= set(table.columns)
-    row = table[(table["mechanism"] == "laplace_ldp") & (table["epsilon"] == "4") & (table["n"] == "600")
+    row = table[(table["mechanism"] == "laplace_ldp") & (table["epsilon"] == 4.0) & (table["n"] == 600)
                 & (table["estimator"] == "naive")].iloc[0]
     assert row["spearman_pooled [rank corr.]"] == pytest.approx(0.5 + 0.04 + 0.05)   # mean of reps 0 and 1
     assert row["epsilon_guaranteed"] == 4.0 and row["epsilon_relation"] == "any two locations in the box"

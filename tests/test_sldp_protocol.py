@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from locpriv.dp.sampling import discrete_laplace
-from locpriv.sldp.protocol import (INDICATOR_STEP, child_reports, guarantee, noise_scale, round_cost, run_protocol,
-                                   split_margin, x_of_delta)
+from locpriv.dp.sampling import discrete_laplace, exact_scale
+from locpriv.sldp.margin import split_margin
+from locpriv.sldp.protocol import INDICATOR_STEP, child_reports, guarantee, noise_scale, round_cost, run_protocol
 
 BOX = (-10.0, 10.0, -10.0, 10.0)
 
@@ -65,20 +65,80 @@ def test_partition_holds_every_user_exactly_once(result):
             assert (up, code >> (2 * (lvl - up))) not in keyed
 
 
-@pytest.mark.parametrize("calibration", ["sensitivity2", "paper"])
-def test_lemma_4_1_bound_holds_at_its_probability(calibration):
-    """|sum of n report noises| <= Delta(b) with probability >= 1 - e^-x, b the noise actually used.
+def printed_margin(n, b, delta):
+    """Alg. 2 line 14 (main's margin before this fix): b (sqrt(2 n x) + 6 x), x = ln 1/delta."""
+    x = math.log(1 / delta)
+    return b * (math.sqrt(2 * n * x) + 6 * x)
 
-    2000 Monte Carlo sums of the protocol's own (discrete) noise; the violation count is
-    Binomial(2000, p <= e^-x = 0.05), so more than 100 + 5 sd = 100 + 5 sqrt(95) ~ 149
-    violations would refute the bound.
-    """
-    eps, n, R = 0.7, 400, 2000
-    x = x_of_delta(0.05)
-    b = noise_scale(eps, calibration)
-    sums = INDICATOR_STEP * discrete_laplace(b / INDICATOR_STEP, np.random.default_rng(2), size=(R, n)).sum(axis=1)
-    violations = int((np.abs(sums) > split_margin(n, b, x)).sum())
-    assert violations <= 100 + 5 * math.sqrt(R * 0.05 * 0.95)
+
+def exact_tail(n, b, margin):
+    """P(sum of n report noises >= margin), exactly: the discrete Laplace law at the sampler's scale
+    (P(k) ∝ p^|k| on the grid INDICATOR_STEP), convolved n times by FFT on a lattice of +-12 sd."""
+    t = exact_scale(b / INDICATOR_STEP)
+    size = 1 << math.ceil(math.log2(24 * math.sqrt(2 * n) * t + 64))
+    k = np.fft.fftfreq(size, 1 / size).astype(np.int64)        # 0, 1, ..., -1: wrapped lattice
+    p = math.exp(-1 / t)
+    law = np.fft.irfft(np.fft.rfft((1 - p) / (1 + p) * p ** np.abs(k)) ** n, size)
+    return float(np.clip(law, 0, None)[k >= math.ceil(margin / INDICATOR_STEP - 1e-9)].sum())
+
+
+@pytest.mark.parametrize("n, delta", [(1, 0.05), (5, 0.05), (100, 0.05), (20000, 0.05), (2000, 1e-3),
+                                      (20000, 1e-3), (300, 1e-6)])
+def test_split_margin_is_a_valid_and_tight_tail_quantile(n, delta):
+    """Thm 4.1's delta is P(the noise of a sparse child's n_hat >= Delta).  The exact tail (FFT of
+    the sampler's law) at the new margin is <= delta, and >= 0.7 delta (the bound is not vacuous:
+    a looser margin would cost splits).  Alg. 2 line 14's margin, for contrast, misses delta by 2.3x
+    at n = 2e4, delta = 1e-3 (issue 28.2), and overshoots it 30-fold and more at small n."""
+    b = noise_scale(1.0)
+    tail = exact_tail(n, b, float(split_margin(n, b, delta, INDICATOR_STEP)))
+    assert 0.7 * delta <= tail <= delta
+    if (n, delta) == (20000, 1e-3):
+        assert exact_tail(n, b, printed_margin(n, b, delta)) > 2.2 * delta
+
+
+def test_split_margin_grows_with_n_and_scales_with_b():
+    b = noise_scale(0.5)
+    m = split_margin(np.arange(0, 3000), b, 0.05, INDICATOR_STEP)
+    assert m[0] == 0 and (np.diff(m) >= 0).all()
+    # standardised: Delta / (b sqrt(2 n)) tends to the normal quantile 1.645 (plus the grid's <= 1 %)
+    assert 1.645 < m[2999] / (b * math.sqrt(2 * 2999)) < 1.645 * 1.03
+    assert split_margin(500, 2 * b, 0.05, INDICATOR_STEP) == pytest.approx(2 * split_margin(500, b, 0.05,
+                                                                                              INDICATOR_STEP), rel=1e-3)
+    with pytest.raises(ValueError, match="delta"):
+        split_margin(10, b, 1e-12, INDICATOR_STEP)
+
+
+def clopper_pearson_lower(k, runs, alpha):
+    from scipy.stats import beta
+    return float(beta.ppf(alpha, k, runs - k + 1)) if k else 0.0
+
+
+@pytest.mark.heavy
+def test_split_frequency_at_delta_1e_3_with_the_projects_sampler():
+    """Monte Carlo with the protocol's own noise (``dp.sampling.discrete_laplace`` at eps = 1):
+    R = 20,000 sums of n = 20,000 report noises, delta = 1e-3.  A split of U* needs the sum to
+    reach the margin; the frequency's one-sided Clopper-Pearson lower bound at alpha = 0.01
+    exceeds delta for Alg. 2 line 14's margin (exact tail 2.29e-3: power 0.98 at this R) and
+    does not for the new one (exact tail <= delta: a false alarm has probability <= 0.01)."""
+    n, runs, delta, alpha = 20000, 20000, 1e-3, 0.01
+    b = noise_scale(1.0)
+    new, old = float(split_margin(n, b, delta, INDICATOR_STEP)), printed_margin(n, b, delta)
+    rng = np.random.default_rng(28)
+    sums = np.concatenate([INDICATOR_STEP * discrete_laplace(b / INDICATOR_STEP, rng, size=(250, n)).sum(axis=1)
+                           for _ in range(runs // 250)])
+    assert clopper_pearson_lower(int((sums >= old).sum()), runs, alpha) > delta
+    assert clopper_pearson_lower(int((sums >= new).sum()), runs, alpha) <= delta
+
+
+def test_split_frequency_at_delta_5_percent():
+    """The default delta: 2000 sums of n = 400 noises of the protocol's sampler; exceedances of the
+    margin are Binomial(2000, p <= 0.05): the Clopper-Pearson lower bound (alpha = 0.001) stays
+    <= delta, and the count is not vacuously small (exact tail >= 0.75 delta: >= 50 expected)."""
+    n, runs, delta = 400, 2000, 0.05
+    b = noise_scale(0.7)
+    sums = INDICATOR_STEP * discrete_laplace(b / INDICATOR_STEP, np.random.default_rng(2), size=(runs, n)).sum(axis=1)
+    hits = int((sums >= split_margin(n, b, delta, INDICATOR_STEP)).sum())
+    assert clopper_pearson_lower(hits, runs, 0.001) <= delta and hits >= 50
 
 
 @pytest.mark.parametrize("calibration, b", [("sensitivity2", 2 / 1.5), ("paper", 1 / 1.5)])
@@ -133,10 +193,10 @@ def test_out_of_box_points_are_an_error():
 
 
 def test_leaves_option_only_changes_the_released_cells():
-    """Same transcript either way (post-processing); merge releases, for each parent whose
+    """Same transcript either way; under counts "noisy" merge releases, for each parent whose
     children all stopped, one cell with n(parent) where children releases its four n_hat."""
     pts = sample(20000, seed=9)
-    kw = dict(box=BOX, epsilon=1.0, threshold=20, max_depth=8, delta=0.05, split_rule="per_child")
+    kw = dict(box=BOX, epsilon=1.0, threshold=20, max_depth=8, delta=0.05, split_rule="per_child", counts="noisy")
     merged = run_protocol(pts, rng=np.random.default_rng(10), leaves="merge", **kw)
     kept = run_protocol(pts, rng=np.random.default_rng(10), leaves="children", **kw)
     for a, b in ((merged.reports, kept.reports), (merged.rounds, kept.rounds), (merged.user_cell, kept.user_cell)):
@@ -145,13 +205,84 @@ def test_leaves_option_only_changes_the_released_cells():
     assert len(whole) > 0 and len(kept.cells) == len(merged.cells) + 3 * len(whole)
     parents = merged.cells.merge(whole, on=["level", "code"])
     np.testing.assert_array_equal(parents["count"], parents["n_parent"])
-    cells = kept.cells[kept.cells["level"] > 0]
-    children = pd.DataFrame({"level": cells["level"].to_numpy() - 1, "code": cells["code"].to_numpy() >> 2,
-                             "count": cells["count"].to_numpy()})
-    found = children.merge(whole, on=["level", "code"]).groupby(["level", "code"])
+    found = children_of(kept.cells, whole)
     assert (found.size() == 4).all() and found.ngroups == len(whole)
     hats = whole.set_index(["level", "code"])[[f"n_hat_{c}" for c in range(4)]].sum(axis=1)
     np.testing.assert_allclose(found["count"].sum(), hats.loc[found["count"].sum().index])
+
+
+def children_of(cells, parents):
+    """The released cells whose parent is one of ``parents`` (level, code), grouped by parent."""
+    cells = cells[cells["level"] > 0]
+    children = pd.DataFrame({"level": cells["level"].to_numpy() - 1, "code": cells["code"].to_numpy() >> 2,
+                             "count": cells["count"].to_numpy()})
+    return children.merge(parents, on=["level", "code"]).groupby(["level", "code"])
+
+
+@pytest.mark.parametrize("split_rule", ["all_children", "per_child"])
+def test_region_counts_are_exact_and_leave_the_transcript_and_record_unchanged(split_rule):
+    """counts "regions": every released cell carries the number of users whose region it is (all
+    N users counted once), from the same transcript as counts "noisy"; the record (epsilon, delta)
+    does not depend on it.  Power: under the per-child rule the noisy counts differ from the exact ones."""
+    pts = sample(20000, seed=12)
+    kw = dict(box=BOX, epsilon=1.0, threshold=20, max_depth=8, delta=0.05, split_rule=split_rule)
+    exact = run_protocol(pts, rng=np.random.default_rng(13), counts="regions", **kw)
+    noisy = run_protocol(pts, rng=np.random.default_rng(13), counts="noisy", **kw)
+    for a, b in ((exact.reports, noisy.reports), (exact.rounds, noisy.rounds), (exact.user_cell, noisy.user_cell)):
+        pd.testing.assert_frame_equal(a, b)
+    pd.testing.assert_frame_equal(exact.cells[["level", "code"]], noisy.cells[["level", "code"]])
+    users = exact.user_cell.groupby(["level", "code"]).size()
+    counted = exact.cells.set_index(["level", "code"])["count"]
+    np.testing.assert_array_equal(counted, users.reindex(counted.index, fill_value=0))
+    assert counted.sum() == len(pts)
+    gap = np.abs(noisy.cells["count"] - exact.cells["count"]).max()
+    # Alg. 2 as printed releases whole parents (n(parent): exact already) unless max_depth is reached;
+    # the per-child rule releases stopped children, whose n_hat carries the parent's users' noise
+    assert gap == 0 if split_rule == "all_children" else gap > 1
+    # the guarantee takes no counts argument: one record for both (checked on the study's metadata
+    # in test_sldp_workflow)
+    assert "exact number of users in each released region" in guarantee(1.0, 0.05, 20, split_rule, "sensitivity2").covers
+
+
+def test_moving_a_user_inside_its_region_changes_nothing_released():
+    """The free-count argument, coupled: same seed, one user moved inside the region it was released
+    in (so inside U* on the good event), the whole release -- cells and exact counts -- is identical,
+    while moving it to another region changes the counts (power)."""
+    from locpriv.quadtree import cell_box
+    pts = sample(5000, seed=14)
+    kw = dict(box=BOX, epsilon=1.0, threshold=20, max_depth=8, delta=0.05, split_rule="all_children")
+    base = run_protocol(pts, rng=np.random.default_rng(15), **kw)
+    level, code = base.user_cell.loc[0, ["level", "code"]]
+    x0, x1, y0, y1 = cell_box(np.array([level]), np.array([code]), BOX)[0]
+    inside, elsewhere = pts.copy(), pts.copy()
+    inside[0] = [x0 + 0.9 * (x1 - x0), y0 + 0.1 * (y1 - y0)]
+    far = (base.user_cell["level"] != level) | (base.user_cell["code"] != code)
+    elsewhere[0] = pts[np.flatnonzero(far)[0]]
+    moved = run_protocol(inside, rng=np.random.default_rng(15), **kw)
+    pd.testing.assert_frame_equal(base.cells, moved.cells)
+    other = run_protocol(elsewhere, rng=np.random.default_rng(15), **kw)
+    assert not base.cells.equals(other.cells)
+
+
+def test_child_cells_inside_regions_sum_to_the_region_and_a_fresh_release_is_recorded():
+    """leaves "children" with exact counts: the four children of a whole parent carry estimates
+    that sum to the parent's exact count (free post-processing of n_hat); a fresh child release at
+    child_epsilon changes the estimates and is charged in the record."""
+    pts = sample(20000, seed=16)
+    kw = dict(box=BOX, epsilon=1.0, threshold=20, max_depth=8, delta=0.05, split_rule="per_child",
+              leaves="children", counts="regions")
+    free = run_protocol(pts, rng=np.random.default_rng(17), **kw)
+    paid = run_protocol(pts, rng=np.random.default_rng(17), child_epsilon=0.5, **kw)
+    whole = free.rounds[free.rounds["children_split"] == 0][["level", "code", "n_parent"]]
+    for res in (free, paid):
+        found = children_of(res.cells, whole)
+        sums = found["count"].sum()
+        np.testing.assert_allclose(sums, whole.set_index(["level", "code"])["n_parent"].loc[sums.index])
+    inner = children_of(free.cells, whole)["count"].sum().index
+    assert len(inner) > 10 and not np.allclose(free.cells["count"], paid.cells["count"])
+    assert guarantee(1.0, 0.05, 20, "all_children", "sensitivity2", child_epsilon=0.5).epsilon == 1.5
+    with pytest.raises(ValueError, match="child_epsilon"):
+        run_protocol(pts, BOX, 1.0, 20, 8, 0.05, np.random.default_rng(0), leaves="merge", child_epsilon=0.5)
 
 
 def test_per_child_rule_refines_dense_children_past_sparse_siblings():

@@ -78,9 +78,19 @@ def test_anchored_queries_contain_their_anchor_and_uniform_ones_stay_inside():
 def test_study_defaults_are_the_papers_thresholds_and_merged_leaves():
     from locpriv.config import ConfigError
     from locpriv.sldp import study
-    cfg = study.validate_config({"classify": {"path": "housing.csv"}})
+    cfg = study.validate_config({"classify": {"path": "housing.csv", "lonlat_bbox": [-124.48, -114.13, 32.53, 42.01]}})
     assert (cfg["mean"]["threshold"], cfg["range"]["threshold"], cfg["classify"]["threshold"]) == (100, 20, 20)
-    assert cfg["leaves"] == "merge" and cfg["range"]["kdtree_height"] == 4
+    assert cfg["leaves"] == "merge" and cfg["counts"] == "regions" and cfg["child_share"] == 0
+    assert cfg["range"]["kdtree_height"] == 4
+    # classification's box is public and configured, never the data's own min/max
+    with pytest.raises(ConfigError, match="classify': missing required key 'lonlat_bbox'"):
+        study.validate_config({"classify": {"path": "housing.csv"}})
+    # Alg. 2 line 14's constant went with its margin (issue 28.2): one clear line, no silent ignore
+    with pytest.raises(ConfigError, match="studies.sldp.delta_constant': removed"):
+        study.validate_config({"delta_constant": 6.0})
+    with pytest.raises(ConfigError, match="studies.sldp.child_share'.*leaves: merge"):
+        study.validate_config({"child_share": 0.3})
+    assert study.validate_config({"child_share": 0.3, "leaves": "children"})["child_share"] == 0.3
     with pytest.raises(ConfigError, match="studies.sldp.threshold': moved into each task"):
         study.validate_config({"threshold": 20})
     with pytest.raises(ConfigError, match="studies.sldp.leaves"):

@@ -21,7 +21,8 @@ def test_sldp_study_runs_and_reports_every_method(make_workdir):
     if GEOLIFE.exists():
         cfg["studies"]["sldp"]["range"].update(path=str(GEOLIFE), lonlat_bbox=[116.15, 116.60, 39.75, 40.10])
     if HOUSING.exists():
-        cfg["studies"]["sldp"]["classify"] = {"path": str(HOUSING), "epsilon": [2.0], "k": [5, 200],
+        cfg["studies"]["sldp"]["classify"] = {"path": str(HOUSING), "lonlat_bbox": [-124.48, -114.13, 32.53, 42.01],
+                                              "epsilon": [2.0], "k": [5, 200],
                                               "k_epsilon": 2.0, "mechanisms": ["none", "sldp_quantization", "ldp"]}
     wd = make_workdir(cfg)
     run_snakemake(wd, "--cores", "2", "results/studies/sldp/summary.csv", "results/studies/sldp/plots/mse-mre.png",
@@ -31,7 +32,7 @@ def test_sldp_study_runs_and_reports_every_method(make_workdir):
     assert_figure(wd / "results/studies/sldp/plots/partition.png", (1, 3))   # data + partition, SLDP, LDP
     table = pd.read_parquet(wd / "results/studies/sldp/summary.parquet")
     methods = set(table["method"])
-    assert {"sldp", "ldp", "central", "privtree", "ldp_oue_grid", "ldp_kdtree"} <= methods
+    assert {"sldp", "ldp", "central", "privtree", "ldp_oue_grid", "ldp_kdtree", "hdg"} <= methods
     assert table["n"].dtype == "int64" and set(table[table["task"] == "mean"]["n"]) == {1500}
     if HOUSING.exists():
         classified = table[table["task"] == "classify"]
@@ -81,3 +82,23 @@ def test_one_job_per_setting_writes_the_bytes_of_the_separate_stages(tmp_path, t
                              regions_path=alone["regions"], out=alone["evaluation"])
         for k in files:
             assert open(out[k][rep], "rb").read() == open(alone[k], "rb").read(), (rep, k)
+
+
+def test_exact_region_counts_leave_the_recorded_guarantee_unchanged(tmp_path):
+    """counts: regions (exact, free) and noisy record the same guarantee; a child release is
+    charged: the partition gets (1 - child_share) eps, the record still totals eps and names both."""
+    from locpriv.sldp import study
+
+    def record(**given):
+        cfg = study.validate_config({"range": {"n": [600], "epsilon": [2.0]}, "reps": 1, "max_depth": 6,
+                                     "split_rule": "all_children", **given})
+        paths = [str(tmp_path / f"{k}.parquet") for k in ("partition", "rounds", "reports", "regions")]
+        study.protocol_stage(run={"task": "range", "n": 600, "epsilon": 2.0, "rep": 0}, cfg=cfg, seed=5,
+                             out_partition=paths[0], out_rounds=paths[1], out_reports=paths[2], out_regions=paths[3])
+        return read_parquet_metadata(paths[0])
+
+    exact, noisy = record(counts="regions"), record(counts="noisy")
+    assert (exact["counts"], noisy["counts"]) == ("regions", "noisy")
+    assert exact["guarantee"] == noisy["guarantee"] and exact["guarantee"]["epsilon"] == 2.0
+    paid = record(leaves="children", child_share=0.25)["guarantee"]
+    assert paid["epsilon"] == 2.0 and "partition 1.5 (calibration sensitivity2) + child cells 0.5" in paid["note"]

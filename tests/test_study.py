@@ -4,10 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from locpriv import study as lpstudy
 from locpriv.errors import InputError
 from locpriv.study import SUMMARY_COLUMNS, Study
 
-TOY = Study(name="toy", validate=dict, runs=lambda cfg: [], run_dir=str, identity={"dataset": "str"})
+TOY = Study(name="toy", validate=dict, runs=lambda cfg: [], run_dir=str, identity={"dataset": "str"}, register=False)
 
 
 def _rows(eps):
@@ -44,18 +45,31 @@ def test_a_table_off_the_schema_is_named_with_its_field(tmp_path, change, field)
 
 def test_identity_columns_cannot_shadow_the_common_ones_or_take_other_types():
     with pytest.raises(ValueError, match="epsilon"):
-        Study(name="x", validate=dict, runs=list, run_dir=str, identity={"epsilon": "str"})
+        Study(name="x", validate=dict, runs=list, run_dir=str, identity={"epsilon": "str"}, register=False)
     with pytest.raises(ValueError, match="bool"):
-        Study(name="x", validate=dict, runs=list, run_dir=str, identity={"flag": "bool"})
+        Study(name="x", validate=dict, runs=list, run_dir=str, identity={"flag": "bool"}, register=False)
 
 
 def test_every_study_declares_the_contract():
     from locpriv.deconv.study import STUDY as deconv
-    from locpriv.heatmaps.study import STUDY as heatmaps
-    from locpriv.radiomap.study import STUDY as radiomap
-    from locpriv.sldp.study import STUDY as sldp
 
-    studies = {s.name: s for s in (deconv, heatmaps, radiomap, sldp)}
-    assert set(studies) == {"deconv", "heatmaps", "radiomap", "sldp"}
+    assert lpstudy.builtin_names() == ["deconv", "heatmaps", "radiomap", "sldp"] == lpstudy.names()
+    studies = {name: lpstudy.get(name) for name in lpstudy.names()}   # each defined in locpriv/<name>/study.py
+    assert studies["deconv"] is deconv and all(s.name == name for name, s in studies.items())
     for study in studies.values():
         assert list(study.columns)[:5] == list(SUMMARY_COLUMNS)[:5] and list(study.columns)[-2:] == ["metric", "value"]
+        assert study.schema is None   # a built-in study's section is $defs.<name> of the config schema
+
+
+def test_a_study_registers_itself_by_name_once():
+    name = "_registry_probe"
+    try:
+        probe = Study(name=name, validate=dict, runs=lambda cfg: [], run_dir=str, schema={"type": "object"})
+        assert lpstudy.get(name) is probe and name in lpstudy.names()
+        assert lpstudy.section_schema(name) == {"type": "object"}
+        with pytest.raises(RuntimeError, match="registered twice"):
+            Study(name=name, validate=lambda section: section, runs=list, run_dir=str)
+    finally:
+        lpstudy.REGISTRY.pop(name, None)
+    with pytest.raises(ValueError, match=r"unknown study '_registry_probe'; allowed: \['deconv'"):
+        lpstudy.get(name)

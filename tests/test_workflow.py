@@ -35,6 +35,15 @@ def test_dry_run_lists_the_dag(make_workdir):
     assert not (wd / "results").exists()
 
 
+def test_a_studies_only_config_needs_no_main_dag_keys(make_workdir):
+    """seed and a study section: no grid, attack, users_per_shard or plots, and no main-DAG job."""
+    config = {"seed": 1, "studies": {"deconv": {"datasets": {"m": {"source": "synthetic", "x": "mixture",
+                                                                   "curve": "g1", "n": [100]}}, "epsilon": [1]}}}
+    planned = planned_jobs(make_workdir(config))
+    assert {"deconv_run", "deconv_summary", "all"} <= set(planned) <= {"deconv_run", "deconv_summary", "deconv_plot",
+                                                                       "all"}
+
+
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     """The tiny config run to the end twice, on 1 and on 2 cores (shared by the tests below)."""
@@ -67,15 +76,18 @@ def test_summary_is_byte_identical_across_core_counts(finished):
 
 def test_summary_holds_every_run_with_its_values(finished):
     table = pd.read_parquet(finished[0] / "results/summary/metrics.parquet")
-    assert list(table.columns[:3]) == ["dataset", "mechanism", "rep"]
+    assert list(table.columns[:4]) == ["dataset", "mechanism", "trust_model", "rep"]
     assert {"h", "n", "metric", "value"} <= set(table.columns)
-    wide = table.pivot_table(index=["mechanism", "h", "n"], columns="metric", values="value")
+    # typed: n is the users' number; h holds the word knn beside numbers, so it is text
+    assert (str(table["n"].dtype), str(table["rep"].dtype)) == ("int64", "int64")
+    assert dict(zip(table["mechanism"], table["trust_model"])) == {"fedkde": "none", "zero": "local"}
+    value = table.assign(h=table["h"].fillna("-")).set_index(["mechanism", "h", "n", "metric"])["value"]
     # 600 users in 200-user shards: every user counted exactly once
-    assert wide.loc[("fedkde", "0.55", "600"), "n_users"] == 600
-    assert wide.loc[("fedkde", "0.55", "600"), "spearman"] > 0.9
-    assert wide.loc[("zero", "", "600"), "spearman"] == 0.0
+    assert value[("fedkde", "0.55", 600, "n_users")] == 600
+    assert value[("fedkde", "0.55", 600, "spearman")] > 0.9
+    assert value[("zero", "-", 600, "spearman")] == 0.0
     # the knn bandwidth was resolved from the data and recorded
-    assert 0 < wide.loc[("fedkde", "knn", "600"), "bandwidth"] < 3
+    assert 0 < value[("fedkde", "knn", 600, "bandwidth")] < 3
 
 
 def test_figures_are_drawn(finished):
@@ -303,15 +315,16 @@ def test_rff_and_geoind_branches_with_a_refused_query(make_workdir):
     wd = make_workdir(cfg)
     run_snakemake(wd, "--cores", "2")
     table = pd.read_parquet(wd / "results/summary/metrics.parquet")
-    wide = table.pivot_table(index=["mechanism", "B", "h0"], columns="metric", values="value", dropna=False)
-    answered = wide.loc[("rff", "1", "h")]
+    rff = table[table["mechanism"] == "rff"].set_index(["B", "h0", "metric"])["value"]
+    answered = rff.loc[(1, "h")]
     assert answered["answered"] == 1 and answered["spearman_pooled"] > 0.5
-    refused = wide.loc[("rff", "2", "0.2")]
+    refused = rff.loc[(2, "0.2")]   # h0 holds the word 'h' beside numbers: a text column
     assert refused["answered"] == 0 and np.isnan(refused["spearman"]) and np.isnan(refused["privacy_Z"])
     est = list((wd / "results/runs/gauss9/rff").glob("*B~2*h0~0.2*/rep~0/estimate.nc"))[0]
     with xr.open_dataset(est) as ds:
         assert "Lemma 4" in ds["density"].attrs["refusal"]
-    assert wide.loc[("geoind", "", ""), "guarantee_epsilon"] == 5
+    geoind = table[table["mechanism"] == "geoind"].set_index("metric")["value"]
+    assert geoind["guarantee_epsilon"] == 5 and str(table["epsilon"].dtype) == "float64"
     ldp = table[(table["mechanism"] == "laplace_ldp") & (table["metric"] == "guarantee_epsilon")]
     assert set(ldp["estimator"]) == {"naive", "deconv"} and (ldp["value"] == 8).all()
     for plot in ("tradeoff", "gain_per_cost", "rff-fig3-convergence", "rff-fig4-user-surfaces"):

@@ -5,12 +5,12 @@ YAML syntax error without file, line or column ("Config file is not valid JSON o
 YAML"), and the Snakefile cannot step in before that. This command gives the one line
 the workflow gives for its own config.yaml (file, line, column), then runs the main
 DAG's start-up checks (schema, values, runs) and each configured study's checks on the
-files merged in command-line order.
+files merged in command-line order.  The config's ``plugins`` are looked for in the current folder
+(as the workflow looks for them in its working directory).
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 
@@ -18,11 +18,8 @@ import yaml
 from snakemake.utils import update_config
 
 from . import config as lpconfig
+from . import study as lpstudy
 from .smk import check_yaml
-
-# each study's validator (what workflow/rules/studies/<study>.smk calls at parse time)
-STUDIES = {"deconv": "locpriv.deconv.study", "sldp": "locpriv.sldp.study", "heatmaps": "locpriv.heatmaps.study",
-           "radiomap": "locpriv.radiomap.config"}
 
 
 def check_files(paths: list[str]) -> None:
@@ -36,9 +33,10 @@ def check_files(paths: list[str]) -> None:
         if not isinstance(loaded, dict):
             raise lpconfig.ConfigError(f"{path}: the top level must be a mapping of keys (seed: ..., grid: ...)")
         update_config(merged, loaded)  # as Snakemake merges --configfile files
-    lpconfig.check_startup(merged, lpconfig.SCHEMA_PATH, workdir=None)
+    lpconfig.check_startup(merged, workdir=None)
     for study, section in (merged.get("studies") or {}).items():
-        importlib.import_module(STUDIES[study]).validate_config(section)
+        # each study's validator (what its rules call at parse time), from the registry
+        lpstudy.get(study).validate(section)
 
 
 def main(argv: list[str]) -> int:

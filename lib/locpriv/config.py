@@ -1,12 +1,12 @@
 """Config validation and experiment expansion for the Snakefile.
 
-One declaration: the JSON schema (``workflow/schemas/config.source.yaml``, published with the
-mechanism plugins' parameters as ``config.schema.yaml`` by ``python -m locpriv.schema --write``)
-states every key's type, bounds, default and description; the main DAG and every study are
-validated against it with one validator and one error style, and the studies' defaults are
-filled from it.  Python checks only what a schema cannot know: keys bounded by other keys, the
-plugins' own checks, memory, files.  Each failure is one message naming the config key and what
-is allowed.
+One declaration: the JSON schema (``workflow/schemas/config.source.yaml``, completed when a config
+is validated with each registered mechanism's parameters and each registered study's section:
+:func:`published_schema`) states every key's type, bounds, default and description; the main DAG
+and every study are validated against it with one validator and one error style, and the
+studies' defaults are filled from it.  Python checks only what a schema cannot know: keys
+bounded by other keys, the mechanisms' own checks, memory, files.  Each failure is one message
+naming the config key and what is allowed.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pandas as pd
 import yaml
 from snakemake.utils import Paramspace
 
-from . import mechanisms
+from . import mechanisms, plugins, study
 from .params import USERS, explicit_params
 
 
@@ -31,7 +31,7 @@ class ConfigError(ValueError):
     pass
 
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow/schemas/config.schema.yaml"
+SOURCE_PATH = Path(__file__).resolve().parents[2] / "workflow/schemas/config.source.yaml"
 
 
 def _finite_number(checker, instance) -> bool:
@@ -52,13 +52,35 @@ Validator = jsonschema.validators.extend(
 
 
 @functools.cache
-def _load_schema(path: Path) -> dict:
-    return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+def source_schema() -> dict:
+    """The hand-written schema (``config.source.yaml``): every key but the registries' parts."""
+    return yaml.load(SOURCE_PATH.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def published_schema() -> dict:
-    """The config schema the workflow validates against (generated: ``python -m locpriv.schema --write``)."""
-    return _load_schema(SCHEMA_PATH)
+    """The config schema the workflow validates against, built now from the source and the registries.
+
+    ``$defs.mechanisms``: every registered mechanism's parameter grid (``Mechanism.grid_schema``);
+    ``studies.properties``: every study's section (a built-in study's is ``$defs.<name>`` of the
+    source, a plugin study's its own ``Study.schema``).  A plugin imported before this call
+    (``locpriv.plugins``) is in it: adding a mechanism or a study regenerates nothing.
+    """
+    root = copy.deepcopy(source_schema())
+    if "mechanisms" in root["$defs"] or root["properties"]["studies"].get("properties"):
+        raise ValueError(f"{SOURCE_PATH}: $defs.mechanisms and studies.properties are built from the registries; "
+                         "remove them from the source")
+    root["$defs"]["mechanisms"] = {
+        "type": "object", "minProperties": 1, "additionalProperties": False,
+        "description": "mechanism name -> parameter grid: a value or a list per parameter, every "
+                       "combination is a setting; the parameters are declared by each mechanism's class",
+        "properties": {name: mechanisms.get(name).grid_schema() for name in mechanisms.names()}}
+    sections = {name: study.section_schema(name) for name in study.names()}
+    undeclared = [name for name, node in sections.items() if "$ref" in node and name not in root["$defs"]]
+    if undeclared:
+        raise ConfigError(f"config key 'studies.{undeclared[0]}': the study declares no schema of its section; "
+                          "allowed: a Study(schema=...) (a JSON schema) in its plugin module")
+    root["properties"]["studies"]["properties"] = sections
+    return root
 
 
 def resolve(node: dict, root: dict) -> dict:
@@ -99,7 +121,7 @@ def fill_defaults(given, node: dict, root: dict):
 
 def schema_defaults(name: str) -> dict:
     """The defaults of the schema's section ``$defs/<name>`` (e.g. a study), as one mapping."""
-    root = published_schema()
+    root = source_schema()
     return fill_defaults(_MISSING, root["$defs"][name], root)
 
 
@@ -127,7 +149,7 @@ class StudySection:
     def validate(self, section: dict | None) -> dict:
         """The section checked against its schema, with every default filled in."""
         section = {} if section is None else copy.deepcopy(section)  # the caller's config stays as given
-        root = published_schema()
+        root = source_schema()
         node = root["$defs"][self.study]
         error = first_error(Validator({**node, "$defs": root["$defs"]}), section, ("studies", self.study))
         if error:
@@ -147,8 +169,9 @@ def _key(path) -> str:
     return ".".join(str(p) for p in path) or "<top level>"
 
 
-def check_schema(config: dict, schema_path: str | Path = SCHEMA_PATH) -> None:
-    error = first_error(Validator(_load_schema(Path(schema_path).resolve())), config)
+def check_schema(config: dict) -> None:
+    """``config`` against :func:`published_schema` (the plugins it names must be loaded first)."""
+    error = first_error(Validator(published_schema()), config)
     if error:
         raise error
 
@@ -164,12 +187,19 @@ def _schema_error(err, prefix: tuple = ()) -> ConfigError:
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         known = sorted(schema.get("properties", {}))
         extra = sorted(set(err.instance) - set(known), key=str)
-        # a mechanism's name is a key of ``mechanisms``: say which registry refused it
-        what = f"unknown mechanism {extra[0]!r}" if path and path[-1] == "mechanisms" else "unknown key"
+        # a mechanism's or a study's name is a key of ``mechanisms`` / ``studies``: say which registry refused it
+        registry = {"mechanisms": "mechanism", "studies": "study"}.get(path[-1] if path else None)
+        what = f"unknown {registry} {extra[0]!r}" if registry else "unknown key"
         return ConfigError(f"config key '{_key(path + extra[:1])}': {what}; allowed: {known}")
     if err.validator == "required" and isinstance(err.instance, dict):
         missing = next(k for k in err.validator_value if k not in err.instance)
         message = f"missing required key {missing!r}"
+    elif err.validator == "dependentRequired" and isinstance(err.instance, dict):
+        needs, keys = next((k, v) for k, v in err.validator_value.items()
+                           if k in err.instance and any(m not in err.instance for m in v))
+        missing = next(k for k in keys if k not in err.instance)
+        return ConfigError(f"config key '{_key(path + [missing])}': missing, and required with '{needs}'; "
+                           f"allowed: {schema['properties'][missing].get('description', 'see docs/configuration.md')}")
     elif err.validator == "anyOf":  # jsonschema's "not valid under any of the given schemas" says less
         message = f"{err.instance!r} is not allowed"
     else:
@@ -219,7 +249,7 @@ def allowed(schema: dict) -> str:
 
 def main_default(*key: str):
     """The schema's default of a main-DAG key, e.g. ``main_default("attack", "batch")``."""
-    root = node = published_schema()
+    root = node = source_schema()
     for part in key:
         node = resolve(node, root)["properties"][part]
     return fill_defaults(_MISSING, node, root)
@@ -238,7 +268,10 @@ _ATTACK_ARRAYS = 3
 
 
 def check_values(config: dict) -> None:
-    """What the schema cannot check: box order, one box per dataset, memory estimate, results_dir."""
+    """What the schema cannot check: box order, one box per dataset, memory estimate, results_dir.
+
+    The main DAG's checks only where it runs (``experiments``): a studies-only config has no grid.
+    """
     check_results_dir(config.get("results_dir", "results"))
     for name, spec in config.get("datasets", {}).items():
         if spec["source"] == "points" and ("lonlat_bbox" in spec) == ("bbox" in spec):
@@ -250,7 +283,8 @@ def check_values(config: dict) -> None:
         for key in ("bbox", "lonlat_bbox"):
             if key in spec:
                 check_box(spec[key], f"datasets.{name}.{key}", lonlat=key == "lonlat_bbox")
-    check_memory(config)
+    if "experiments" in config:
+        check_memory(config)
 
 
 def check_results_dir(path: str) -> None:
@@ -309,11 +343,12 @@ def _as_list(value) -> list:
     return value if isinstance(value, list) else [value]
 
 
-def check_run_params(params: dict, where: str) -> None:
-    """Numbers must be finite; rff's B cannot exceed the users' max_features (every user would refuse)."""
-    for key, value in params.items():
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ConfigError(f"config key '{where}.{key}': {value!r} is not allowed; allowed: a finite number")
+def check_run_params(cls, params: dict, where: str) -> None:
+    """rff's B cannot exceed the users' max_features (every user would refuse); a setting that states an
+    epsilon needs an audit case (``Mechanism.audit_case``): refused here, not deep in a job."""
+    if not cls.has_audit_case() and not cls.leaks(params) and cls(**params).guarantee().epsilon is not None:
+        raise ConfigError(f"config key '{where}': mechanism {cls.name!r} states an epsilon but has no audit case; "
+                          f"allowed: a mechanism class that implements audit_case(grid) ({cls.__module__})")
     if "B" in params and "max_features" in params and params["B"] > params["max_features"]:
         raise ConfigError(f"config key '{where}.B': {params['B']} exceeds max_features "
                           f"{params['max_features']}, so every user would refuse the query; allowed: "
@@ -369,7 +404,7 @@ def expand_runs(config: dict) -> list[Run]:
             for mech_name, grid in exp["mechanisms"].items():
                 where = f"experiments.{exp_name}.mechanisms.{mech_name}"
                 try:
-                    mech = mechanisms.get(mech_name)
+                    cls = mechanisms.get(mech_name)
                 except ValueError as exc:
                     raise ConfigError(f"config key '{where}': {exc}") from None
                 grid = dict(grid or {})
@@ -377,7 +412,7 @@ def expand_runs(config: dict) -> list[Run]:
                 rows = []
                 for combo in _grid(grid):
                     try:
-                        params = explicit_params(mech.params, mech.validate(combo, where))
+                        params = explicit_params(cls.params, cls.validate(combo, where))
                     except ValueError as exc:
                         raise ConfigError(f"config key {exc}") from None
                     for n in (n_values if isinstance(n_values, list) else [n_values]):
@@ -385,8 +420,13 @@ def expand_runs(config: dict) -> list[Run]:
                             USERS.validate(n, where)
                         except ValueError as exc:
                             raise ConfigError(f"config key {exc}") from None
-                        rows.append({"n": n, **params})
-                    check_run_params(params, where)
+                        # a rule sizing the mechanism from the run's N (level: auto) resolves here
+                        size = n if n != "all" else config["datasets"][ds].get("n_users")
+                        try:
+                            rows.append({"n": n, **cls.for_users(params, size)})
+                        except ValueError as exc:
+                            raise ConfigError(f"config key '{where}' (dataset {ds!r}, n: {n}): {exc}") from None
+                    check_run_params(cls, params, where)
                 for row, pstr in zip(rows, _patterns(rows)):
                     for rep in range(int(exp.get("reps", 1))):
                         runs.append(Run(exp_name, ds, mech_name, row, pstr, rep))
@@ -411,14 +451,20 @@ def check_dataset_paths(config: dict, base: Path) -> None:
                                   "CSV, CSV.gz or Parquet file of points")
 
 
-def check_startup(config: dict, schema_path: str | Path, workdir: Path | None) -> list[Run]:
+def check_startup(config: dict, workdir: Path | None) -> list[Run]:
     """The main DAG's checks before any job, in order; the runs they admit.
 
-    ``workdir``: where the data paths are resolved and checksummed; None checks the
-    config's content only (``python -m locpriv.check_config``: the files are checked where
-    the workflow runs).
+    First the config's ``plugins`` are activated (imported here and passed on to every job,
+    ``locpriv.plugins``; a module in the working directory is importable), so the schema knows
+    their mechanisms and studies.  ``workdir``: where the data paths are resolved and
+    checksummed; None checks the config's content only (``python -m locpriv.check_config``: the
+    files are checked where the workflow runs; plugins are then looked for in the current folder).
     """
-    check_schema(config, schema_path)
+    try:
+        plugins.activate(config.get("plugins", []), workdir or Path.cwd())
+    except plugins.PluginError as exc:
+        raise ConfigError(str(exc)) from None
+    check_schema(config)
     check_values(config)
     if workdir is not None:
         from .datasets import registry

@@ -2,7 +2,7 @@
 
 Snakemake re-runs a job when its params change but cannot see edits inside
 imported modules.  A rule passes ``code_fingerprint(module)`` as a param: the
-hash covers that module and every ``locpriv`` module it imports, transitively
+hash covers that module (a plugin's too) and every ``locpriv`` module it imports, transitively
 (found from the import statements, without importing), so editing a function
 re-runs exactly the rules whose code reaches it.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.util
 from functools import lru_cache
 from pathlib import Path
 
@@ -21,7 +22,10 @@ ROOT = Path(__file__).resolve().parent
 
 
 def _path(module: str) -> Path | None:
-    """Source file of a ``locpriv`` module, or None if the name is not a module."""
+    """Source file of a ``locpriv`` module (or of a plugin module outside it), or None if the name is not a module."""
+    if module.split(".")[0] != PACKAGE:   # a plugin's module (locpriv.plugins): wherever Python finds it
+        spec = importlib.util.find_spec(module)
+        return Path(spec.origin) if spec is not None and str(spec.origin).endswith(".py") else None
     parts = module.split(".")[1:]
     if not parts:
         return ROOT / "__init__.py"

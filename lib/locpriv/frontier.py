@@ -49,11 +49,12 @@ def points(summary: pd.DataFrame, utility: str) -> pd.DataFrame:
     ``setting`` is the run's parameters other than n ("k=v, ..."); runs whose query was
     refused (no utility or no adversary error) are left out.
     """
-    fixed = {"dataset", "mechanism", "rep", "metric", "value", "n"}
+    fixed = {"dataset", "mechanism", "trust_model", "rep", "metric", "value", "n"}
     params = sorted(c for c in summary.columns if c not in fixed and not c.startswith("guarantee_"))
     table = summary.copy()
-    table["setting"] = table[params].apply(
-        lambda row: ", ".join(f"{k}={v}" for k, v in row.items() if v != ""), axis=1) if params else ""
+    # typed columns: a parameter the mechanism lacks is missing; numbers print as the config wrote them
+    table["setting"] = table[params].astype(object).apply(
+        lambda row: ", ".join(f"{k}={v}" for k, v in row.items() if not pd.isna(v)), axis=1) if params else ""
     key = ["dataset", "n", "mechanism", "setting"]
     metrics = [utility, PRIVACY, "bayes_guess_error", "bayes_hit_r"]
     wide = (table[table["metric"].isin(metrics)]

@@ -53,6 +53,18 @@ def scales(bounds: np.ndarray, epsilon: float) -> np.ndarray:
     return step * scale
 
 
+def noise_variance(bounds: np.ndarray, epsilon: float) -> np.ndarray:
+    """Variance per coordinate of a report around the snapped input, in data units squared.
+
+    The noise is Λ_j K with K discrete Laplace of scale t_j (P(k) ∝ exp(−|k| / t_j)), whose
+    variance is 2 e^(−1/t) / (1 − e^(−1/t))² (the two-sided geometric law), i.e. 2 b_j² up to a
+    relative O(1 / t_j²) (t_j >= 1024 q / ε steps here) with b_j = Λ_j t_j = ``scales``.
+    """
+    step, _, scale = _steps_and_scales(bounds, epsilon)
+    r = np.exp(-1.0 / scale)
+    return step ** 2 * 2.0 * r / (1.0 - r) ** 2
+
+
 def epsilon_spent(bounds: np.ndarray, epsilon: float) -> float:
     """The exact ε of the released reports: Σ_j top_j / scale_j (< epsilon)."""
     _, top, scale = _steps_and_scales(bounds, epsilon)

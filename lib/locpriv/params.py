@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -15,6 +16,10 @@ class Param:
     ``omit_default``: an option added after runs existed; at its default it is left
     out of a run's parameters (``explicit_params``), so those runs keep their paths,
     seeds and tables; read it with ``value``.
+    ``workflow_only``: special values only the workflow can resolve, each mapped to the
+    private data it resolves them from (e.g. h: knn, from every user's raw location); a
+    configured mechanism object refuses them (``validate(..., workflow=False)``), and a run
+    configured with one records its guarantee void (``Mechanism.run_guarantee``).
     """
 
     name: str
@@ -26,6 +31,7 @@ class Param:
     choices: tuple = ()
     special: tuple = ()
     omit_default: bool = False
+    workflow_only: dict = field(default_factory=dict)
 
     def value(self, params: dict):
         """This parameter in a run's parameters (absent means the default: ``omit_default``)."""
@@ -34,10 +40,11 @@ class Param:
     def allowed(self) -> str:
         if self.kind == "choice":
             return f"one of {list(self.choices)}"
+        return self._numbers() + (f", or one of {list(self.special)}" if self.special else "")
+
+    def _numbers(self) -> str:
         rng = f"{self.kind} > {self.low}" if self.low is not None else self.kind
-        if self.high is not None:
-            rng += f" and <= {self.high}"
-        return rng + (f", or one of {list(self.special)}" if self.special else "")
+        return rng + (f" and <= {self.high}" if self.high is not None else "")
 
     def to_schema(self) -> dict:
         """The JSON schema of this parameter in an experiment's grid: one value or a non-empty list.
@@ -60,11 +67,15 @@ class Param:
             node["default"] = self.default
         return {**node, "anyOf": [one, {"type": "array", "items": one, "minItems": 1}]}
 
-    def validate(self, value, where: str):
+    def validate(self, value, where: str, workflow: bool = True):
+        """``value`` checked and cast (the default where None); ``workflow``: admit ``workflow_only`` values."""
         if value is None:
             if self.default is None:
                 raise ValueError(f"'{where}.{self.name}': required ({self.doc}); allowed: {self.allowed()}")
             value = self.default
+        if isinstance(value, str) and value in self.workflow_only and not workflow:
+            raise ValueError(f"'{where}.{self.name}': {value!r} is resolved by the workflow from private data "
+                             f"({self.workflow_only[value]}); give a value: {self._numbers()}")
         if isinstance(value, str) and value in self.special:
             return value
         if self.kind == "choice":
@@ -73,7 +84,10 @@ class Param:
             return value
         caster = float if self.kind == "float" else int
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if ok and self.kind == "int" and not float(value).is_integer():  # 2.5, inf, nan
+        if ok and not math.isfinite(value):
+            raise ValueError(f"'{where}.{self.name}': {value!r} is not allowed; allowed: a finite number, "
+                             f"{self.allowed()}")
+        if ok and self.kind == "int" and not float(value).is_integer():  # 2.5
             ok = False
         if ok:
             value = caster(value)
@@ -88,11 +102,15 @@ USERS = Param("n", "int", "users of a run, sampled from the dataset ('all': ever
               special=("all",))
 
 
-def validate_params(declared: dict[str, Param], given: dict, where: str) -> dict:
+def validate_params(declared: dict[str, Param], given: dict, where: str, workflow: bool = True) -> dict:
+    """``given`` checked against ``declared``, defaults filled in, in declaration order.
+
+    ``workflow``: admit the values only the workflow can resolve (``Param.workflow_only``).
+    """
     unknown = sorted(set(given) - set(declared))
     if unknown:
         raise ValueError(f"'{where}': unknown parameter(s) {unknown}; allowed: {sorted(declared)}")
-    return {name: p.validate(given.get(name), where) for name, p in declared.items()}
+    return {name: p.validate(given.get(name), where, workflow) for name, p in declared.items()}
 
 
 def explicit_params(declared: dict[str, Param], params: dict) -> dict:

@@ -15,9 +15,17 @@ Sampling K: propose k with independent exact discrete Laplace coordinates of sca
 s >= √2 / a (``dp.sampling``), P ∝ exp(−||k||₁ / s) >= exp(−a ||k||₂) since
 ||k||₁ <= √2 ||k||₂, and accept with probability exp(−(a ||k||₂ − ||k||₁ / s)) <= 1
 (rejection sampling: the accepted k has exactly the target law; ~79 % accepted).
-The acceptance coin is Bernoulli(e^−1)^⌊γ⌋ (exact, integer-only) times a float
-Bernoulli(exp(−frac γ)) with exp(−frac γ) >= e^−1: the only floating-point step,
-with relative error <= 2^-50, i.e. log-probabilities exact to ~1e-15.
+The acceptance coin is an exact Bernoulli(e^−⌊γ⌋) (``dp.sampling.bernoulli_exp_integer``)
+times a float Bernoulli(exp(−frac γ)) with exp(−frac γ) >= e^−1: the only floating-point
+step, with relative error <= 2^-50, i.e. log-probabilities exact to ~1e-15.
+
+Timing-safe mode (``timing_safe=True``, for a device answering one user at a time): the
+proposals and the integer coin do fixed work per round (``dp.sampling``), the fraction coin
+always did.  The number of rounds R is the one data-dependent quantity, and in exact
+rejection sampling R is independent of the accepted K and of x; coupling the two samplers
+round by round, the timing-safe (R, K) is within total variation E[R] · (2 tv_L + tv_coin)
+of the exact (R, K) (``timing_safe_tv``), E[R] = 1 / acceptance <= the bound of
+``_acceptance_lower_bound``.
 
 Guarantee (ε-geo-indistinguishability, metric DP): the law of K's translate depends
 on x only through x̂ and P(report = z | x̂) / P(report = z | x̂′)
@@ -36,7 +44,9 @@ import numpy as np
 
 from .dp import Guarantee
 from .dp.grid import grid_step as _grid_step
-from .dp.sampling import discrete_laplace, exact_scale, geometric_exp1
+from .dp.grid import snap_to_grid
+from .dp import sampling
+from .dp.sampling import bernoulli_exp_integer, discrete_laplace, exact_scale
 
 # Length of one degree of latitude (the meridian degree), the constant the paper's
 # per-degree epsilons are converted with.  The WGS84 meridian degree varies from
@@ -59,13 +69,14 @@ def grid_step(epsilon: float) -> float:
     return _grid_step(1.0 / _epsilon(epsilon), STEPS_PER_UNIT_NOISE)
 
 
-def _accept(gamma: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Bernoulli(exp(−γ)) for γ >= 0: ⌊γ⌋ exact Bernoulli(e^−1) coins and one for the fraction."""
+def _accept(gamma: np.ndarray, rng: np.random.Generator, timing_safe: bool) -> np.ndarray:
+    """Bernoulli(exp(−γ)) for γ >= 0: an exact Bernoulli(e^−⌊γ⌋) and a float coin for the fraction."""
     whole = np.floor(gamma)
-    return (geometric_exp1(gamma.size, rng) >= whole) & (rng.random(gamma.size) < np.exp(-(gamma - whole)))
+    return (bernoulli_exp_integer(whole.astype(np.int64), rng, timing_safe=timing_safe)
+            & (rng.random(gamma.size) < np.exp(-(gamma - whole))))
 
 
-def grid_noise(n: int, a: float, rng: np.random.Generator) -> np.ndarray:
+def grid_noise(n: int, a: float, rng: np.random.Generator, timing_safe: bool = False) -> np.ndarray:
     """n draws (n, 2) of K in Z² with P(K = k) ∝ exp(−a ||k||₂), by rejection (see module docstring)."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"number of users n must be an integer >= 0, got {n!r}")
@@ -73,23 +84,41 @@ def grid_noise(n: int, a: float, rng: np.random.Generator) -> np.ndarray:
     out = np.zeros((n, 2), dtype=np.int64)
     pending = np.arange(n)
     while pending.size:
-        k = discrete_laplace(s, rng, size=(pending.size, 2))
+        k = discrete_laplace(s, rng, size=(pending.size, 2), timing_safe=timing_safe)
         gamma = np.maximum(a * np.hypot(k[:, 0], k[:, 1]) - np.abs(k).sum(axis=1) / s, 0.0)
-        ok = _accept(gamma, rng)
+        ok = _accept(gamma, rng, timing_safe)
         out[pending[ok]] = k[ok]
         pending = pending[~ok]
     return out
 
 
-def perturb(points: np.ndarray, epsilon: float, rng: np.random.Generator) -> np.ndarray:
-    """Each user's location (N, 2) snapped to the grid and moved by its own grid planar Laplace draw."""
+def _acceptance_lower_bound(a: float) -> float:
+    """P(accept) = Σ_k exp(−a ||k||) / (Σ_j p^|j|)², p = e^(−1/s).  Each k's cell k + [−½, ½)²
+    has ||x|| >= ||k|| − √2/2, so the numerator is >= e^(−a/√2) 2π / a²; the denominator is
+    coth(1/(2s))² <= (2s + 1/(6s))²."""
+    s = exact_scale(math.sqrt(2.0) / a)
+    return math.exp(-a / math.sqrt(2.0)) * 2 * math.pi / (a * a * (2 * s + 1 / (6 * s)) ** 2)
+
+
+def timing_safe_tv(epsilon: float) -> float:
+    """Total variation between one user's (report, rounds) from ``perturb(..., timing_safe=True)``
+    and from the exact sampler (module docstring); the exact one's rounds carry no information."""
+    epsilon = _epsilon(epsilon)
+    a = epsilon * grid_step(epsilon)
+    per_round = 2 * sampling.timing_safe_tv(math.sqrt(2.0) / a) + sampling.BERNOULLI_TIMING_SAFE_TV
+    return per_round / _acceptance_lower_bound(a)
+
+
+def perturb(points: np.ndarray, epsilon: float, rng: np.random.Generator, timing_safe: bool = False) -> np.ndarray:
+    """Each user's location (N, 2) snapped to the grid and moved by its own grid planar Laplace draw
+    (``timing_safe``: fixed work per rejection round, see the module docstring)."""
     points = np.asarray(points, dtype=float)
-    if points.ndim != 2 or points.shape[1] != 2 or not np.isfinite(points).all():
-        raise ValueError(f"points must be a finite (N, 2) array, got shape {points.shape}")
+    if points.ndim != 2 or points.shape[1] != 2:
+        raise ValueError(f"points must be an (N, 2) array, got shape {points.shape}")
     epsilon = _epsilon(epsilon)
     step = grid_step(epsilon)
-    snapped = np.rint(points / step).astype(np.int64)
-    return step * (snapped + grid_noise(len(points), epsilon * step, rng))
+    snapped = snap_to_grid(points, step, "points")
+    return step * (snapped + grid_noise(len(points), epsilon * step, rng, timing_safe))
 
 
 def epsilon_per_metre(epsilon_per_degree: float) -> float:

@@ -44,7 +44,7 @@ def _variants(wide: pd.DataFrame, params: list[str]) -> pd.Series:
     """Each run's label: its mechanism and the parameters that vary among that mechanism's runs
     (defaults every run shares would only lengthen the legend)."""
     def label(group):
-        varied = [p for p in params if p != "n" and group[p].nunique() > 1]
+        varied = [p for p in params if p != "n" and group[p].nunique(dropna=False) > 1]
         return group.apply(lambda row: row["mechanism"] + (
             " (" + ", ".join(f"{p}={row[p]}" for p in varied) + ")" if varied else ""), axis=1)
     return pd.concat([label(group) for _, group in wide.groupby("mechanism", sort=False)]).reindex(wide.index)
@@ -171,8 +171,8 @@ def tradeoff(summary_path: str, out_png: str, settings: dict) -> None:
                 if grp.empty:
                     continue
                 # other swept parameters (e.g. h) give separate curves
-                varied = [p for p in params if p not in (key, "n") and grp[p].nunique() > 1]
-                for values, part in (grp.groupby(varied, sort=True) if varied else [((), grp)]):
+                varied = [p for p in params if p not in (key, "n") and grp[p].nunique(dropna=False) > 1]
+                for values, part in (grp.groupby(varied, sort=True, dropna=False) if varied else [((), grp)]):
                     mean = _mean_by(part, key)
                     label = ", ".join(f"{p}={v}" for p, v in zip(varied, values))
                     ax.plot(mean["privacy_Z"], mean[UTILITY], style, ms=3,

@@ -6,7 +6,13 @@ summary (one tidy table, :meth:`Study.write_summary`) → tables and plots (rule
 summary and per-run data files only).
 
 A study names itself, validates its config section (its module's ``validate_config``), lists its
-runs and places each run in a folder.  Its summary is long: one row per identity × metric, the
+runs and places each run in a folder.  Defining a :class:`Study` registers it by name
+(:func:`get`, :func:`names`): a built-in study is ``STUDY`` in ``locpriv/<name>/study.py``, with
+its section ``$defs.<name>`` in the config schema's source and its own rule file
+``workflow/rules/studies/<name>.smk``; a plugin study (``locpriv.plugins``) brings its section's
+``schema`` and an ``execute`` function, and the workflow's generic rules run it
+(``workflow/rules/studies/registered.smk``: one job per run, :func:`run_stage`, then the summary,
+:func:`summary_stage`).  Its summary is long: one row per identity × metric, the
 columns :data:`SUMMARY_COLUMNS` plus the study's own declared identity columns (dataset, task,
 scheme settings, …).  ``epsilon`` is the run's ε as a float: the configured one, or where a study
 configures a noise level instead (radiomap) its guarantee's; NaN where there is none (a non-private
@@ -17,13 +23,16 @@ together, sorted by identity, so the same config gives the same bytes.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import pandas as pd
 
-from . import io
+from . import io, plugins
 from .errors import InputError
+from .seeding import rng as make_rng
 
 # pandas dtypes of the columns every study's summary has, in column order (identity first)
 IDENTITY_COLUMNS = {"study": "str", "method": "str", "epsilon": "float64", "n": "int64", "rep": "int64"}
@@ -32,12 +41,21 @@ SUMMARY_COLUMNS = {**IDENTITY_COLUMNS, "metric": "str", "value": "float64"}
 EXTRA_DTYPES = ("str", "float64", "int64")
 
 
+# name -> Study; filled by Study.__post_init__ (read it through get and names)
+REGISTRY: dict[str, "Study"] = {}
+
+
 @dataclass(frozen=True)
 class Study:
     """A study: ``name``, ``validate(section) -> cfg``, ``runs(cfg) -> [run]``, ``run_dir(run) -> str``.
 
     ``identity`` declares the study's own identity columns and their dtypes (one of
     :data:`EXTRA_DTYPES`); they sit between the common identity and ``metric`` in the summary.
+    ``schema``: the JSON schema of the study's config section (None: ``$defs.<name>`` of the
+    config schema's source, the built-in studies').  ``execute(run, cfg, rng) -> table``: one run
+    (``rng`` keyed by the seed, the study and the run's folder), its tidy table (e.g.
+    :meth:`run_table`), for the generic rules; None for a study with a rule file of its own.  ``register=False``: a throwaway study (tests), not
+    offered to configs.
     """
 
     name: str
@@ -45,12 +63,22 @@ class Study:
     runs: Callable[[dict], list]
     run_dir: Callable[[dict], str]
     identity: dict = field(default_factory=dict)
+    schema: dict | None = None
+    execute: Callable | None = None
+    register: bool = field(default=True, compare=False, repr=False)
 
     def __post_init__(self):
         bad = {k: v for k, v in self.identity.items() if k in SUMMARY_COLUMNS or v not in EXTRA_DTYPES}
         if bad:
             raise ValueError(f"study {self.name!r}: identity columns {bad} clash with the common columns "
                              f"{list(SUMMARY_COLUMNS)} or have a dtype outside {list(EXTRA_DTYPES)}")
+        if self.register:
+            known = REGISTRY.get(self.name)
+            # a module executed again (importlib.reload) replaces its own study; another is a clash
+            if known is not None and known.validate.__module__ != self.validate.__module__:
+                raise RuntimeError(f"study {self.name!r} registered twice: by {known.validate.__module__} "
+                                   f"and {self.validate.__module__}")
+            REGISTRY[self.name] = self
 
     @property
     def columns(self) -> dict:
@@ -105,6 +133,47 @@ class Study:
         """The summary stage of a study whose per-run tables are tidy already: each checked, then joined."""
         parts = [self.tidy(pd.read_parquet(p), str(p)) for p in sorted(map(str, paths))]
         return self.write_summary(pd.concat(parts, ignore_index=True), out_parquet=out_parquet, out_csv=out_csv)
+
+
+def builtin_names() -> list[str]:
+    """The built-in studies: the packages of locpriv holding a ``study.py`` (found without importing them)."""
+    root = Path(__file__).resolve().parent
+    return sorted(path.parent.name for path in root.glob("*/study.py"))
+
+
+def get(name: str) -> Study:
+    """The study registered as ``name``: a built-in one's module is imported, then the configured plugins."""
+    if name not in REGISTRY and name in builtin_names():
+        importlib.import_module(f"{__package__}.{name}.study")
+    if name not in REGISTRY:
+        plugins.load_configured()
+    if name not in REGISTRY:
+        raise ValueError(f"unknown study {name!r}; allowed: {names()}")
+    return REGISTRY[name]
+
+
+def names() -> list[str]:
+    """Every study's name: the built-in ones and those registered by plugins."""
+    plugins.load_configured()
+    return sorted(set(builtin_names()) | set(REGISTRY))
+
+
+def section_schema(name: str) -> dict:
+    """The JSON schema of ``studies.<name>``: a built-in study's ``$defs.<name>`` (not imported to know it)."""
+    declared = REGISTRY[name].schema if name in REGISTRY else None
+    return {"$ref": f"#/$defs/{name}"} if declared is None else declared
+
+
+def run_stage(*, name: str, run: dict, cfg: dict, seed: int, out_path: str) -> None:
+    """One run of a study without rule files of its own: ``execute`` with the run's stream, its tidy table."""
+    study = get(name)
+    table = study.execute(run, cfg, make_rng(seed, "study", name, study.run_dir(run)))
+    io.write_parquet(study.tidy(table, out_path), out_path)
+
+
+def summary_stage(*, name: str, paths: list[str], out_parquet: str, out_csv: str) -> None:
+    """The summary of a study without rule files of its own: its runs' tables checked and joined."""
+    get(name).collect(paths, out_parquet=out_parquet, out_csv=out_csv)
 
 
 def _has_dtype(column: pd.Series, dtype: str) -> bool:

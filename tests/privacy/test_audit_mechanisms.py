@@ -12,6 +12,7 @@ from locpriv import laplace_ldp, mechanisms
 from locpriv.audit import cases
 from locpriv.audit.estimator import audit
 from locpriv.audit.stage import audit_setting, claimed
+from locpriv.dp import ADD_REMOVE
 from locpriv.domain import Domain, Grid
 from locpriv.sldp.protocol import child_reports
 
@@ -26,6 +27,8 @@ SETTINGS = [
     ("ldp_oue_grid", {"epsilon": 1.0, "level": 2}),
     ("sldp", {"epsilon": 1.0, "split_rule": "all_children", "delta": 0.001}),   # δ enters the bound
     ("sldp", {"epsilon": 1.0, "split_rule": "all_children", "calibration": "paper", "delta": 0.001}),
+    ("hdg", {"epsilon": 1.0}),
+    ("hdg", {"epsilon": 1.0, "variant": "tdg"}),
     ("dp_heatmap", {"epsilon": 1.0, "shard_size": 1000}),
     ("heatmap_flat", {"epsilon": 0.5}),
     ("zero", {}),
@@ -33,14 +36,13 @@ SETTINGS = [
 
 
 def _validated(name, given):
-    return mechanisms.get(name).validate(given, f"test.{name}")
+    return dict(mechanisms.get(name)(**given).settings)
 
 
 def _minimal_params(name):
     """Parameters that validate: every required one set to 1 (or 0.5 for a bandwidth)."""
-    mech = mechanisms.get(name)
-    given = {k: (0.5 if k == "h" else 1) for k, p in mech.params.items() if p.default is None}
-    return mech.validate(given, f"test.{name}")
+    cls = mechanisms.get(name)
+    return {k: (0.5 if k == "h" else 1) for k, p in cls.params.items() if p.default is None}
 
 
 @pytest.mark.parametrize("name,given", SETTINGS, ids=lambda v: v if isinstance(v, str) else "")
@@ -58,9 +60,9 @@ def test_privtree_central_audit_is_below_its_add_remove_epsilon(monkeypatch):
     params = _validated("privtree", {"epsilon": 1.0})
     table = audit_setting("privtree", params, {"unit": GRIDS["unit"]}, DRAWS, SEED)
     assert (table["draws"] == 400).all()
-    assert (table["relation"] == cases.ADD_REMOVE).all()
-    assert (table["claimed_epsilon"] == mechanisms.get("privtree").guarantee(params)["other_relations"][
-        cases.ADD_REMOVE]).all()
+    assert (table["relation"] == ADD_REMOVE).all()
+    assert (table["claimed_epsilon"] == mechanisms.get("privtree")(**params).guarantee().other_relations[
+        ADD_REMOVE]).all()
     assert (table["epsilon_lb"] <= table["claimed_epsilon"]).all()
 
 
@@ -86,7 +88,17 @@ def test_power_sldp_paper_calibration_against_the_printed_epsilon():
     # ... and the guarantee recorded for that option is the true cost, which the audit respects
     g = claimed("sldp", _validated("sldp", {"epsilon": epsilon, "split_rule": "all_children",
                                               "calibration": "paper"}))
-    assert g["epsilon"] >= 2 * epsilon and res.epsilon_lb <= g["epsilon"]
+    assert g.epsilon >= 2 * epsilon and res.epsilon_lb <= g.epsilon
+
+
+def test_power_hdg_reports_at_twice_the_claimed_epsilon_are_refuted():
+    """Planted fault: the hdg case's users run at 2 eps (their OUE bits at 2 eps) while the claim is
+    eps = 1; the audit's bound (alpha = 0.05) exceeds the claim, so the fault is caught."""
+    claim = _validated("hdg", {"epsilon": 1.0})
+    faulty = mechanisms.get("hdg")(**{**claim, "epsilon": 2.0}).audit_pairs(GRIDS["unit"])
+    bounds = [audit(pair.sample_x, pair.sample_xp, DRAWS, np.random.default_rng(1), np.random.default_rng(2),
+                    statistic=pair.statistic).epsilon_lb for pair in faulty]
+    assert max(bounds) > 1.3 * claimed("hdg", claim).epsilon
 
 
 def test_floating_point_regression_every_release_is_on_the_public_grid():
@@ -98,13 +110,17 @@ def test_floating_point_regression_every_release_is_on_the_public_grid():
     rng = np.random.default_rng(3)
     for xy in ([0.0, 0.0], [3.0, 3.0], [-3.0, 0.1]):
         points = pd.DataFrame({"user": np.arange(20_000), "x": xy[0], "y": xy[1]})
-        out = mechanisms.get("laplace_ldp").randomize(points, {"h": 0.5, "epsilon": 4.0, "estimator": "naive"},
-                                                       grid, rng)[["x", "y"]].to_numpy()
+        out = mechanisms.get("laplace_ldp")(h=0.5, epsilon=4.0, estimator="naive").randomize(
+            points, rng=rng, domain=grid)[["x", "y"]].to_numpy()
         k = (out - bounds[:, 0]) / step
         assert np.array_equal(k, np.rint(k))
 
 
 def test_every_mechanism_claiming_epsilon_has_an_audit_case():
     missing = [name for name in mechanisms.names()
-               if claimed(name, _minimal_params(name)) is not None and name not in cases.CASES]
+               if claimed(name, _minimal_params(name)) is not None and not mechanisms.get(name).has_audit_case()]
     assert missing == []
+    # and every setting that claims one yields pairs on a grid (none for a setting without a claim)
+    for name in mechanisms.names():
+        mech = mechanisms.get(name)(**_minimal_params(name))
+        assert bool(mech.audit_pairs(GRIDS["unit"])) == (mech.guarantee().epsilon is not None), name

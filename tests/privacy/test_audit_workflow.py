@@ -26,15 +26,16 @@ def _config(mechs=MECHS, draws=2000):
 
 def test_a_non_private_bandwidth_voids_every_guarantee():
     for name in mechanisms.names():
-        mech = mechanisms.get(name)
-        if "h" not in mech.params:
+        cls = mechanisms.get(name)
+        if "h" not in cls.params:
             continue
-        given = {k: 1 for k, p in mech.params.items() if p.default is None and k != "h"}
-        raw = mech.validate({**given, "h": "knn"}, f"test.{name}")
-        record = mech.run_guarantee(raw, {**raw, "h": 0.5})
-        assert record["epsilon"] is None and record["delta"] is None, name
-        if mech.guarantee({**raw, "h": 0.5})["epsilon"] is not None:    # it claimed one without the leak
-            assert "knn" in record["non_private_inputs"], name
+        given = {k: 1 for k, p in cls.params.items() if p.default is None and k != "h"}
+        raw = cls.validate({**given, "h": "knn"}, f"test.{name}")   # the config admits it
+        mech = cls(**{**raw, "h": 0.5})                              # the run's object, h resolved
+        record = mech.run_guarantee(raw)
+        assert record.epsilon is None and record.delta is None, name
+        if mech.guarantee().epsilon is not None:    # it claimed one without the leak
+            assert "knn" in record.non_private_inputs, name
 
 
 def test_one_audit_per_claiming_setting_and_none_without_a_guarantee():
@@ -56,10 +57,12 @@ def test_summary_rows_only_for_runs_stating_epsilon(tmp_path):
     paths = [str(tmp_path / n) for n in ("audit.parquet", "audit.csv", "audit.html")]
     audit_table([str(part)], *paths)
     rows = [("laplace_ldp", "0.55", 4.0), ("laplace_ldp", "knn", float("nan")), ("fedkde", "0.55", float("nan"))]
-    # as run_metrics writes them: parameters as strings, plus per-run guarantee text columns
-    metrics = pd.DataFrame([{"dataset": "gauss9", "mechanism": m, "rep": 0, "h": h, "n": "300",
-                             "epsilon": "4.0" if m == "laplace_ldp" else "", "estimator": "naive" if m != "fedkde"
-                             else "", "guarantee_model": "some model", "metric": "guarantee_epsilon", "value": v}
+    # as the summary gathers run_metrics' rows: typed parameters (a column holding 'knn' is text, a
+    # parameter a mechanism lacks is missing), plus per-run guarantee text columns
+    metrics = pd.DataFrame([{"dataset": "gauss9", "mechanism": m, "trust_model": "local", "rep": 0, "h": h,
+                             "n": 300, "epsilon": 4.0 if m == "laplace_ldp" else np.nan,
+                             "estimator": "naive" if m != "fedkde" else None, "guarantee_model": "some model",
+                             "metric": "guarantee_epsilon", "value": v}
                             for m, h, v in rows])
     out = audit_rows(metrics, paths[0])
     lb = out[out["metric"] == "audit_epsilon_lb"]

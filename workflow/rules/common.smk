@@ -17,14 +17,8 @@ from locpriv.fingerprint import code_fingerprint
 from locpriv.stages import utility as lputility
 
 try:
-    RUNS = {
-        run.key: run
-        for run in lpconfig.check_startup(
-            config,
-            Path(workflow.basedir) / "workflow/schemas/config.schema.yaml",
-            Path.cwd(),
-        )
-    }
+    # activates the config's plugins (here and, through LOCPRIV_PLUGINS, in every job) first
+    RUNS = {run.key: run for run in lpconfig.check_startup(config, Path.cwd())}
 except lpconfig.ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
 
@@ -65,7 +59,8 @@ def run_path(path, base=results):
 
 
 # the grid's size is part of its path: a config with another grid never overwrites this one
-GRID_ID = "grid~{P}x{Q}".format(**config["grid"])
+# (a studies-only config has no grid, and no main-DAG rule: workflow/Snakefile)
+GRID_ID = "grid~{P}x{Q}".format(**config["grid"]) if RUNS else None
 GRID_FILE = results(f"encode/{{dataset}}/{GRID_ID}/grid.nc")
 
 
@@ -124,9 +119,9 @@ def frontier_levels(wc):
 
 
 def mechanism_code(wc, stage):
-    # the plugin's own module (one module may define several mechanisms)
+    # the stage's code and the mechanism class's own module (a plugin's too)
     return code_fingerprint(
-        f"locpriv.stages.{stage}", type(lpmechanisms.get(wc.mechanism)).__module__
+        f"locpriv.stages.{stage}", lpmechanisms.get(wc.mechanism).__module__
     )
 
 
@@ -197,7 +192,7 @@ def audit_grids(wc):
 
 def audit_code(wc):
     return code_fingerprint(
-        "locpriv.audit.stage", type(lpmechanisms.get(wc.mechanism)).__module__
+        "locpriv.audit.stage", lpmechanisms.get(wc.mechanism).__module__
     )
 
 

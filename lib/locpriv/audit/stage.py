@@ -1,6 +1,6 @@
 """The ``audit`` stage: one job per mechanism × parameter setting with a formal guarantee.
 
-The audit of a setting runs every case pair (``cases``) on the public domain
+The audit of a setting runs every pair of its mechanism's case (``Mechanism.audit_pairs``) on the public domain
 of every dataset the setting runs on, with ``draws`` outputs per input (fewer
 where a case caps them), seeded by ``seeding.rng(seed, "audit", ...)``, and
 writes one row per (dataset, pair): the claimed ε, δ and neighbouring
@@ -18,27 +18,29 @@ import pandas as pd
 from .. import io, mechanisms, seeding
 from ..domain import Grid
 from ..stages.prepare import load_grid
-from .cases import audit_params, pairs
+from ..dp import Guarantee
+from .cases import audit_params
 from .estimator import audit
 
 DEFAULT_DRAWS = 100_000
 
 
-def claimed(mechanism: str, params: dict) -> dict | None:
+def claimed(mechanism: str, params: dict) -> Guarantee | None:
     """The mechanism's guarantee for these parameters, or None when it states no ε."""
-    g = mechanisms.get(mechanism).guarantee(params)
-    return g if g.get("epsilon") is not None else None
+    g = mechanisms.get(mechanism)(**params).guarantee()
+    return g if g.epsilon is not None else None
 
 
-def claimed_epsilon(g: dict, relation: str | None) -> float:
+def claimed_epsilon(g: Guarantee, relation: str | None) -> float:
     """The guarantee's ε for a neighbouring relation (its main one unless listed among the others)."""
-    return float(g.get("other_relations", {}).get(relation, g["epsilon"]) if relation else g["epsilon"])
+    return float(g.other_relations.get(relation, g.epsilon) if relation else g.epsilon)
 
 
-def _run_claims(run) -> bool:
-    """Whether the run as configured states an ε (a non-private input such as h: knn voids it)."""
-    params = {k: v for k, v in run.params.items() if k != "n"}
-    return mechanisms.get(run.mechanism).run_guarantee(params, params)["epsilon"] is not None
+def run_claims(mechanism: str, params: dict) -> bool:
+    """Whether a run as configured (``params`` without n) states an ε (a non-private input such as
+    h: knn voids it, so the run is not built: the workflow has not resolved it yet)."""
+    cls = mechanisms.get(mechanism)
+    return not cls.leaks(params) and cls(**params).guarantee().epsilon is not None
 
 
 def params_label(params: dict) -> str:
@@ -54,9 +56,9 @@ def settings(runs) -> dict[tuple[str, str], dict]:
     """
     out: dict[tuple[str, str], dict] = {}
     for run in runs:
-        if not _run_claims(run):
-            continue
         params = {k: v for k, v in run.params.items() if k != "n"}
+        if not run_claims(run.mechanism, params):
+            continue
         entry = out.setdefault((run.mechanism, params_label(audit_params(params))),
                                {"params": params, "datasets": set()})
         entry["datasets"].add(run.dataset)
@@ -67,13 +69,14 @@ def audit_setting(mechanism: str, params: dict, grids: dict[str, Grid], draws: i
     """Rows (dataset, pair) of the audit of one setting; ``grids`` maps dataset -> its public grid."""
     if not (isinstance(draws, int) and draws >= 8):
         raise ValueError(f"audit draws must be an integer >= 8, got {draws!r}")
-    g = claimed(mechanism, params)
-    if g is None:
+    mech = mechanisms.get(mechanism)(**params)
+    g = mech.guarantee()
+    if g.epsilon is None:
         raise ValueError(f"{mechanism} with {params} states no epsilon: nothing to audit")
-    delta = float(g.get("delta") or 0.0)
+    delta = float(g.delta or 0.0)
     rows, shared = [], {}
     for dataset, grid in sorted(grids.items()):
-        for pair in pairs(mechanism, params, grid):
+        for pair in mech.audit_pairs(grid):
             n = min(draws, pair.max_draws or draws)
             if pair.box_free and pair.name in shared:
                 res = shared[pair.name]
@@ -84,7 +87,7 @@ def audit_setting(mechanism: str, params: dict, grids: dict[str, Grid], draws: i
                 shared[pair.name] = res
             rows.append({"dataset": dataset, "mechanism": mechanism,
                          "audit_params": params_label(audit_params(params)),
-                         "pair": pair.name, "model": g["model"], "relation": pair.relation or g.get("relation", ""),
+                         "pair": pair.name, "model": g.model, "relation": pair.relation or g.relation,
                          "claimed_epsilon": claimed_epsilon(g, pair.relation), "delta": delta,
                          "epsilon_lb": res.epsilon_lb, "confidence": res.confidence, "draws": n,
                          "event": res.event, "k_x": res.k_x, "k_xprime": res.k_xp, "seed": seed})
@@ -111,18 +114,27 @@ def per_dataset(audit_table_path: str | None) -> pd.DataFrame:
     return best.assign(confidence=np.maximum(1.0 - best.pop("miss"), 0.0))
 
 
+def _configured(param, value):
+    """A summary cell back as the value the run was configured with (``Param.validate`` casts it)."""
+    value = value.item() if isinstance(value, np.generic) else value
+    if isinstance(value, str) and param.kind != "choice" and value not in param.special:
+        value = float(value)   # a number in a column that also holds words (h: 0.55 beside h: knn)
+    return param.validate(value, param.name)
+
+
 def _run_params(row: dict) -> dict:
-    """A tidy metrics row's mechanism parameters (string columns named by the mechanism's params)."""
+    """A tidy metrics row's configured mechanism parameters (its non-empty columns named by the
+    mechanism's params), each cast as its declaration says (an int column may hold 4.0)."""
     declared = mechanisms.get(row["mechanism"]).params
-    return {k: v for k, v in row.items() if k in declared and isinstance(v, str) and v != ""}
+    return {k: _configured(declared[k], v) for k, v in row.items() if k in declared and not pd.isna(v)}
 
 
 def audit_rows(metrics: pd.DataFrame, audit_table_path: str | None) -> pd.DataFrame:
     """Tidy metric rows ``audit_epsilon_lb`` and ``audit_confidence`` for every run stating an ε.
 
     A run's audit is found by its mechanism, dataset and the label of its
-    privacy-relevant parameters (``audit_params`` of the run's parameter columns,
-    stored as strings in the tidy metrics, as the audit labels are).
+    privacy-relevant parameters (``audit_params`` of the run's parameter columns, cast back to
+    the values the run was configured with, as the audit labels print them).
     """
     best = per_dataset(audit_table_path)
     claims = metrics[(metrics["metric"] == "guarantee_epsilon") & metrics["value"].notna()]

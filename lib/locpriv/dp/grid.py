@@ -21,6 +21,8 @@ from .sampling import discrete_laplace
 
 # grid steps per interval: rounding error <= width / 2^11, far below any noise scale used here
 CELLS = 1024
+# grid indices up to 2^52: an index plus noise (|noise| < 2^42) stays an exact double and int64
+MAX_INDEX = 2 ** 52
 
 
 def grid_step(width, cells: int = CELLS):
@@ -33,31 +35,65 @@ def grid_step(width, cells: int = CELLS):
     return float(step) if step.ndim == 0 else step
 
 
+def _finite(values, what: str) -> np.ndarray:
+    """``values`` as doubles, refusing NaN and infinities: a report of a non-finite input has no ε
+    (NaN used to leave as ±2^63 grid steps through the int64 cast, told apart from every real input)."""
+    values = np.asarray(values, dtype=float)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        raise ValueError(f"{what}: {int(bad.sum())} of {values.size} values are NaN or infinite; "
+                         "drop or repair them before randomising (a non-finite input has no privacy guarantee)")
+    return values
+
+
+def _in_range(k: np.ndarray, what: str, units: str) -> np.ndarray:
+    far = np.abs(k) > MAX_INDEX
+    if far.any():
+        raise ValueError(f"{what}: {int(far.sum())} values lie more than 2^52 grid steps ({units}) from the "
+                         "grid origin, where grid indices stop being exact; shift or rescale them first "
+                         "(e.g. coordinates in local metres rather than a global frame)")
+    return k
+
+
+def snap_to_grid(values, step, what: str) -> np.ndarray:
+    """rint(values / step) as int64 for finite values within 2^52 steps of 0 (one clear error otherwise)."""
+    k = np.rint(_finite(values, what) / step)
+    return _in_range(k, what, f"{MAX_INDEX * step:g}").astype(np.int64)
+
+
 def snap(values, lo, step, top) -> np.ndarray:
-    """Grid index of each value, clipped to [0, top] (a public, data-independent map)."""
-    k = np.rint((np.asarray(values, dtype=float) - lo) / step)
+    """Grid index of each (finite) value, clipped to [0, top] (a public, data-independent map)."""
+    k = np.rint((_finite(values, "values to release") - lo) / step)
     return np.clip(k, 0, top).astype(np.int64)
 
 
-def release_on_grid(k, origin, step, sensitivity_steps, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+def release_on_grid(k, origin, step, sensitivity_steps, epsilon: float, rng: np.random.Generator,
+                    timing_safe: bool = False) -> np.ndarray:
     """origin + step (k + Z), Z ~ discrete Laplace(sensitivity_steps / ε): ε-DP for integer inputs k
-    that neighbours change by at most ``sensitivity_steps`` (numbers or arrays like k)."""
+    that neighbours change by at most ``sensitivity_steps`` (numbers or arrays like k).
+    ``timing_safe``: fixed-work noise (``dp.sampling``), (ε, ``timing_safe_delta``)-DP."""
     if not (np.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon}")
-    k = np.asarray(k, dtype=np.int64)
+    k = np.asarray(k)
+    if k.dtype.kind == "f":
+        whole = _finite(k, "grid indices")
+        if (whole != np.rint(whole)).any():
+            raise ValueError("grid indices must be whole numbers (snap values to the grid first)")
+    k = _in_range(k.astype(np.int64), "grid indices", f"{MAX_INDEX} steps")
     scale = np.broadcast_to(np.asarray(sensitivity_steps, dtype=float) / epsilon, k.shape)
-    noise = discrete_laplace(scale, rng) if k.size else np.zeros(k.shape, dtype=np.int64)
+    noise = discrete_laplace(scale, rng, timing_safe=timing_safe) if k.size else np.zeros(k.shape, dtype=np.int64)
     return origin + step * (k + noise)
 
 
-def release_bounded(values, lo, hi, epsilon: float, rng: np.random.Generator, cells: int = CELLS) -> np.ndarray:
+def release_bounded(values, lo, hi, epsilon: float, rng: np.random.Generator, cells: int = CELLS,
+                    timing_safe: bool = False) -> np.ndarray:
     """ε-LDP reports of values in [lo, hi] (lo, hi numbers or arrays broadcasting with values)."""
     values = np.asarray(values, dtype=float)
     lo = np.broadcast_to(np.asarray(lo, dtype=float), values.shape)
     hi = np.broadcast_to(np.asarray(hi, dtype=float), values.shape)
     step = grid_step(hi - lo, cells)
     top = np.rint((hi - lo) / step)
-    return release_on_grid(snap(values, lo, step, top), lo, step, top, epsilon, rng)
+    return release_on_grid(snap(values, lo, step, top), lo, step, top, epsilon, rng, timing_safe=timing_safe)
 
 
 def rounded_sensitivity(sensitivity, step):

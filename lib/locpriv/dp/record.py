@@ -8,16 +8,37 @@ model implies (``relation``); other relations' values go in ``other_relations``
 (e.g. central DP with a public n: replacing a user costs twice adding one).
 ``epsilon`` None means no formal guarantee holds; ``non_private_inputs`` then
 names the private data the run used without accounting, if that is why.
+``trust_model`` says whom the users must trust for the record to hold
+(:data:`TRUST_MODELS`); the location mechanisms state it, records of the studies
+leave it None.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, replace
 
 # the relation of central and distributed DP when the number of users is public: adding or
 # removing a user would change n, so neighbours differ in one user's location (twice the add/remove cost)
 REPLACE_ONE = "replace one user's location (n is public)"
 ADD_REMOVE = "add/remove one user"
+
+# whom a user must trust for a mechanism's guarantee to hold
+TRUST_MODELS = {
+    "local": "nobody: each user randomises on their own device before anything leaves it",
+    "distributed": "the secure aggregation: the server learns only sums over many users (no collusion "
+                   "between the server and the other users)",
+    "central": "the curator, which sees every raw location and releases only the noisy result",
+    "none": "none would help: the reports reveal the location (no formal claim)",
+}
+
+# The timing model a record can state: what an observer of one device's response time learns
+# (issue 28).  The sampler modes of ``dp.sampling.discrete_laplace`` (timing_safe=False / True).
+TIMING_BATCH = ("batch: noise drawn for many users in one vectorised call; the work per draw is constant "
+                "except a rare exact slow path, so epsilon does not cover one user's response time")
+TIMING_FIXED_WORK = ("fixed work: every draw takes one 64-bit word and the same vector operations, set by the "
+                     "public scales and shapes, so the response time does not depend on the noise or the data; "
+                     "delta includes the noise law's distance from exact (dp.sampling.timing_safe_delta)")
 
 
 @dataclass(frozen=True)
@@ -31,13 +52,64 @@ class Guarantee:
     note: str = ""
     non_private_inputs: str = ""
     other_relations: dict = field(default_factory=dict)
+    trust_model: str | None = None
 
     def __post_init__(self):
         if self.epsilon is not None and not self.epsilon >= 0:
             raise ValueError(f"guarantee epsilon must be >= 0 or None, got {self.epsilon!r}")
+        if self.trust_model is not None and self.trust_model not in TRUST_MODELS:
+            raise ValueError(f"guarantee trust_model must be one of {list(TRUST_MODELS)} or None, "
+                             f"got {self.trust_model!r}")
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The record for files; ``trust_model`` only where stated, so the studies' records keep their bytes."""
+        out = asdict(self)
+        if self.trust_model is None:
+            del out["trust_model"]
+        return out
+
+    @property
+    def metric(self) -> bool:
+        """Metric DP (geo-indistinguishability): epsilon is per unit of distance between two inputs."""
+        return self.relation.startswith("metric")
+
+    def map(self, d_in: float, relation: str | None = None) -> tuple[float, float] | None:
+        """The privacy map (OpenDP's sense): the (epsilon, delta) for inputs ``d_in`` apart; None without a claim.
+
+        ``relation``: one of ``other_relations`` (default: the record's own ``relation``).
+
+        * metric DP: ``d_in`` is a distance in the record's units, the map is
+          (epsilon * d_in, 0) by definition of epsilon-geo-indistinguishability
+          (Andrés et al. 2013, Def. 3.1);
+        * pure or approximate DP (local, central, distributed, SLDP inside a region): ``d_in``
+          is a number of neighbouring steps under the relation (a group of ``d_in`` users, or
+          one user changed ``d_in`` times), and group privacy gives
+          (d_in * epsilon, d_in * exp((d_in - 1) * epsilon) * delta).  Proof by induction on
+          d_in: chaining the (epsilon, delta) inequality over the path x_0 ~ x_1 ~ ... ~ x_k gives
+          delta_k = delta * sum_{i<k} e^(i epsilon) <= k e^((k-1) epsilon) delta (Dwork & Roth 2014,
+          "The Algorithmic Foundations of DP", Thm 2.2 for delta = 0; Vadhan 2017, "The
+          Complexity of Differential Privacy", group privacy, for delta > 0).  A delta above 1
+          bounds nothing, so the map caps it at 1.
+        """
+        if self.epsilon is None:
+            return None
+        if relation is not None and relation != self.relation and relation not in self.other_relations:
+            raise ValueError(f"relation {relation!r} is not stated by this guarantee; stated: "
+                             f"{[self.relation, *self.other_relations]}")
+        epsilon = float(self.other_relations.get(relation, self.epsilon) if relation else self.epsilon)
+        delta = float(self.delta or 0.0)
+        ok = isinstance(d_in, (int, float)) and not isinstance(d_in, bool) and math.isfinite(d_in) and d_in >= 0
+        if not ok or (not self.metric and not float(d_in).is_integer()):
+            what = "a distance" if self.metric else "an integer: neighbouring steps"
+            raise ValueError(f"d_in must be a finite number >= 0 ({what}), got {d_in!r}")
+        if self.metric:
+            return epsilon * d_in, 0.0
+        k = int(d_in)
+        if not (k and delta):
+            return k * epsilon, 0.0
+        exponent = (k - 1) * epsilon
+        # e^700 is near the largest double; long before it the cap applies (delta >= 1e-300)
+        return k * epsilon, min(1.0, k * math.exp(exponent) * delta) if exponent < 700 else 1.0
 
     def leaked(self, what: str) -> "Guarantee":
         """This guarantee voided by a private input used without accounting (``what`` names it)."""

@@ -1,8 +1,10 @@
-"""Mechanism plugins, registered by name.
+"""Mechanisms, registered by name: each is one class in a module of its own name.
 
-A mechanism is one module here defining a :class:`~.base.Mechanism` subclass
-decorated with :func:`register`; the workflow finds it by the name used in
-the config, so a new mechanism needs no new rules.
+A mechanism is a :class:`~.base.Mechanism` subclass with a ``name``; defining it registers it.
+The built-in ones live here, one module per mechanism named after it (shared helpers in
+``partitions`` and ``heatmap``); a user's own are found in the plugin modules of the config key
+``plugins`` (``locpriv.plugins``).  The workflow finds a mechanism by the name used in the config,
+so a new mechanism needs no new rules.
 """
 
 from __future__ import annotations
@@ -10,51 +12,40 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from .base import Mechanism
+from .. import plugins
+from .base import REGISTRY, Mechanism
 
-_REGISTRY: dict[str, Mechanism] = {}
-
-
-def register(cls):
-    inst = cls()
-    if inst.name in _REGISTRY:
-        raise RuntimeError(f"mechanism {inst.name!r} registered twice")
-    _REGISTRY[inst.name] = inst
-    return cls
+__all__ = ["Mechanism", "get", "names"]
 
 
-_LOADED_ALL = False
+def _builtin_modules() -> set[str]:
+    return {m.name for m in pkgutil.iter_modules(__path__)} - {"base"}
 
 
-def _load_all():
-    global _LOADED_ALL
-    for mod in pkgutil.iter_modules(__path__):
-        if mod.name != "base":
-            importlib.import_module(f"{__name__}.{mod.name}")
-    _LOADED_ALL = True
-
-
-# Mechanisms that share a plugin module (the others live in a module of their own name).
-# Only a shortcut: a name missing here is still found by importing every plugin, just
-# slower; tests/test_lazy_imports.py checks this table against the registry.
-SHARED_MODULES = {"sldp": "partitions", "privtree": "partitions", "ldp_oue_grid": "partitions",
-                  "dp_heatmap": "heatmap", "heatmap_flat": "heatmap", "heatmap_hierarchical": "heatmap"}
-
-
-def get(name: str) -> Mechanism:
-    # a job needs one mechanism: import its own module, not every plugin's dependencies
-    # (scipy.stats, cryptography, ...: up to a second per job)
-    module = SHARED_MODULES.get(name, name)
-    if name not in _REGISTRY and module in {m.name for m in pkgutil.iter_modules(__path__)} - {"base"}:
+def _load_all() -> None:
+    for module in sorted(_builtin_modules()):
         importlib.import_module(f"{__name__}.{module}")
-    if name not in _REGISTRY and not _LOADED_ALL:
+    plugins.load_configured()
+
+
+def get(name: str) -> type[Mechanism]:
+    """The mechanism class registered as ``name``.
+
+    A job needs one mechanism: its own module is imported (not every mechanism's dependencies:
+    scipy.stats, cryptography, ...: up to a second per job), then the configured plugins.
+    """
+    if name not in REGISTRY and name in _builtin_modules():
+        importlib.import_module(f"{__name__}.{name}")
+    if name not in REGISTRY:
+        plugins.load_configured()
+    if name not in REGISTRY:
         _load_all()
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown mechanism {name!r}; allowed: {names()}")
-    return _REGISTRY[name]
+    if name not in REGISTRY:
+        raise ValueError(f"unknown mechanism {name!r}; allowed: {sorted(REGISTRY)}")
+    return REGISTRY[name]
 
 
 def names() -> list[str]:
-    if not _LOADED_ALL:
-        _load_all()
-    return sorted(_REGISTRY)
+    """Every registered mechanism's name (built-in and from the configured plugins)."""
+    _load_all()
+    return sorted(REGISTRY)

@@ -1,35 +1,58 @@
-"""What every mechanism plugin declares and implements.
+"""What every mechanism declares and implements: one class per mechanism, registered by its name.
 
-Surface mechanisms ([RFF-KDE] and its baselines) answer a density query on
-the broadcast grid.  Their stages are:
+A mechanism is a subclass of :class:`Mechanism` that declares a ``name`` (abstract bases declare
+none); defining the class registers it (``__init_subclass__``), so the workflow, the config
+schema, the audit and the public API (``locpriv.api``) find it by that name.  An instance is a
+configured mechanism, in the style of IBM diffprivlib::
 
-* ``randomize(points, params, grid, rng)`` – client side, one user shard in,
-  the server's view of those users out (a DataFrame in the report's exact
-  compact parametrisation, never N x P x Q floats);
-* ``partial(view, params, grid)`` – server side, the shard's contribution to
-  the aggregate; partials merge with ``combine`` (associative, commutative),
-  so shards can be reduced anywhere in any order;
-* ``estimate(total, n_users, params, grid)`` – density on the grid (a pdf);
-* ``surfaces(view, params, grid)`` – the per-user surfaces the server could
-  reconstruct, for the attacks (a batch (n, P, Q));
-* ``likelihood(view, params, grid)`` – P(view row | user in grid cell c) for the
-  Bayes adversary (``locpriv.adversary``), a batch (n, P, Q).
+    mech = GeoInd(epsilon=1.0, h=0.5)   # keyword-only; validated (finite, in range); defaults filled
+
+Class-level declarations: ``name``; ``params`` (:class:`~locpriv.params.Param` per keyword);
+``trust_model`` (whom a user must trust for the guarantee to hold, one of
+:data:`~locpriv.dp.TRUST_MODELS`); ``interactive`` (the protocol needs all of a run's users in one
+randomize job); ``aggregate_only`` (the server sees no per-user report); ``needs_domain``
+(randomisation reads the public box).
+
+The methods are the stages of a run ([RFF-KDE] and its baselines answer a density query on the
+broadcast grid):
+
+* ``randomize(xy, rng=, domain=)`` – client side: users' locations in, the server's view out (a
+  DataFrame in the report's exact compact parametrisation, never N x P x Q floats); a subclass
+  implements ``randomize_points(points, grid, rng)`` on the checked inputs;
+* ``partial(view, grid)`` – server side, one shard's contribution; partials merge with
+  ``combine`` (associative, commutative), so shards reduce anywhere in any order;
+* ``density(total, n_users, grid)`` – the merged partials as a density on the grid (a pdf);
+  ``estimate(view, grid=)`` and ``fit_estimate(xy, rng=, grid=)`` chain the steps on one view;
+* ``surfaces(view, grid)`` – per-user surfaces the server could rebuild (the local-maxima attack);
+* ``likelihood(view, grid)`` – P(view row | user in grid cell c) (the Bayes adversary);
+* ``guarantee()`` – the :class:`~locpriv.dp.Guarantee` (a subclass implements ``claim()``; the
+  record's ``trust_model`` is the class's), ``run_guarantee(raw_params)`` – the guarantee of a
+  workflow run as configured, ``audit_pairs(grid)`` – the empirical audit's neighbouring inputs
+  (a subclass implements ``audit_case(grid)``);
+* ``communication(grid)`` – numbers one user sends; ``state_params()`` – persistent user state;
+* ``for_users(params, n_users)`` (a classmethod) – parameters a public rule sizes from the run's N
+  (``level: auto``) resolved before the object is built; ``sized(n_users)`` – the object so resolved.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from types import MappingProxyType
+from typing import ClassVar
+
 import numpy as np
 import pandas as pd
 
-from ..domain import Grid
-from ..dp import Guarantee
-from ..params import Param, validate_params
+from ..domain import Domain, Grid
+from ..dp import TRUST_MODELS, Guarantee
+from ..params import USERS, Param, explicit_params, validate_params
 
 BANDWIDTH = Param("h", "float", "Gaussian kernel bandwidth, in the dataset's distance units, or 'knn' "
-                  "for the k-th-nearest-neighbour rule of [RFF-KDE] §4.2.4", low=0.0, special=("knn",))
+                  "for the k-th-nearest-neighbour rule of [RFF-KDE] §4.2.4", low=0.0, special=("knn",),
+                  workflow_only={"knn": "h: knn bandwidth computed from every user's raw location"})
 
-
-KNN_LEAK = "h: knn bandwidth computed from every user's raw location"
+# name -> mechanism class; filled by Mechanism.__init_subclass__ (read it through locpriv.mechanisms.get)
+REGISTRY: dict[str, type[Mechanism]] = {}
 
 
 def clamp_to_domain(points: pd.DataFrame, grid: Grid) -> tuple[np.ndarray, int]:
@@ -44,36 +67,199 @@ def clamp_to_domain(points: pd.DataFrame, grid: Grid) -> tuple[np.ndarray, int]:
     return clamped, int((clamped != xy).any(axis=1).sum())
 
 
+def as_points(xy) -> pd.DataFrame:
+    """Users' locations as the mechanisms take them: columns user (int64), x, y (float64).
+
+    ``xy``: an (n, 2) array (users 0..n-1), or a DataFrame with columns x, y and optionally user.
+    """
+    if isinstance(xy, pd.DataFrame):
+        missing = {"x", "y"} - set(xy.columns)
+        if missing:
+            raise ValueError(f"xy: DataFrame lacks column(s) {sorted(missing)}; give columns x and y "
+                             "(and optionally user)")
+        user = xy["user"].to_numpy(np.int64) if "user" in xy.columns else np.arange(len(xy), dtype=np.int64)
+        xy = xy[["x", "y"]].to_numpy(float)
+    else:
+        xy = np.asarray(xy, dtype=float)
+        if xy.ndim != 2 or xy.shape[1] != 2:
+            raise ValueError(f"xy: expected an (n, 2) array of locations, got shape {xy.shape}")
+        user = np.arange(len(xy), dtype=np.int64)
+    if not np.isfinite(xy).all():
+        raise ValueError("xy: locations must be finite numbers (drop rows with NaN or inf first)")
+    return pd.DataFrame({"user": user, "x": xy[:, 0], "y": xy[:, 1]})
+
+
+def as_grid(domain) -> Grid | None:
+    """The public geometry at randomisation, from a Grid, a Domain or a box [xmin, xmax, ymin, ymax].
+
+    Randomisation reads only the public domain box (to clamp, or to partition it); a
+    Domain alone becomes a grid with no cells, so any use of cell centres fails loudly.
+    """
+    if domain is None or isinstance(domain, Grid):
+        return domain
+    if not isinstance(domain, Domain):
+        domain = Domain.from_list(domain)
+    return Grid(np.empty(0), np.empty(0), domain)
+
+
+def as_generator(rng) -> np.random.Generator:
+    """``rng`` as a numpy Generator: None (fresh OS entropy), an int seed, or a Generator as is."""
+    if rng is None:
+        return np.random.default_rng()
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return np.random.default_rng(int(rng))
+    raise TypeError(f"rng: expected None (OS entropy), an int seed or a numpy Generator, got {type(rng).__name__}")
+
+
 class Mechanism:
-    name: str = ""
-    kind: str = "surface"
-    params: dict[str, Param] = {}
+    """A configured location mechanism; subclasses with a ``name`` are registered (see the module docstring)."""
+
+    name: ClassVar[str] = ""
+    params: ClassVar[dict[str, Param]] = {}
+    trust_model: ClassVar[str] = ""
     # interactive protocols (and central-DP curators) need all of a run's users in one randomize job
-    interactive: bool = False
+    interactive: ClassVar[bool] = False
     # the server sees no per-user report (a central curator's or an aggregator's release only):
     # the Bayes adversary learns nothing about one user beyond its prior
-    aggregate_only: bool = False
+    aggregate_only: ClassVar[bool] = False
+    # randomisation clamps to or partitions the public domain box, so needs it
+    needs_domain: ClassVar[bool] = True
 
-    def validate(self, given: dict, where: str) -> dict:
-        return validate_params(self.params, given, where)
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if not cls.__dict__.get("name"):
+            return   # an abstract base (or a subclass reusing its parent's registration)
+        if cls.trust_model not in TRUST_MODELS:
+            raise TypeError(f"mechanism {cls.name!r} ({cls.__qualname__}): trust_model must be one of "
+                            f"{list(TRUST_MODELS)}, got {cls.trust_model!r}")
+        known = REGISTRY.get(cls.name)
+        # a module executed again (importlib.reload) replaces its own class; another class is a clash
+        if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise RuntimeError(f"mechanism {cls.name!r} registered twice: {known.__module__}.{known.__qualname__} "
+                               f"and {cls.__module__}.{cls.__qualname__}")
+        REGISTRY[cls.name] = cls
 
-    def guarantee(self, params: dict) -> dict:
-        """``locpriv.dp.Guarantee(...).as_dict()``; epsilon None where no formal DP holds."""
-        raise NotImplementedError
+    def __init__(self, *args, **params):
+        cls = type(self)
+        if not cls.name:
+            raise TypeError(f"{cls.__qualname__} is an abstract mechanism (it declares no name)")
+        if args:
+            raise TypeError(f"{cls.__name__}() takes keyword arguments only, e.g. {cls.__name__}(epsilon=1.0); "
+                            f"got {len(args)} positional")
+        settings = cls.validate(params, cls.__name__, workflow=False)
+        object.__setattr__(self, "_settings", MappingProxyType(settings))
 
-    def run_guarantee(self, raw_params: dict, params: dict) -> dict:
-        """The guarantee of a run as configured (``raw_params``) and resolved (``params``).
+    @classmethod
+    def validate(cls, given: dict, where: str, workflow: bool = True) -> dict:
+        """``given`` checked against ``params`` (one-line ValueError naming ``where``), defaults filled.
+
+        ``workflow``: admit the values only the workflow resolves (``h: knn``), as the config does.
+        """
+        return validate_params(cls.params, given, where, workflow)
+
+    @classmethod
+    def grid_schema(cls) -> dict:
+        """The JSON schema of this mechanism's parameter grid in a config: ``n`` and the declared
+        parameters, each a value or a list; described by the class docstring's first paragraph."""
+        params = {"n": USERS, **cls.params}
+        summary = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
+        node = {"type": ["object", "null"], "additionalProperties": False, "description": f"{cls.name}: {summary}",
+                "properties": {name: p.to_schema() for name, p in params.items()}}
+        required = [name for name, p in params.items() if p.default is None]
+        return {**node, "required": required} if required else node
+
+    @classmethod
+    def for_users(cls, params: dict, n_users: int | None) -> dict:
+        """Validated ``params`` with the values a public rule derives from the run's size N filled in.
+
+        Resolved before the object is built, where N is known: when the workflow expands its runs
+        (n, or a synthetic dataset's n_users for n: all; None where the size is known only once the
+        data are read), so a run's path and parameters show the value used; and by ``sized`` (the
+        API's ``randomize`` and ``estimate``) from the users given.  A mechanism without such a rule
+        returns ``params`` unchanged; one that cannot resolve with N None raises ValueError.
+        """
+        return params
+
+    def sized(self, n_users: int) -> Mechanism:
+        """This mechanism as it runs on ``n_users`` users (``for_users``): itself when nothing depends on N."""
+        resolved = self.for_users(dict(self._settings), n_users)
+        return self if resolved == dict(self._settings) else type(self)(**resolved)
+
+    @property
+    def settings(self) -> MappingProxyType:
+        """The validated parameters, defaults filled in (read-only)."""
+        return self._settings
+
+    def explicit_settings(self) -> dict:
+        """``settings`` without the ``omit_default`` parameters at their default: a workflow run's
+        parameters as its path, seeds and files record them (``locpriv.params.explicit_params``)."""
+        return explicit_params(self.params, dict(self._settings))
+
+    def __setattr__(self, key, value):
+        raise AttributeError(f"{type(self).__name__} is immutable: build a new one with other parameters")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self._settings.items())})"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other._settings == self._settings
+
+    def __hash__(self) -> int:
+        return hash((type(self), tuple(self._settings.items())))
+
+    # ---- privacy ------------------------------------------------------------------------------
+
+    def claim(self) -> Guarantee:
+        """The privacy claim of these settings (``trust_model`` is filled in by ``guarantee``)."""
+        raise NotImplementedError(f"mechanism {self.name!r} states no guarantee")
+
+    def guarantee(self) -> Guarantee:
+        """The privacy record: model, epsilon, delta, neighbouring relation, what it covers, trust model.
+
+        epsilon None where no formal DP holds; ``.map(d_in)`` is its privacy map, ``.as_dict()`` its file form.
+        """
+        return dataclasses.replace(self.claim(), trust_model=self.trust_model)
+
+    @classmethod
+    def leaks(cls, raw_params: dict) -> list[str]:
+        """The private data a workflow run configured with ``raw_params`` reads without accounting."""
+        return [p.workflow_only[raw_params[k]] for k, p in cls.params.items()
+                if isinstance(raw_params.get(k), str) and raw_params[k] in p.workflow_only]
+
+    def run_guarantee(self, raw_params: dict) -> Guarantee:
+        """The guarantee of a workflow run as configured (``raw_params``), this object being it resolved.
 
         ``h: knn`` is computed from every user's raw location (``stages.prepare``) and then
         shapes and is published with the released estimate, with no budget spent on it:
         the run's guarantee does not hold, so it is recorded void (no epsilon) with the leak named.
         """
-        record = self.guarantee(params)
-        if raw_params.get("h") == "knn" and record["epsilon"] is not None:
-            return Guarantee(**record).leaked(KNN_LEAK).as_dict()
-        return record
+        record = self.guarantee()
+        leaks = self.leaks(raw_params)
+        return record.leaked("; ".join(leaks)) if leaks and record.epsilon is not None else record
 
-    def state_params(self, params: dict) -> dict | None:
+    def audit_pairs(self, grid: Grid) -> list:
+        """Worst-case neighbouring inputs for the empirical audit (``locpriv.audit.cases.Pair`` list).
+
+        A setting whose guarantee states no epsilon has nothing to audit (``[]``); otherwise the
+        class's ``audit_case(grid)``, which a mechanism that can state an epsilon must implement
+        (``locpriv.config`` refuses such a run before any job otherwise).
+        """
+        return [] if self.guarantee().epsilon is None else self.audit_case(grid)
+
+    def audit_case(self, grid: Grid) -> list:
+        """The pairs of ``audit_pairs`` for a setting that states an epsilon."""
+        raise NotImplementedError(f"mechanism {self.name!r} states an epsilon but defines no audit case: "
+                                  "implement audit_case(grid)")
+
+    @classmethod
+    def has_audit_case(cls) -> bool:
+        return cls.audit_case is not Mechanism.audit_case
+
+    # ---- client side --------------------------------------------------------------------------
+
+    def state_params(self) -> dict | None:
         """Parameters that identify a user's persistent randomness, if it has any.
 
         None: every run draws fresh randomness (keyed by all its parameters).
@@ -83,28 +269,75 @@ class Mechanism:
         """
         return None
 
-    def communication(self, params: dict, grid: Grid) -> float:
+    def communication(self, grid: Grid) -> float:
         """Numbers sent by one user for one query."""
         return float(np.prod(grid.shape))
 
-    def randomize(self, points: pd.DataFrame, params: dict, grid: Grid,
-                  rng: np.random.Generator) -> pd.DataFrame:
+    def randomize(self, xy, *, rng=None, domain=None) -> pd.DataFrame:
+        """The server's view of the users at ``xy``.
+
+        ``xy``: an (n, 2) array of locations (users 0..n-1), or a DataFrame with columns x, y
+        and optionally user (the workflow passes its shard's user, x, y).
+        ``rng``: None draws fresh OS entropy (``np.random.default_rng()``: what a deployment
+        wants); an int seeds a new Generator (reproducible, for simulation and tests only: noise
+        from a seed someone can guess protects nothing); a numpy Generator is used as is (the
+        workflow passes one keyed by the run, ``locpriv.seeding.rng``).  Anything else: TypeError.
+        ``domain``: the public box, as a Grid, a Domain or [xmin, xmax, ymin, ymax]; required by
+        mechanisms that clamp to it or partition it (``needs_domain``).
+        Server-side releases (a partition with counts, a refusal) travel in the view's ``attrs``.
+        """
+        grid = as_grid(domain)
+        if grid is None and self.needs_domain:
+            raise ValueError(f"{type(self).__name__}.randomize: domain= is required (the public box "
+                             "[xmin, xmax, ymin, ymax], a Domain or a Grid)")
+        generator = as_generator(rng)
+        points = as_points(xy)
+        return self.sized(len(points)).randomize_points(points, grid, generator)
+
+    def randomize_points(self, points: pd.DataFrame, grid: Grid | None, rng: np.random.Generator) -> pd.DataFrame:
+        """``randomize`` on checked inputs: ``points`` (user, x, y), ``grid`` the public geometry."""
         raise NotImplementedError
 
-    def partial(self, view: pd.DataFrame, params: dict, grid: Grid) -> np.ndarray:
+    # ---- server side --------------------------------------------------------------------------
+
+    def partial(self, view: pd.DataFrame, grid: Grid) -> np.ndarray:
         raise NotImplementedError
 
     @staticmethod
     def combine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return a + b
 
-    def estimate(self, total: np.ndarray, n_users: int, params: dict, grid: Grid) -> np.ndarray:
+    def density(self, total: np.ndarray, n_users: int, grid: Grid) -> np.ndarray:
+        """The merged partials of ``n_users`` users as a density (pdf) on ``grid``."""
         raise NotImplementedError
 
-    def surfaces(self, view: pd.DataFrame, params: dict, grid: Grid) -> np.ndarray:
+    def estimate(self, view: pd.DataFrame, *, grid: Grid) -> np.ndarray:
+        """Density (a pdf, (P, Q) array indexed [x, y]) on ``grid`` from a view of ``randomize``.
+
+        Uses the same domain as ``randomize``.  A view with no users (e.g. every user
+        refused the query) has no estimate: all NaN, as in the workflow.
+        """
+        if not isinstance(view, pd.DataFrame):
+            raise TypeError(f"view: expected the DataFrame randomize returned, got {type(view).__name__}")
+        if not isinstance(grid, Grid):
+            raise TypeError(f"grid: expected a locpriv.Grid (e.g. Grid.regular(Domain(...), P, Q)), "
+                            f"got {type(grid).__name__}")
+        if len(view) == 0:
+            return np.full(grid.shape, np.nan)
+        mech = self.sized(len(view))
+        return mech.density(mech.partial(view, grid), len(view), grid)
+
+    def fit_estimate(self, xy, *, rng=None, grid: Grid) -> np.ndarray:
+        """``estimate(randomize(xy, rng=rng, domain=grid), grid=grid)``."""
+        return self.estimate(self.randomize(xy, rng=rng, domain=grid), grid=grid)
+
+    # ---- what the adversaries see -------------------------------------------------------------
+
+    def surfaces(self, view: pd.DataFrame, grid: Grid) -> np.ndarray:
+        """The per-user surfaces (n, P, Q) the server could rebuild from the view."""
         raise NotImplementedError
 
-    def likelihood(self, view: pd.DataFrame, params: dict, grid: Grid) -> np.ndarray:
+    def likelihood(self, view: pd.DataFrame, grid: Grid) -> np.ndarray:
         """Row i proportional over grid cells c to P(view row i | user i in cell c): (n, P, Q).
 
         Any positive factor per user is allowed (the posterior is normalised); every row

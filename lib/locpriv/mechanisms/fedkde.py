@@ -13,7 +13,6 @@ from .. import kde
 from ..adversary import likelihoods
 from ..dp import no_guarantee
 from ..params import Param
-from . import register
 from .base import BANDWIDTH, Mechanism
 
 # Server side only: how the shard's KDE sum is computed from the same view.  Omitted from
@@ -24,33 +23,39 @@ KDE = Param("kde", "choice", "server's KDE of the reports: exact (tiled, cut at 
             choices=("exact", "binned"), omit_default=True)
 
 
-def kde_partial(view, params: dict, grid, laplace_b: tuple[float, float] = (0.0, 0.0)) -> np.ndarray:
-    """The shard's KDE sum on the grid (``laplace_b``: deconvoluting kernel), as ``kde`` says."""
-    estimator = kde.kde_binned if KDE.value(params) == "binned" else kde.kde_sum
-    return estimator(view[["x", "y"]].to_numpy(), grid.x, grid.y, params["h"], laplace_b=laplace_b)
-
-
-@register
 class FedKDE(Mechanism):
+    """Exact federated KDE, no privacy ([RFF-KDE] Alg. 1: each user sends its Gaussian kernel on the grid).
+
+    Trust model ``none``: the report is the exact kernel surface, which reveals the location, so
+    no one the users could trust (server, aggregator) would make it private.
+    """
+
     name = "fedkde"
+    trust_model = "none"
+    needs_domain = False
     params = {"h": BANDWIDTH, "kde": KDE}
 
-    def guarantee(self, params):
-        return no_guarantee("no privacy: the exact kernel surface reveals the location").as_dict()
+    def claim(self):
+        return no_guarantee("no privacy: the exact kernel surface reveals the location")
 
-    def randomize(self, points, params, grid, rng):
+    def randomize_points(self, points, grid, rng):
         return points[["user", "x", "y"]].reset_index(drop=True)
 
-    def partial(self, view, params, grid):
-        return kde_partial(view, params, grid)
+    def kde_partial(self, view, grid, laplace_b: tuple[float, float] = (0.0, 0.0)) -> np.ndarray:
+        """The shard's KDE sum on the grid (``laplace_b``: deconvoluting kernel), as ``kde`` says."""
+        estimator = kde.kde_binned if self.settings["kde"] == "binned" else kde.kde_sum
+        return estimator(view[["x", "y"]].to_numpy(), grid.x, grid.y, self.settings["h"], laplace_b=laplace_b)
 
-    def estimate(self, total, n_users, params, grid):
-        return total / (n_users * kde.normaliser(params["h"]))
+    def partial(self, view, grid):
+        return self.kde_partial(view, grid)
 
-    def surfaces(self, view, params, grid):
-        return kde.kernel_surfaces(view[["x", "y"]].to_numpy(), grid.x, grid.y, params["h"])
+    def density(self, total, n_users, grid):
+        return total / (n_users * kde.normaliser(self.settings["h"]))
 
-    def likelihood(self, view, params, grid):
+    def surfaces(self, view, grid):
+        return kde.kernel_surfaces(view[["x", "y"]].to_numpy(), grid.x, grid.y, self.settings["h"])
+
+    def likelihood(self, view, grid):
         """A point mass: 1 on the grid cell holding the reported location, 0 elsewhere."""
         i, j = likelihoods.cell_of(view[["x", "y"]].to_numpy(), grid)
         lik = np.zeros((len(view), *grid.shape))

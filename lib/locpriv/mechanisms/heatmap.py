@@ -1,7 +1,9 @@
-"""Bagdasaryan et al. 2022's distributed-DP location heatmaps as branches of the location DAG.
+"""What Bagdasaryan et al. 2022's distributed-DP location heatmaps share as branches of the location DAG.
 
 ``dp_heatmap`` (adaptive hierarchical histogram, Bagdasaryan et al. 2022 Alg. 2)
-and its ``heatmap_flat`` and ``heatmap_hierarchical`` baselines (their §6.2).
+and its ``heatmap_flat`` and ``heatmap_hierarchical`` baselines (their §6.2), each in
+its own module; this one holds their common base and helpers.
+
 Users are the DAG's points: each is encoded on the canonical quadtree of the
 evaluation domain (``locpriv.quadtree``, ``depth`` levels below the domain box)
 and the three call the heatmaps library (``locpriv.heatmaps.adaptive.run_adaptive``,
@@ -22,7 +24,7 @@ sub-query (``sampling="fixed"``): the DAG's N is the population.
 
 The server publishes the rendered map only; it is a per-pixel density on the
 quadtree's finest level, averaged over the evaluation grid by exact overlaps
-(as the partitions of ``partitions.py``).  Nothing per user is released, so
+(as the partitions of ``partitions``).  Nothing per user is released, so
 every user's attack surface is the published map (as ``privtree``): an
 aggregate-only mechanism whose Bayes adversary learns nothing beyond its prior.
 
@@ -47,15 +49,12 @@ import numpy as np
 import pandas as pd
 
 from ..dp import ADD_REMOVE, REPLACE_ONE, Guarantee
-from ..heatmaps import baselines
-from ..heatmaps.adaptive import OPTIONS, AdaptiveParams, run_adaptive
-from ..heatmaps.aggregation import AGGREGATIONS, SecAgg, UserPool
+from ..heatmaps.aggregation import AGGREGATIONS, SecAgg
 from ..heatmaps.guarantee import heatmap_guarantee
 from ..params import Param
 from ..quadtree import cell_codes, deinterleave, interleave
-from . import register
 from .base import clamp_to_domain
-from .partitions import EPSILON, _Released
+from .partitions import EPSILON, Released
 
 # 64 x 64 pixels by default, about the default 100 x 100 grid's resolution; the published map is up to
 # 4^depth floats in the view's metadata, hence the cap
@@ -68,44 +67,49 @@ SHARD_SIZE = Param("shard_size", "int", "users per secure-aggregation shard (Bag
                    default=10_000, low=0)
 
 
-def _secagg(params: dict, rng: np.random.Generator) -> SecAgg:
+def secagg(settings, rng: np.random.Generator) -> SecAgg:
     """The run's secure-aggregation setting; the secure mode's keys and mask seeds come from the run's rng."""
-    return SecAgg(shard_size=params["shard_size"], mode=params["aggregation"],
-                  entropy=rng if params["aggregation"] == "secure" else None)
+    return SecAgg(shard_size=settings["shard_size"], mode=settings["aggregation"],
+                  entropy=rng if settings["aggregation"] == "secure" else None)
 
 
-def _pixels(points: pd.DataFrame, grid, depth: int) -> tuple[np.ndarray, np.ndarray, int]:
+def pixels(points: pd.DataFrame, grid, depth: int) -> tuple[np.ndarray, np.ndarray, int]:
     """Each user's finest-level quadtree pixel (x, y) in the domain box, and how many were clamped."""
     xy, moved = clamp_to_domain(points, grid)
     x, y = deinterleave(cell_codes(xy, grid.domain.as_list(), depth), depth)
     return x, y, moved
 
 
-def _image(x: np.ndarray, y: np.ndarray, depth: int) -> np.ndarray:
+def image(x: np.ndarray, y: np.ndarray, depth: int) -> np.ndarray:
     side = 1 << depth
     return np.bincount(x * side + y, minlength=side * side).reshape(side, side)
 
 
-def _published(view: pd.DataFrame, heatmap: np.ndarray, depth: int, moved: int, detail: dict) -> pd.DataFrame:
+def published(view: pd.DataFrame, heatmap: np.ndarray, depth: int, moved: int, detail: dict) -> pd.DataFrame:
     """The rendered map as a release of finest-level quadtree cells (mass per pixel, zeros dropped)."""
     side = 1 << depth
     x, y = np.divmod(np.flatnonzero(heatmap), side)
     cells = pd.DataFrame({"level": depth, "code": interleave(x, y, depth), "count": heatmap[x, y]})
-    view = _Released._with_release(view, cells, moved)
+    view = Released.with_release(view, cells, moved)
     view.attrs.update(detail)
     return view
 
 
-class _Heatmap(_Released):
-    """Interactive (one shard of all users): the sub-queries need every user's answer."""
+class Heatmap(Released):
+    """Interactive (one shard of all users): the sub-queries need every user's answer.
 
+    Trust model ``distributed``: the server learns only each shard's noisy sum through secure
+    aggregation (no collusion between the server and the other users assumed).
+    """
+
+    trust_model = "distributed"
     aggregate_only = True    # the server sees the summed shards only: the Bayes adversary keeps its prior
     leak = ""                # private data the published map depends on beyond the noisy sums
 
-    def guarantee(self, params):
-        eps = params["epsilon"]
+    def claim(self):
+        eps = self.settings["epsilon"]
         # the heatmap study's wording of the model, so the DAG and the study state one guarantee
-        model = heatmap_guarantee(eps, eps, params["aggregation"])["model"]
+        model = heatmap_guarantee(eps, eps, self.settings["aggregation"])["model"]
         record = Guarantee(
             # n is public in the DAG, so the implied relation is replace-one (2 eps), as for privtree
             model=model, epsilon=2 * eps, delta=0.0,
@@ -115,89 +119,41 @@ class _Heatmap(_Released):
             discretisation="integer counts plus integer (discrete Laplace) noise: exact",
             note="Bagdasaryan et al. 2022 §4-5: discrete-Laplace sum per shard and sub-query, basic "
                  "composition over sub-queries")
-        return (record.leaked(self.leak) if self.leak else record).as_dict()
+        return record.leaked(self.leak) if self.leak else record
 
-    def surfaces(self, view, params, grid):
-        release = self.partial(view, params, grid)
+    def surfaces(self, view, grid):
+        release = self.partial(view, grid)
         mass = release.sum() * grid.cell_area
         return np.broadcast_to(release / mass if mass > 0 else release, (len(view), *grid.shape))
 
+    def audit_case(self, grid):
+        """One secure-aggregation shard's noisy sum with and without one user (Bagdasaryan et al. 2022
+        Alg. 1, Pólya shares summed to discrete Laplace), one sub-query spending the whole budget (every
+        sub-query spends at most ε)."""
+        from ..audit.cases import Pair
+        from ..heatmaps import polya
 
-@register
-class DPHeatmap(_Heatmap):
-    name = "dp_heatmap"
-    defaults = AdaptiveParams()
-    params = {"epsilon": EPSILON, "depth": DEPTH, "shard_size": SHARD_SIZE, "aggregation": AGGREGATION,
-              "calibration": Param("calibration", "float", "c of Eq. 7: target noise std as a fraction of the "
-                                   "mean count per node", default=defaults.calibration, low=0.0),
-              "k_sigma": Param("k_sigma", "float", "split threshold in noise standard deviations (Eq. 6)",
-                               default=defaults.k_sigma, low=0.0),
-              "max_rounds": Param("max_rounds", "int", "sub-queries at most", default=defaults.max_rounds,
-                                  low=0, high=30),
-              "threshold": Param("threshold", "choice", "split threshold's noise level: paper sigma(max(eps_t, "
-                                 "eps left)) or authors sigma(eps_t) (adaptive.py)", default=defaults.threshold,
-                                 choices=OPTIONS["threshold"], omit_default=True),
-              "start": Param("start", "choice", "first sub-query's tree: root, or children (the root's four)",
-                             default=defaults.start, choices=OPTIONS["start"], omit_default=True),
-              "collapse_floor": Param("collapse_floor", "float", "a leaf at or below max(floor, threshold / 4) "
-                                      "is deleted (the authors use 5; <= 0: no floor)",
-                                      default=defaults.collapse_floor, omit_default=True),
-              "combine": Param("combine", "choice", "published map from the last sub-query, or every sub-query "
-                               "combined by least squares over the tree (post-processing, no privacy cost)",
-                               default=defaults.combine, choices=OPTIONS["combine"], omit_default=True),
-              "render": Param("render", "choice", "counts to pixels: smooth (density varies inside a cell, each "
-                              "cell keeps its count; post-processing, no privacy cost) or uniform within each cell",
-                              default=defaults.render, choices=OPTIONS["render"], omit_default=True)}
+        shard, epsilon = [self.settings["shard_size"]], self.settings["epsilon"]
 
-    def communication(self, params, grid):
-        """Upper bound: every sub-query's vector at most 4^depth entries (the exact Σ_t K_t is data-dependent
-        and recorded in the view's metadata as ``communication``)."""
-        return float(params["max_rounds"] * 4 ** params["depth"])
-
-    def randomize(self, points, params, grid, rng):
-        depth = params["depth"]
-        x, y, moved = _pixels(points, grid, depth)
-        config = AdaptiveParams(epsilon=params["epsilon"], users_per_round=len(points),
-                                calibration=params["calibration"], k_sigma=params["k_sigma"],
-                                max_rounds=params["max_rounds"], sampling="fixed", secagg=_secagg(params, rng),
-                                **{k: self.params[k].value(params)
-                                   for k in ("threshold", "start", "collapse_floor", "combine", "render")})
-        result = run_adaptive(UserPool.from_pixels(x, y, depth, sampling="fixed"), config, rng)
-        return _published(points[["user"]].reset_index(drop=True), result.heatmap(), depth, moved,
-                          {"communication": result.communication, "rounds": len(result.rounds),
-                           "epsilon_spent": result.epsilon_spent, "epsilon_achieved": result.epsilon_achieved})
+        def shard_sum(extra):
+            # the noise noisy_histogram adds for a full shard (no dropout: the DAG simulates none),
+            # drawn for n independent sub-queries at the whole budget
+            return lambda n, rng: (extra + polya.sharded_aggregate_noise(shard, shard, n, epsilon, 1, rng))[:, None]
+        return [Pair("one shard's noisy sum with and without one user", shard_sum(1), shard_sum(0), box_free=True,
+                     relation=ADD_REMOVE)]
 
 
-class _Baseline(_Heatmap):
+class Baseline(Heatmap):
     """A baseline of Bagdasaryan et al. 2022 §6.2: one library call on the users' pixel image."""
 
     params = {"epsilon": EPSILON, "depth": DEPTH, "shard_size": SHARD_SIZE, "aggregation": AGGREGATION}
     library = None     # the heatmaps library's function (population, n_users, epsilon, rng, secagg)
 
-    def randomize(self, points, params, grid, rng):
-        depth = params["depth"]
-        x, y, moved = _pixels(points, grid, depth)
-        result = self.library(_image(x, y, depth), len(points), params["epsilon"], rng, _secagg(params, rng))
-        return _published(points[["user"]].reset_index(drop=True), result.heatmap, depth, moved,
-                          {"communication": result.communication, "epsilon_achieved": result.achieved_epsilon,
-                           **result.detail})
-
-
-@register
-class HeatmapFlat(_Baseline):
-    name = "heatmap_flat"
-    library = staticmethod(baselines.flat)
-
-    def communication(self, params, grid):
-        return float(4 ** params["depth"])
-
-
-@register
-class HeatmapHierarchical(_Baseline):
-    name = "heatmap_hierarchical"
-    library = staticmethod(baselines.hierarchical)
-    leak = ("the true map: the published level is the one closest (MSE) to it, as in the paper's "
-            "evaluation")
-
-    def communication(self, params, grid):
-        return float(sum(4 ** level for level in range(1, params["depth"] + 1)))
+    def randomize_points(self, points, grid, rng):
+        depth = self.settings["depth"]
+        x, y, moved = pixels(points, grid, depth)
+        result = self.library(image(x, y, depth), len(points), self.settings["epsilon"], rng,
+                              secagg(self.settings, rng))
+        return published(points[["user"]].reset_index(drop=True), result.heatmap, depth, moved,
+                         {"communication": result.communication, "epsilon_achieved": result.achieved_epsilon,
+                          **result.detail})

@@ -14,12 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import laplace_ldp
-from ..dp import Guarantee
 from ..adversary import likelihoods
+from ..dp import Guarantee
 from ..params import Param
-from . import register
-from .base import BANDWIDTH, clamp_to_domain
-from .fedkde import KDE, FedKDE, kde_partial
+from .base import BANDWIDTH, as_grid, clamp_to_domain
+from .fedkde import KDE, FedKDE
 
 
 def _bounds(grid) -> np.ndarray:
@@ -27,9 +26,15 @@ def _bounds(grid) -> np.ndarray:
     return np.array([[d.xmin, d.xmax], [d.ymin, d.ymax]])
 
 
-@register
 class LaplaceLDP(FedKDE):
+    """Laplace LDP reports of the location (Farokhi 2020), naive or deconvoluting KDE on the server.
+
+    Trust model ``local``: each user adds the noise to its own location before sending it.
+    """
+
     name = "laplace_ldp"
+    trust_model = "local"
+    needs_domain = True
     params = {"h": BANDWIDTH,
               "epsilon": Param("epsilon", "float", "LDP budget for the whole 2-D location", low=0.0),
               "estimator": Param("estimator", "choice", "server density estimator: naive KDE of the "
@@ -37,33 +42,42 @@ class LaplaceLDP(FedKDE):
                                  choices=("naive", "deconv")),
               "kde": KDE}
 
-    def guarantee(self, params):
+    def claim(self):
         return Guarantee(
-            model="epsilon-LDP", epsilon=params["epsilon"], delta=0.0, relation="any two inputs (local)",
+            model="epsilon-LDP", epsilon=self.settings["epsilon"], delta=0.0, relation="any two inputs (local)",
             covers="each user's location (clamped to the public domain box first)",
             discretisation="each coordinate snapped to the public grid of step = largest power of two <= "
                            "box side / 1024, plus exact discrete Laplace noise of scale 2 (side / step) / "
                            "epsilon grid steps (Canonne, Kamath & Steinke 2020); reports on that grid",
             note="Farokhi 2020 Theorem 1 with q = 2; the sampler rounds its scale up, so the exact "
-                 "epsilon is slightly below the recorded one").as_dict()
+                 "epsilon is slightly below the recorded one")
 
-    def communication(self, params, grid):
+    def variance(self, domain) -> np.ndarray:
+        """Per-coordinate (x, y) variance of a report around the user's snapped location.
+
+        ``domain``: the public box (Grid, Domain or [xmin, xmax, ymin, ymax]).  The noise is exact
+        discrete Laplace of scale b_j / step_j grid steps (``laplace_ldp.noise_variance``):
+        2 b_j² up to a relative 1e-6, b_j = 2 (box side_j) / epsilon (Farokhi 2020, Theorem 1, q = 2).
+        """
+        return laplace_ldp.noise_variance(_bounds(as_grid(domain)), self.settings["epsilon"])
+
+    def communication(self, grid):
         return 2.0
 
-    def randomize(self, points, params, grid, rng):
+    def randomize_points(self, points, grid, rng):
         clamped, moved = clamp_to_domain(points, grid)
-        noisy = laplace_ldp.randomize(clamped, _bounds(grid), params["epsilon"], rng, names=("x", "y"))
+        noisy = laplace_ldp.randomize(clamped, _bounds(grid), self.settings["epsilon"], rng, names=("x", "y"))
         view = points[["user"]].reset_index(drop=True)
         view["x"], view["y"] = noisy[:, 0], noisy[:, 1]
         view.attrs["clamped_to_box"] = moved
         return view
 
-    def partial(self, view, params, grid):
-        b = (tuple(laplace_ldp.scales(_bounds(grid), params["epsilon"]))
-             if params["estimator"] == "deconv" else (0.0, 0.0))
-        return kde_partial(view, params, grid, laplace_b=b)
+    def partial(self, view, grid):
+        b = (tuple(laplace_ldp.scales(_bounds(grid), self.settings["epsilon"]))
+             if self.settings["estimator"] == "deconv" else (0.0, 0.0))
+        return self.kde_partial(view, grid, laplace_b=b)
 
-    def likelihood(self, view, params, grid):
+    def likelihood(self, view, grid):
         """prod_j exp(-|report_j - c_j| / b_j) at each cell centre c (Farokhi 2020, Theorem 1).
 
         Cell centres lie in the box, so clamping is the identity there; the released report
@@ -72,4 +86,22 @@ class LaplaceLDP(FedKDE):
         and a normaliser free of ĉ: exact up to snapping the centre (<= box side / 2048).
         """
         return likelihoods.row_scaled(likelihoods.product_laplace_logpdf(
-            view[["x", "y"]].to_numpy(), grid, laplace_ldp.scales(_bounds(grid), params["epsilon"])))
+            view[["x", "y"]].to_numpy(), grid, laplace_ldp.scales(_bounds(grid), self.settings["epsilon"])))
+
+    def audit_case(self, grid):
+        """Opposite corners of the box; a point outside the box (clamped) against the far corner; the
+        centre against a corner (the floating-point attack on continuous samplers lives there, Mironov 2012)."""
+        from ..audit.cases import Pair, domain_corners, randomized, xy_of
+
+        lo, hi = domain_corners(grid)
+        side = hi - lo
+
+        def clipped_sum(out):
+            # the Laplace log-likelihood ratio between the corners is increasing in this (public) sum
+            return (np.clip(out, lo, hi) / side).sum(axis=1)
+
+        def pair(name, a, b):
+            return Pair(name, randomized(self, grid, a, xy_of), randomized(self, grid, b, xy_of), clipped_sum)
+        return [pair("opposite corners", lo, hi),
+                pair("outside the box (clamped) vs far corner", lo - side, hi),
+                pair("centre vs corner", (lo + hi) / 2, hi)]

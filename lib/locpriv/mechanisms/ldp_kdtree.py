@@ -19,13 +19,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..dp import Guarantee
 from ..params import Param
 from ..sldp import ldp_kdtree as kd
 from ..sldp.range_queries import overlap_fraction
-from . import register
 from .base import clamp_to_domain
-from .partitions import EPSILON, _box, _Released, ones_column
+from .partitions import EPSILON, Released, domain_box, ones_column, oue_guarantee
+
 
 def _grid_centres(grid) -> np.ndarray:
     gx, gy = np.meshgrid(grid.x, grid.y, indexing="ij")
@@ -37,33 +36,36 @@ def _splits(release: dict, height: int) -> list[np.ndarray]:
     return [flat[2 ** level - 1: 2 ** (level + 1) - 1] for level in range(height)]
 
 
-@register
-class LDPKDTree(_Released):
+class LDPKDTree(Released):
+    """LDP kd-tree with private medians (Alptekin, Balioglu & Gürsoy 2025), interactive over its depths.
+
+    Trust model ``local``: each user perturbs its own OUE report before sending it.
+    """
+
     name = "ldp_kdtree"
+    trust_model = "local"
     params = {"epsilon": EPSILON,
               "height": Param("height", "int", "kd-tree depth: 2^height leaves, one user group per depth",
                               default=kd.DEFAULT_HEIGHT, low=1, high=10),
               "buckets": Param("buckets", "int", "buckets per node along its split axis (CALC_MED)",
                                default=kd.DEFAULT_BUCKETS, low=2, high=64)}
 
-    def guarantee(self, params):
-        return Guarantee(
-            model="epsilon-LDP", epsilon=params["epsilon"], delta=0.0, relation="any two inputs (local)",
+    def claim(self):
+        return oue_guarantee(
+            self.settings["epsilon"],
             covers="each user's location (clamped to the public domain box first); every user sends one "
                    "report, in one group",
-            discretisation="bits only (OUE); each bit's probability is a double, so the exact epsilon exceeds "
-                           "the recorded one by at most float rounding (< 1e-15)",
             note="LDP-KDTree (Alptekin, Balioglu & Gursoy 2025) as reconstructed in locpriv.sldp.ldp_kdtree: "
                  "population division over the depths, OUE over each depth's (node, bucket) values, "
-                 "the tree and counts are post-processing").as_dict()
+                 "the tree and counts are post-processing")
 
-    def communication(self, params, grid):
-        return float(2 ** (params["height"] - 1) * params["buckets"])   # the deepest group's bits
+    def communication(self, grid):
+        return float(2 ** (self.settings["height"] - 1) * self.settings["buckets"])   # the deepest group's bits
 
-    def randomize(self, points, params, grid, rng):
+    def randomize_points(self, points, grid, rng):
+        s = self.settings
         xy, moved = clamp_to_domain(points, grid)
-        res = kd.ldp_kdtree(xy, _box(grid), params["epsilon"], params["height"], rng, params["buckets"],
-                            keep_reports=True)
+        res = kd.ldp_kdtree(xy, domain_box(grid), s["epsilon"], s["height"], rng, s["buckets"], keep_reports=True)
         ones = pd.Series([None] * len(xy), dtype=object)
         for level, bits in enumerate(res.reports):
             members = np.flatnonzero(res.group == level)
@@ -74,7 +76,7 @@ class LDPKDTree(_Released):
         view.attrs["clamped_to_box"] = moved
         return view
 
-    def partial(self, view, params, grid):
+    def partial(self, view, grid):
         """Leaf counts (negatives set to 0) spread uniformly over each leaf, as a density on the grid."""
         r = view.attrs["release"]
         leaves = np.column_stack([r["x0"], r["x1"], r["y0"], r["y1"]])
@@ -87,19 +89,34 @@ class LDPKDTree(_Released):
         mass = fx @ (np.maximum(np.asarray(r["count"], dtype=float), 0.0)[:, None] * fy.T)
         return mass / grid.cell_area
 
-    def surfaces(self, view, params, grid):
+    def surfaces(self, view, grid):
         """The OUE posterior of each user over the grid cells (uniform prior), as a pdf on the grid."""
-        splits = _splits(view.attrs["release"], params["height"])
+        s = self.settings
+        splits = _splits(view.attrs["release"], s["height"])
         centres = _grid_centres(grid)
         out = np.empty((len(view), *grid.shape))
         levels = view["level"].to_numpy()
         for level in np.unique(levels):
-            value = kd.values(centres, splits[:level], _box(grid), params["buckets"])
+            value = kd.values(centres, splits[:level], domain_box(grid), s["buckets"])
             for i in np.flatnonzero(levels == level):
-                weight = np.where(np.isin(value, view["ones"].iloc[i]), math.exp(params["epsilon"]), 1.0)
+                weight = np.where(np.isin(value, view["ones"].iloc[i]), math.exp(s["epsilon"]), 1.0)
                 out[i] = (weight / (weight.sum() * grid.cell_area)).reshape(grid.shape)
         return out
 
-    def likelihood(self, view, params, grid):
+    def likelihood(self, view, grid):
         """P(report | own cell) is e^eps on reported ones, 1 on zeros: the surface, normalised."""
-        return self.surfaces(view, params, grid)
+        return self.surfaces(view, grid)
+
+    def audit_case(self, grid):
+        """One user's OUE report at the root, its location in the first vs the last bucket (a deeper
+        level's report is the same OUE over more values)."""
+        from ..audit.cases import Pair
+        from ..sldp.ldp_grid import oue_bits
+
+        buckets, epsilon = self.settings["buckets"], self.settings["epsilon"]
+        last = buckets - 1
+
+        def report(value):
+            return lambda n, rng: oue_bits(np.full(n, value), buckets, epsilon, rng)[:, [0, last]]
+        return [Pair("one user in the first vs the last bucket at the root: their two bits", report(0),
+                     report(last), lambda out: 2 * out[:, 0] + out[:, 1], box_free=True)]

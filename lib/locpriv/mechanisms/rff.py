@@ -19,7 +19,6 @@ from ..adversary import likelihoods
 from ..dp import no_guarantee
 from ..kde import normaliser
 from ..params import Param
-from . import register
 from .base import BANDWIDTH, Mechanism
 
 PARAMS = {
@@ -40,33 +39,39 @@ def _columns(B: int) -> list[str]:
     return [f"{c}_{b}" for b in range(B) for c in ("omega_x", "omega_y", "phase")]
 
 
-@register
 class RFF(Mechanism):
+    """Federated KDE with random Fourier features ([RFF-KDE] Alg. 2/3), with the users' refusal policy.
+
+    Trust model ``none``: the report reveals the location up to the period of its cosines, and the
+    paper makes no formal claim, so no trust arrangement turns it into a guarantee (its privacy is
+    measured by the attacks).
+    """
+
     name = "rff"
+    trust_model = "none"
     params = PARAMS
 
-    @staticmethod
-    def _h0(params: dict) -> float:
-        return params["h"] if params["h0"] == "h" else params["h0"]
+    def _h0(self) -> float:
+        return self.settings["h"] if self.settings["h0"] == "h" else self.settings["h0"]
 
-    def state_params(self, params):
-        return {"h0": self._h0(params), "max_features": params["max_features"]}
+    def state_params(self):
+        return {"h0": self._h0(), "max_features": self.settings["max_features"]}
 
-    def guarantee(self, params):
+    def claim(self):
         return no_guarantee("no formal DP: privacy from the periodicity of the answer (Lemmas 2-4); "
                             "measured by the local-maxima attack's Z",
-                            covers="the location up to the answer's period (no formal claim)").as_dict()
+                            covers="the location up to the answer's period (no formal claim)")
 
-    def communication(self, params, grid):
+    def communication(self, grid):
         """3B numbers (omega_b, phase_b) determine the surface the user sends."""
-        return 3.0 * params["B"]
+        return 3.0 * self.settings["B"]
 
-    def randomize(self, points, params, grid, rng):
-        policy = rff.RFFPolicy(params["max_features"], grid.domain.inscribed_square,
-                               params["risk"], params["min_bands"])
-        users = rff.draw_users(len(points), params["max_features"], self._h0(params), rng)
-        B = params["B"]
-        answer = rff.answer_query(users, points[["x", "y"]].to_numpy(), params["h"], B, policy)
+    def randomize_points(self, points, grid, rng):
+        s = self.settings
+        policy = rff.RFFPolicy(s["max_features"], grid.domain.inscribed_square, s["risk"], s["min_bands"])
+        users = rff.draw_users(len(points), s["max_features"], self._h0(), rng)
+        B = s["B"]
+        answer = rff.answer_query(users, points[["x", "y"]].to_numpy(), s["h"], B, policy)
         cols = _columns(B)
         if isinstance(answer, rff.Refusal):
             view = pd.DataFrame({"user": pd.Series(dtype="int64"),
@@ -79,25 +84,25 @@ class RFF(Mechanism):
         view.insert(0, "user", points["user"].to_numpy())
         return view
 
-    @staticmethod
-    def _report(view: pd.DataFrame, B: int) -> tuple[np.ndarray, np.ndarray]:
+    def _report(self, view: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        B = self.settings["B"]
         table = view[_columns(B)].to_numpy().reshape(len(view), B, 3)
         return table[..., :2], table[..., 2]
 
-    def partial(self, view, params, grid):
+    def partial(self, view, grid):
         if view.empty:
             return np.zeros(grid.shape)
-        return rff.rff_sum(*self._report(view, params["B"]), grid.x, grid.y)
+        return rff.rff_sum(*self._report(view), grid.x, grid.y)
 
-    def estimate(self, total, n_users, params, grid):
+    def density(self, total, n_users, grid):
         # eq. (6): the sum over users and features estimates N B k_h; dividing by the
         # Gaussian normaliser 2 pi h^2 makes it a pdf like the exact KDE
-        return total / (n_users * params["B"] * normaliser(params["h"]))
+        return total / (n_users * self.settings["B"] * normaliser(self.settings["h"]))
 
-    def surfaces(self, view, params, grid):
-        return rff.rff_surfaces(*self._report(view, params["B"]), grid.x, grid.y)
+    def surfaces(self, view, grid):
+        return rff.rff_surfaces(*self._report(view), grid.x, grid.y)
 
-    def likelihood(self, view, params, grid):
+    def likelihood(self, view, grid):
         """Cell-resolution measure of the singular report: the product over features of the
         length of the lines omega_b^T x = phase_b (mod 2 pi) inside each cell.
 
@@ -107,4 +112,4 @@ class RFF(Mechanism):
         given the cell — the cell-resolution approximation of their joint law, whose support
         is the intersection of the B line families.
         """
-        return likelihoods.row_scaled(likelihoods.rff_log_lengths(*self._report(view, params["B"]), grid))
+        return likelihoods.row_scaled(likelihoods.rff_log_lengths(*self._report(view), grid))

@@ -1,7 +1,10 @@
 """Classification under location privacy ([SLDP] §5.2): California housing.
 
-Features are the coordinates scaled to [0, 1]^2, the label is house value above
-the global median; mechanisms perturb the 70 % training features only:
+Features are the coordinates scaled to [0, 1]^2 from a public, configured lon/lat box
+(``classify.lonlat_bbox``; the data's own min/max would make the box, and so every
+mechanism's domain, a function of the data: a user at the edge would move it), points
+outside it clamped and counted; the label is house value above the global median;
+mechanisms perturb the 70 % training features only:
 
 * SLDP-Quantization: each point becomes the centre of its privacy region (the
   private quadtree on the whole epsilon);
@@ -40,8 +43,10 @@ UNIT = (0.0, 1.0, 0.0, 1.0)
 MECHANISMS = ("none", "sldp_quantization", "sldp_split", "ldp", "geoind")
 
 
-def load_housing(path: str) -> tuple[np.ndarray, np.ndarray, dict]:
-    """(X in [0, 1]^2, y, counts); rows with a missing coordinate or value are dropped and counted."""
+def load_housing(path: str, lonlat_bbox) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(X in [0, 1]^2, y, counts): lon/lat scaled from the public ``lonlat_bbox`` [lon_min, lon_max,
+    lat_min, lat_max]; rows with a missing coordinate or value are dropped and counted, coordinates
+    outside the box clamped to it and counted."""
     columns = ["longitude", "latitude", "median_house_value"]
     try:
         table = pd.read_csv(path, usecols=columns)
@@ -51,16 +56,17 @@ def load_housing(path: str) -> tuple[np.ndarray, np.ndarray, dict]:
     complete = table[columns].notna().all(axis=1)
     table = table[complete]
     xy = table[["longitude", "latitude"]].to_numpy(dtype=float)
-    lo, hi = xy.min(axis=0), xy.max(axis=0)
+    lo, hi = np.array(lonlat_bbox[0::2], dtype=float), np.array(lonlat_bbox[1::2], dtype=float)
+    outside = ((xy < lo) | (xy > hi)).any(axis=1)
     value = table["median_house_value"].to_numpy(dtype=float)
-    return ((xy - lo) / (hi - lo), (value > np.median(value)).astype(int),
-            {"rows_read": int(len(complete)), "rows_dropped_missing": int((~complete).sum())})
+    return ((np.clip(xy, lo, hi) - lo) / (hi - lo), (value > np.median(value)).astype(int),
+            {"rows_read": int(len(complete)), "rows_dropped_missing": int((~complete).sum()),
+             "rows_clamped_to_box": int(outside.sum())})
 
 
 def _regions(X, epsilon, cfg, rng):
     part = run_protocol(X, UNIT, epsilon, cfg["threshold"], cfg["max_depth"], cfg["delta"], rng,
-                        delta_constant=cfg["delta_constant"], split_rule=cfg["split_rule"], keep_reports=False,
-                        calibration=cfg["calibration"])
+                        split_rule=cfg["split_rule"], keep_reports=False, calibration=cfg["calibration"])
     return cell_box(part.user_cell["level"].to_numpy(), part.user_cell["code"].to_numpy(), UNIT)
 
 

@@ -1,13 +1,16 @@
 """Measurements behind the SLDP study's defaults and baselines.
 
 ``leaves``: MRE of SLDP's range answers with the four child leaves kept ("children", the
-authors' code) or merged into their parent ("merge").
+authors' code) or merged into their parent ("merge"), under ``counts`` "regions" (exact
+region counts) or "noisy" (the transcript's n_hat); ``--child-share`` adds "children" runs
+whose child cells are re-released at that share of eps (the partition gets the rest).
 
-Same points, queries and protocol randomness for both options (``leaves`` is post-processing of
-one transcript, so the pair differs only in the released cells); the study's range task:
-200 anchored queries ([SLDP] App. A.2), Q = 20, per-child split rule, max_depth 10, under the
-default calibration and the paper's (Alg. 1's Laplace(1/eps), as the authors' code).  Writes one
-row per calibration x dataset x N x epsilon x rep::
+Same points, queries and protocol randomness for every option (at share 0 one transcript, so
+the options differ only in the released cells); the study's range task: 200 anchored queries ([SLDP]
+App. A.2), Q = 20, per-child split rule, max_depth 10, under the default calibration
+(Laplace(2/eps): the authors' range notebook's noise, Alg. 1 run at eps / 2) and Alg. 1's printed
+Laplace(1/eps) ("paper", 2 eps per round).  Writes one row per calibration x counts x dataset x
+N x epsilon x rep::
 
     python -m locpriv.sldp.compare leaves --out docs/results/sldp_leaves.csv [--geolife PATH]
 
@@ -15,6 +18,20 @@ row per calibration x dataset x N x epsilon x rep::
 PrivTree, the OUE grid, LDP-KDTree on the same points and queries), one row per method x run::
 
     python -m locpriv.sldp.compare methods --out docs/results/sldp_range_methods.csv [--geolife PATH]
+
+``authors``: locpriv's SLDP against the authors' own code (a checkout of asuvor/privacy, given
+with ``--authors DIR``; never part of this repository) on identical points and the same 200
+anchored queries, one MRE function (``range_queries.mean_relative_error``).  Their range notebook
+(Appendix_spatial_queries_synthetic.ipynb) builds the partition with
+``run_dp_quadtree_optimized(X, eps / 2, Q=20, C=6, T=10, delta=0.05)`` and re-releases every leaf's
+count with the other eps / 2; its cells that define the data generator and the synopsis are run
+as they are (``_authors_namespace``).  The protocol spends its eps / 2 as Laplace(2/eps) noise on
+4 indicators of sensitivity 2 (eps), so their true total is 1.5 eps: "equal true cost" runs them
+at eps / 1.5.  Datasets: the study's synthetic clusters, the authors' clustered generator, and
+Geolife (``--geolife``)::
+
+    python -m locpriv.sldp.compare authors --authors DIR --out docs/results/sldp_vs_authors.csv \
+        --n 5000 20000 [--geolife PATH]
 """
 
 from __future__ import annotations
@@ -27,13 +44,16 @@ import pandas as pd
 
 from ..seeding import rng as make_rng
 from . import range_queries, study
-from .protocol import LEAVES, run_protocol
+from .protocol import COUNTS, LEAVES, run_protocol
 
 GEOLIFE_BBOX = [116.15, 116.60, 39.75, 40.10]
 
 
 def leaves_table(n: int, epsilons: list[float], reps: int, seed: int, path: str | None = None,
-                 calibration: str = "sensitivity2") -> pd.DataFrame:
+                 calibration: str = "sensitivity2", counts: str = "regions",
+                 child_shares: tuple[float, ...] = (0.0,)) -> pd.DataFrame:
+    """Paired MREs per leaves option; under counts "regions", "children" once per child share (the
+    partition at (1 - share) eps, the child cells re-released at share eps)."""
     given = {"range": {"n": [n], "epsilon": epsilons}, "reps": reps, "calibration": calibration}
     if path:
         given["range"].update(path=path, lonlat_bbox=GEOLIFE_BBOX)
@@ -46,14 +66,17 @@ def leaves_table(n: int, epsilons: list[float], reps: int, seed: int, path: str 
             q = range_queries.anchored_workload(pts, study.UNIT, cfg["range"]["queries"],
                                                 make_rng(seed, "sldp-evaluate", "range", n, eps, rep))
             truth = range_queries.true_counts(q, pts)
-            for leaves in LEAVES:
-                part = run_protocol(pts, study.UNIT, eps, cfg["range"]["threshold"], cfg["max_depth"], cfg["delta"],
-                                    make_rng(seed, "sldp-protocol", "range", n, eps, rep),
-                                    delta_constant=cfg["delta_constant"], split_rule=cfg["split_rule"],
-                                    keep_reports=False, calibration=cfg["calibration"], leaves=leaves).cells
+            options = [(leaves, share) for leaves in LEAVES
+                       for share in (child_shares if (leaves, counts) == ("children", "regions") else (0.0,))]
+            for leaves, share in options:
+                part = run_protocol(pts, study.UNIT, eps * (1 - share), cfg["range"]["threshold"], cfg["max_depth"],
+                                    cfg["delta"], make_rng(seed, "sldp-protocol", "range", n, eps, rep),
+                                    split_rule=cfg["split_rule"], keep_reports=False, calibration=cfg["calibration"],
+                                    leaves=leaves, counts=counts, child_epsilon=eps * share).cells
                 mre = range_queries.mean_relative_error(range_queries.answer(q, part, study.UNIT), truth, n)
                 rows.append({"dataset": "geolife" if path else "synthetic_clusters", "n": n, "epsilon": eps,
-                             "rep": rep, "calibration": calibration, "leaves": leaves, "cells": len(part), "mre": mre})
+                             "rep": rep, "calibration": calibration, "counts": counts, "leaves": leaves,
+                             "child_share": share, "cells": len(part), "mre": mre})
     return pd.DataFrame(rows)
 
 
@@ -75,27 +98,107 @@ def methods_table(n: int, epsilons: list[float], reps: int, seed: int, path: str
     return pd.concat(tables, ignore_index=True)
 
 
+# cells of the authors' range notebook run as they are: 1 the clustered generator, 2 the synopses
+# (their cell 0 holds imports and an IPython magic, cell 3 the answering: ours is the same sum)
+AUTHORS_NOTEBOOK, AUTHORS_CELLS = "Appendix_spatial_queries_synthetic.ipynb", (1, 2)
+AUTHORS_COST = 1.5    # their true total per printed epsilon (module docstring)
+
+
+def _authors_namespace(directory: str) -> dict:
+    """The authors' module and notebook cells, executed from their checkout ``directory``."""
+    import json
+    import sys
+    import numpy as np
+    notebook = Path(directory) / AUTHORS_NOTEBOOK
+    if not notebook.exists():
+        raise SystemExit(f"--authors {directory}: no {AUTHORS_NOTEBOOK}; give a checkout of asuvor/privacy")
+    sys.path.insert(0, str(Path(directory)))
+    from sldp_opt_utils import run_dp_quadtree_optimized   # noqa: E402 (their module, from their checkout)
+    namespace = {"np": np, "run_dp_quadtree_optimized": run_dp_quadtree_optimized}
+    cells = json.loads(notebook.read_text())["cells"]
+    for i in AUTHORS_CELLS:
+        exec("".join(cells[i]["source"]), namespace)        # noqa: S102 (their code, run as published)
+    return namespace
+
+
+def _points(dataset: str, n: int, rep: int, seed: int, path: str | None, authors: dict):
+    """Each dataset's points for (N, rep): the study's own streams, or the authors' generator."""
+    if dataset == "authors_clusters":
+        authors["rng"] = make_rng(seed, "authors-data", n, rep)   # their generator reads a global rng
+        return authors["generate_clustered_data"](n_samples=n, bounds=(0, 0, 1, 1))
+    given = {"range": {"n": [n], "epsilon": [1.0]}}
+    if dataset == "geolife":
+        given["range"].update(path=path, lonlat_bbox=GEOLIFE_BBOX)
+    return study._data({"task": "range", "n": n, "epsilon": 1.0, "rep": rep}, study.validate_config(given), seed)
+
+
+def authors_table(ns: list[int], epsilons: list[float], reps: int, seed: int, directory: str,
+                  path: str | None = None) -> pd.DataFrame:
+    """Paired MREs: locpriv's SLDP at eps (default settings, and counts "noisy") and the authors'
+    code at eps (printed) and eps / 1.5 (equal true cost), on the same points and queries."""
+    authors = _authors_namespace(directory)
+    cfg = study.validate_config({})
+    datasets = ["synthetic_clusters", "authors_clusters"] + (["geolife"] if path else [])
+    rows = []
+    for dataset in datasets:
+        for n in ns:
+            for rep in range(reps):
+                pts = _points(dataset, n, rep, seed, path, authors)
+                for eps in epsilons:
+                    q = range_queries.anchored_workload(pts, study.UNIT, cfg["range"]["queries"],
+                                                        make_rng(seed, "sldp-evaluate", dataset, n, eps, rep))
+                    truth = range_queries.true_counts(q, pts)
+                    answers = {}
+                    for counts in COUNTS:
+                        part = run_protocol(pts, study.UNIT, eps, cfg["range"]["threshold"], cfg["max_depth"],
+                                            cfg["delta"], make_rng(seed, "sldp-protocol", dataset, n, eps, rep),
+                                            split_rule=cfg["split_rule"], keep_reports=False,
+                                            calibration=cfg["calibration"], leaves=cfg["leaves"], counts=counts).cells
+                        answers[f"locpriv_{counts}"] = range_queries.answer(q, part, study.UNIT)
+                    for label, printed in (("authors_printed", eps), ("authors_equal_cost", eps / AUTHORS_COST)):
+                        authors["rng"] = make_rng(seed, "authors-sldp", dataset, n, eps, rep, label)
+                        cells, counts = authors["build_quadtree_synopsis"](pts, printed, bounds=(0, 0, 1, 1))
+                        answers[label] = range_queries.answer(q, pd.DataFrame(cells[:, [0, 2, 1, 3]],
+                                                                              columns=["x0", "x1", "y0", "y1"])
+                                                              .assign(count=counts), study.UNIT)
+                    rows += [{"dataset": dataset, "n": n, "epsilon": eps, "rep": rep, "method": method,
+                              "mre": range_queries.mean_relative_error(est, truth, n)}
+                             for method, est in answers.items()]
+    return pd.DataFrame(rows)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("table", choices=["leaves", "methods"])
+    parser.add_argument("table", choices=["leaves", "methods", "authors"])
     parser.add_argument("--out", required=True)
-    parser.add_argument("--n", type=int, default=20000)
+    parser.add_argument("--n", type=int, nargs="+", default=[20000])
     parser.add_argument("--epsilon", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--geolife", help="Geolife CSV (each GPS point a user); synthetic clusters are always run")
     parser.add_argument("--calibration", nargs="+", default=["sensitivity2", "paper"])
+    parser.add_argument("--counts", nargs="+", default=list(COUNTS), help="leaves: the count options compared")
+    parser.add_argument("--child-share", type=float, nargs="+", default=[0.0],
+                        help="leaves: shares of eps re-releasing the child cells (children, counts regions)")
+    parser.add_argument("--authors", help="authors: a checkout of asuvor/privacy (their code is run, never copied)")
     args = parser.parse_args(argv)
     paths = [None] + ([args.geolife] if args.geolife else [])
     if args.table == "leaves":
-        table = pd.concat([leaves_table(args.n, args.epsilon, args.reps, args.seed, path, calibration)
-                           for calibration in args.calibration for path in paths], ignore_index=True)
-        wide = table.pivot_table(index=["calibration", "dataset", "n", "epsilon"], columns="leaves",
-                                 values=["mre", "cells"])
-    else:
-        table = pd.concat([methods_table(args.n, args.epsilon, args.reps, args.seed, path) for path in paths],
-                          ignore_index=True)
+        table = pd.concat([leaves_table(n, args.epsilon, args.reps, args.seed, path, calibration, counts,
+                                        tuple(args.child_share))
+                           for n in args.n for calibration in args.calibration for counts in args.counts
+                           for path in paths], ignore_index=True)
+        wide = table.pivot_table(index=["calibration", "counts", "dataset", "n", "epsilon"],
+                                 columns=["leaves", "child_share"], values=["mre", "cells"])
+    elif args.table == "methods":
+        table = pd.concat([methods_table(n, args.epsilon, args.reps, args.seed, path) for n in args.n
+                           for path in paths], ignore_index=True)
         wide = table.pivot_table(index=["dataset", "n", "epsilon"], columns="method", values="value")
+    else:
+        if not args.authors:
+            parser.error("authors needs --authors DIR (a checkout of asuvor/privacy)")
+        table = authors_table(args.n, args.epsilon, args.reps, args.seed, args.authors, args.geolife)
+        wide = table.pivot_table(index=["dataset", "n", "epsilon"], columns="method", values="mre")
     table.to_csv(args.out, index=False)
     print(wide.to_string(float_format=lambda v: f"{v:.4g}"))
 

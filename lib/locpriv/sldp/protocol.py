@@ -5,26 +5,25 @@ active cell.  Every user still active answers for the children of its current
 cell with noisy membership indicators Y = 1{X in child} + Lap(b) (Alg. 1),
 and moves into the child it is in.  The server learns n(parent) (how many users
 answered for a parent's children) and n_hat(child) = sum of Y, and keeps a
-parent's children active only if every child has n_hat >= Q + Delta, with
-
-    Delta = b (sqrt(2 n(parent) x) + 6 x)                 (Alg. 2 line 14, b = 1/eps there)
+parent's children active only if every child has n_hat >= Q + Delta, Delta the
+split margin (``margin.split_margin``): the smallest value the sum of the
+n(parent) report noises exceeds with probability <= delta.  Alg. 2 line 14's
+Delta = b (sqrt(2 n x) + 6 x), x = ln 1/delta, is not used: it is only sqrt(x)
+standard deviations of that sum plus a constant, and misses its delta below
+delta ~ 0.03 for large n (``margin``).
 
 Calibration (``CALIBRATIONS``): the 4-vector of one-hot indicators has L1
 sensitivity 2 (moving a user from one child to another changes two entries), so
 a round is eps-LDP with b = 2 / eps ("sensitivity2", the default).  Alg. 1 as
 printed uses b = 1 / eps ("paper"), which costs 2 eps per round: kept only to
 reproduce the paper's figures, and recorded at its true cost (``round_cost``).
+The authors' range-query notebook (asuvor/privacy) runs Alg. 1 at eps / 2, i.e. with
+b = 2 / eps: the default calibration, not "paper".
 The indicators are released on the grid 2^-8 (``INDICATOR_STEP``) with exact
 discrete Laplace noise (``child_reports``; Mironov-safe, ``locpriv.dp.grid``'s proof
 with sensitivity 2 / INDICATOR_STEP steps), so "Lap(b)" above is its discrete twin.
 
-x = x(delta) (``x_of_delta``; Lemma 4.1 holds with probability 1 - e^-x).  The
-Lemma as extracted prints sqrt(2 n) / eps + 6 x / eps, without x under the
-root; Alg. 2's line 14 puts it there, and a Bernstein-type bound for a sum of n
-sub-exponential terms (Kroshnin & Suvorikova 2024, Cor. 3.1, which the proof
-cites) scales as sqrt(n x): we implement Alg. 2's form.  ``delta_constant``
-(6 in the paper) is exposed because the authors' code uses a different
-constant.  Otherwise the parent becomes a cell of the private partition and its
+Otherwise the parent becomes a cell of the private partition and its
 users stop answering: a user's reports end once its region is fixed, so its
 privacy cost does not grow with later rounds (Remark 4.1).  Cells reaching
 ``max_depth`` join the partition too.
@@ -37,18 +36,34 @@ first rounds (a sparse corner child halts its dense siblings), which is why the
 authors' mean-estimation results need the per-child rule.
 
 ``leaves``: what the released partition holds where all four children of a
-parent stopped.  "merge" (the default) releases the parent as one cell with
-n(parent); "children" (the authors' code) keeps the four children as cells with
-their n_hat.  Both are post-processing of the transcript: n(parent) is how many
-users answered for that parent (the server sees who answers) and n_hat(child) is
-a sum of the received reports, so the choice changes neither any user's reports,
-nor who answers in which round, nor any user's region (a user of a stopped parent
-stops at the parent either way: the server does not learn its child), and the
-privacy record is the same.  Measured on the anchored range-query workload
-(docs/results/sldp_leaves.md, same transcripts, N = 20,000): under the default
-calibration "merge" has the lower MRE (by 1.6-8 % on Geolife, 18-24 % on the
-synthetic clusters): n(parent) is exact, while each n_hat carries the noise of
-every user who answered for the parent.
+parent stopped.  "merge" (the default) releases the parent as one cell; "children"
+(the authors' code) keeps its four children as cells.  Either way no user's reports,
+nor who answers in which round, nor any user's region change (a user of a stopped
+parent stops at the parent: the server does not learn its child).
+
+``counts``: the count each released cell carries.
+
+* "regions" (default): a cell that is some users' privacy region carries the exact number
+  of users whose region it is, at no privacy cost.  Proof sketch: fix user i0 and a
+  neighbour X' (X_i0 moved inside its ideal region U*).  Let G be the transcripts on
+  which i0 stops by round tau + 1 (U* not split; P(not G) <= delta is Thm 4.1's delta
+  term).  On G the released cell holding X_i0 contains U*, hence X'_i0: the vector
+  C(X, o) of users per released cell (a function of the data and of the transcript o, which
+  fixes the cells) equals C(X', o).  Thm 4.1's proof bounds P(O in S and G) by
+  e^eps P(O' in S and G) with no delta term, so for any event S of (transcript, counts),
+  P((O, C(X, O)) in S) <= e^eps P((O', C(X', O')) in S) + delta: the same (eps, delta).
+  Cells inside a region -- the four children of a stopped parent under
+  ``leaves: children`` -- are not covered (a move inside U* changes them): they carry the
+  transcript's n_hat shifted to sum to the parent's exact count (least squares under that
+  constraint, equal variances: post-processing), combined, if ``child_epsilon`` > 0, with
+  a fresh round of the users' child indicators at that budget (``child_reports``,
+  recorded: ``guarantee``'s child_epsilon), weighted by inverse variance.
+* "noisy": the transcript's estimates as before: n(parent) for a merged parent, n_hat for
+  a child cell (post-processing of the transcript).
+
+Measured on the anchored range-query workload (docs/results/sldp_vs_authors.md,
+docs/results/sldp_leaves.md): exact region counts remove the noise of n_hat, which for a
+sparse child carries the noise of every user who answered for its (dense) parent.
 
 The transcript holds what the server received and broadcast: per round and
 parent cell, n(parent), the children's n_hat and the split decision, and every
@@ -67,8 +82,8 @@ import pandas as pd
 from ..dp import Guarantee
 from ..dp.sampling import discrete_laplace, exact_scale
 from ..quadtree import cell_codes
+from .margin import split_margin
 
-DELTA_CONSTANT = 6.0
 CALIBRATIONS = ("sensitivity2", "paper")
 INDICATOR_STEP = 2.0 ** -8       # reports lie on this grid; rounding the 0/1 indicators is exact
 # Q: least users per privacy region, as the paper and its notebooks set it
@@ -109,23 +124,6 @@ def child_reports(child_index: np.ndarray, epsilon: float, rng: np.random.Genera
     return INDICATOR_STEP * (units + noise)
 
 
-def x_of_delta(delta: float) -> float:
-    """x with e^-x = delta: Lemma 4.1's bound then fails with probability <= delta."""
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must be in (0, 1), got {delta}")
-    return math.log(1.0 / delta)
-
-
-def split_margin(n_parent: np.ndarray, scale: float, x: float,
-                 delta_constant: float = DELTA_CONSTANT) -> np.ndarray:
-    """Delta of Alg. 2 line 14 for parents holding n_parent active users, noise scale b = ``scale``.
-
-    Lemma 4.1 bounds a sum of n Laplace(b) terms, so the margin scales with the noise
-    actually added (b = 1/eps as printed; 2/eps under the sensitivity-2 calibration).
-    """
-    return (np.sqrt(2.0 * np.asarray(n_parent, dtype=float) * x) + delta_constant * x) * scale
-
-
 @dataclass(frozen=True)
 class UserReports:
     """Every user's noisy indicators, compactly (CSR): user u's are ``steps[offsets[u]:offsets[u + 1]]``,
@@ -157,29 +155,36 @@ def _user_reports(answered: list[tuple[np.ndarray, np.ndarray]], n: int, scale: 
 
 SPLIT_RULES = ("all_children", "per_child")
 LEAVES = ("children", "merge")
+COUNTS = ("regions", "noisy")
 
 
 def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_depth: int,
-                 delta: float, rng: np.random.Generator, delta_constant: float = DELTA_CONSTANT,
-                 split_rule: str = "all_children", keep_reports: bool = True,
-                 calibration: str = "sensitivity2", leaves: str = "merge",
+                 delta: float, rng: np.random.Generator, split_rule: str = "all_children",
+                 keep_reports: bool = True, calibration: str = "sensitivity2", leaves: str = "merge",
+                 counts: str = "regions", child_epsilon: float = 0.0,
                  keep_user_reports: bool = False) -> PartitionResult:
     """The private partition F_hat(X) of ``points`` (N, 2) in ``box`` and its transcript.
 
     epsilon: budget of the partition (each user's reports cost ``round_cost(epsilon,
     calibration)`` per round it answers: epsilon by default; SLDP accounting as Kroshnin &
     Suvorikova 2025 Thm 4.1); threshold: Q; max_depth: T; leaves: cells of a parent whose
-    children all stopped ("children" or "merge", post-processing: see the module docstring);
-    keep_user_reports: also every user's reports compactly (``UserReports``).
+    children all stopped ("children" or "merge"); counts: "regions" or "noisy";
+    child_epsilon: budget of a fresh release of the child cells inside regions (only with
+    leaves "children" and counts "regions"; see the module docstring); keep_user_reports:
+    also every user's partition reports compactly (``UserReports``; not the fresh child release).
     """
     scale = noise_scale(epsilon, calibration)
+    if counts not in COUNTS:
+        raise ValueError(f"counts must be one of {COUNTS}, got {counts!r}")
+    if child_epsilon and (leaves, counts) != ("children", "regions"):
+        raise ValueError("child_epsilon > 0 releases the child cells inside regions: it needs leaves 'children' "
+                         f"and counts 'regions' (got leaves {leaves!r}, counts {counts!r})")
     if not 1 <= max_depth <= 28:
         raise ValueError(f"max_depth must be in [1, 28], got {max_depth}")
     if split_rule not in SPLIT_RULES:
         raise ValueError(f"split_rule must be one of {SPLIT_RULES}, got {split_rule!r}")
     if leaves not in LEAVES:
         raise ValueError(f"leaves must be one of {LEAVES}, got {leaves!r}")
-    x = x_of_delta(delta)
     path = cell_codes(points, box, max_depth)   # clients' private data; used only client-side below
     n = len(path)
     users = np.arange(n)
@@ -188,7 +193,7 @@ def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_
     active = np.ones(n, dtype=bool)
     final_level = np.full(n, -1, dtype=np.int64)
     fixed_round = np.full(n, max_depth, dtype=np.int64)  # the last round a user answers
-    cells, rounds, reports, answered = [], [], [], []
+    cells, rounds, reports, inner, answered = [], [], [], [], []
     for level in range(max_depth):               # round t refines level -> level + 1
         idx = np.flatnonzero(active)
         if idx.size == 0:
@@ -201,7 +206,7 @@ def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_
         n_parent = np.bincount(inverse, minlength=parents.size)
         n_hat = np.zeros((parents.size, 4))
         np.add.at(n_hat, inverse, y)
-        margin = split_margin(n_parent, scale, x, delta_constant)
+        margin = split_margin(n_parent, scale, delta, INDICATOR_STEP)
         above = n_hat >= threshold + margin[:, None]
         if split_rule == "all_children":
             above = np.repeat(above.all(axis=1, keepdims=True), 4, axis=1)
@@ -225,6 +230,9 @@ def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_
         if leaves == "merge":
             cells.append(pd.DataFrame({"level": level, "code": parents[whole],
                                        "count": n_parent[whole].astype(float)}))
+        else:   # the four children of a whole parent lie inside their users' region (the parent)
+            inner.append(pd.DataFrame({"level": level + 1, "code": np.repeat(parents[whole] << 2, 4)
+                                       | np.tile(np.arange(4), int(whole.sum()))}))
         part_parent, part_child = np.nonzero(~above & ~(whole[:, None] & (leaves == "merge")))
         cells.append(pd.DataFrame({"level": level + 1, "code": (parents[part_parent] << 2) | part_child,
                                    "count": n_hat[part_parent, part_child]}))
@@ -245,6 +253,10 @@ def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_
     if remaining.size:
         cells.append(last_children)
     part = pd.concat(cells, ignore_index=True).sort_values(["level", "code"], ignore_index=True)
+    if counts == "regions":
+        region = pd.DataFrame({"level": final_level, "code": current})
+        part = _region_counts(part, region, pd.concat(inner, ignore_index=True) if inner else None,
+                              path, max_depth, (scale, child_epsilon), rng, calibration)
     empty_reports = pd.DataFrame({"round": pd.Series(dtype="int64"), "user": pd.Series(dtype="int64"),
                                   "level": pd.Series(dtype="int64"), "code": pd.Series(dtype="int64"),
                                   "y": pd.Series(dtype="float64")})
@@ -257,28 +269,71 @@ def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_
         user_reports=_user_reports(answered, n, exact_scale(scale / INDICATOR_STEP)) if keep_user_reports else None)
 
 
-def guarantee(epsilon: float, delta: float, threshold: float, split_rule: str, calibration: str,
-              task_epsilon: float = 0.0, task: str = "") -> Guarantee:
-    """The record of a protocol run with partition budget ``epsilon`` (plus a task spending
-    ``task_epsilon``-LDP among locations of the user's region, if any).
+def _region_counts(part: pd.DataFrame, region: pd.DataFrame, inner: pd.DataFrame | None, path: np.ndarray,
+                   max_depth: int, scales: tuple[float, float], rng: np.random.Generator,
+                   calibration: str) -> pd.DataFrame:
+    """``part`` with each cell's count replaced by the exact number of users located in it, except
+    for ``inner`` cells (children inside a region, ``region`` the users' (level, code)): the
+    transcript's n_hat, combined with a fresh child release at ``scales[1]`` = child_epsilon (> 0)
+    by inverse variance, shifted so that the four siblings sum to the parent's exact count."""
+    located = region.value_counts()
+    keys = pd.MultiIndex.from_frame(part[["level", "code"]])
+    exact = located.reindex(keys, fill_value=0).to_numpy(dtype=float)
+    if inner is None:
+        return part.assign(count=exact)
+    is_inner = keys.isin(pd.MultiIndex.from_frame(inner))
+    level, code = part["level"].to_numpy()[is_inner], part["code"].to_numpy()[is_inner]
+    estimate = part["count"].to_numpy(dtype=float)[is_inner]          # n_hat from the transcript
+    scale, child_epsilon = scales
+    if child_epsilon > 0:
+        # client side: each user of a whole parent reports its child again (4 noisy indicators)
+        lvl, cod = region["level"].to_numpy(), region["code"].to_numpy()
+        mine = np.flatnonzero(pd.MultiIndex.from_arrays([lvl, cod]).isin(
+            pd.MultiIndex.from_arrays([level - 1, code >> 2])))
+        digit = (path[mine] >> (2 * (max_depth - lvl[mine] - 1))) & 3
+        y = child_reports(digit, child_epsilon, rng, calibration)
+        fresh = pd.Series(y.ravel(), index=pd.MultiIndex.from_arrays([
+            np.repeat(lvl[mine] + 1, 4), (np.repeat(cod[mine], 4) << 2) | np.tile(np.arange(4), mine.size)]))
+        fresh = fresh.groupby(level=[0, 1]).sum().reindex(pd.MultiIndex.from_arrays([level, code]), fill_value=0.0)
+        fresh_scale = noise_scale(child_epsilon, calibration)
+        weight = fresh_scale ** 2 / (scale ** 2 + fresh_scale ** 2)   # per-user variances 2 b^2 each
+        estimate = weight * estimate + (1 - weight) * fresh.to_numpy()
+    parent = pd.MultiIndex.from_arrays([level - 1, code >> 2])
+    total = located.reindex(parent, fill_value=0).to_numpy(dtype=float)
+    siblings = pd.Series(estimate).groupby([level, code >> 2]).transform("sum").to_numpy()
+    exact[is_inner] = estimate + (total - siblings) / 4
+    return part.assign(count=exact)
 
-    Thm 4.1 (Kroshnin & Suvorikova 2025) covers Alg. 2 as printed (``all_children``); each
-    round's 4 reports cost ``round_cost`` (2 eps under the printed calibration), and the task's
-    release composes with it (basic composition).  The per-child rule is not covered by the
-    theorem: no epsilon is recorded for it.
+
+def guarantee(epsilon: float, delta: float, threshold: float, split_rule: str, calibration: str,
+              task_epsilon: float = 0.0, task: str = "", child_epsilon: float = 0.0) -> Guarantee:
+    """The record of a protocol run with partition budget ``epsilon`` (plus a fresh release of the
+    child cells inside regions at ``child_epsilon``, and a task spending ``task_epsilon``-LDP among
+    locations of the user's region, if any).
+
+    Thm 4.1 (Kroshnin & Suvorikova 2025) covers Alg. 2 as printed (``all_children``) with a split
+    margin whose tail is at most delta (``margin``); each round's 4 reports cost ``round_cost``
+    (2 eps under the printed calibration); the child release (4 indicators, sensitivity 2) costs
+    ``round_cost(child_epsilon)``, and it and the task compose with the partition (basic
+    composition).  Exact counts of the released regions cost nothing (module docstring).  The
+    per-child rule is not covered by the theorem: no epsilon is recorded for it.
     """
-    cost = round_cost(epsilon, calibration)
+    children = round_cost(child_epsilon, calibration) if child_epsilon else 0.0
+    cost = round_cost(epsilon, calibration) + children
     proven = split_rule == "all_children"
-    spent = f"partition {cost:g} (calibration {calibration})" + (f" + {task} {task_epsilon:g}" if task else "")
+    spent = (f"partition {round_cost(epsilon, calibration):g} (calibration {calibration})"
+             + (f" + child cells {children:g}" if children else "") + (f" + {task} {task_epsilon:g}" if task else ""))
     return Guarantee(
         model="(epsilon, delta)-SLDP (semi-local DP)" if proven else "none proven (per_child split rule)",
         epsilon=cost + task_epsilon if proven else None, delta=delta if proven else None,
         relation="replace one user's location by another inside its privacy region U*(X) (the ideal "
                  f"partition's cell holding it, >= Q = {threshold:g} users)",
-        covers="the location inside its privacy region only; the region is revealed to the server",
+        covers="the location inside its privacy region only; the region and the exact number of users in each "
+               "released region are revealed to the server (free: invariant under the relation)",
         discretisation=f"indicators (and task values) released on public power-of-two grids (indicators: "
                        f"{INDICATOR_STEP:g}) with exact discrete Laplace noise (Canonne, Kamath & Steinke 2020)",
         note=(f"Kroshnin & Suvorikova 2025 Thm 4.1 at the true cost: {spent}; the 4 indicators have L1 "
-              "sensitivity 2" if proven else
+              "sensitivity 2; split margin: the sum of the report noises' exact-tail (1 - delta) quantile bound"
+              if proven else
               "the authors' per-child split rule is not covered by Thm 4.1 and no proof is known to us, so "
               f"no epsilon is claimed (budget as configured: {spent})"))

@@ -4,12 +4,16 @@ One run = (task, N, epsilon, rep).  ``mean``: N(0, 1.5^2 I) truncated to the box
 the protocol on ``partition_share`` of epsilon, Ex. 3.1 / 2.1 / 2.2 on the rest
 (LDP and central DP get the whole epsilon).  ``range``: clustered points on the
 unit square, the protocol on all of epsilon, 200 anchored queries answered from
-the partition, PrivTree (epsilon split in halves), the LDP OUE grid and LDP-KDTree
-(``ldp_kdtree``, height ``range.kdtree_height``).
+the partition, PrivTree (epsilon split in halves), the LDP OUE grid (level ``range.grid_level``,
+or ``auto``: the granularity guideline), LDP-KDTree (``ldp_kdtree``, height
+``range.kdtree_height``) and HDG (``hdg``, Yang et al. 2021, its own granularity guideline).
 
 Split threshold Q = ``threshold`` per task, as the paper and its notebooks set it: 100 for
 mean estimation, 20 for range queries and classification (§5.2, App. A.1/A.2);
 ``leaves``: "merge" (default, measured) or "children" (the authors' code; ``protocol``);
+``counts``: "regions" (default: each released region's exact user count, free) or "noisy";
+``child_share`` of a range run's epsilon re-releases the child cells inside regions
+(``leaves: children`` only; the partition gets the rest);
 ``calibration`` "sensitivity2" (default) makes a round cost epsilon, "paper"
 reproduces Alg. 1's printed noise and records its true cost (2 epsilon per round).
 Each protocol run records its guarantee (``protocol.guarantee``) in the metadata.
@@ -30,13 +34,13 @@ from ..datasets.points import load_points, projected_box
 from ..quadtree import cell_box
 from ..seeding import rng as make_rng
 from ..study import Study
-from . import classify, ldp_grid, ldp_kdtree, mean, privtree, range_queries
+from . import classify, hdg, ldp_grid, ldp_kdtree, mean, privtree, range_queries
 from .protocol import run_protocol
 from .protocol import guarantee as protocol_guarantee
 
 TASKS = ("mean", "range")   # tasks with a sample size N; "classify" uses its whole dataset
 # the settings every protocol run reads (the split threshold Q is per task)
-PROTOCOL_KEYS = ("delta", "max_depth", "delta_constant", "split_rule", "calibration", "leaves")
+PROTOCOL_KEYS = ("delta", "max_depth", "split_rule", "calibration", "leaves", "counts", "child_share")
 UNIT = (0.0, 1.0, 0.0, 1.0)
 # keys, bounds and defaults: workflow/schemas/config.source.yaml, $defs.sldp (docs/configuration.md)
 SECTION = StudySection("sldp")
@@ -47,7 +51,14 @@ def validate_config(section: dict) -> dict:
     if "threshold" in (section or {}):   # Q differs by task in the paper: one shared key would hide that
         raise SECTION.error("threshold", "moved into each task", "mean.threshold (default 100), "
                             "range.threshold (20) or classify.threshold (20)")
+    if "delta_constant" in (section or {}):   # Alg. 2 line 14's margin missed its delta (protocol, margin)
+        raise SECTION.error("delta_constant", "removed: the split margin is now the exact-tail quantile of the "
+                            "report noise, valid for every delta", "leave it out (delta alone sets the margin)")
     cfg = SECTION.validate(section)
+    if cfg["child_share"] and (cfg["leaves"], cfg["counts"]) != ("children", "regions"):
+        raise SECTION.error("child_share", f"{cfg['child_share']} re-releases the child cells inside regions, "
+                            f"which leaves: {cfg['leaves']} / counts: {cfg['counts']} do not publish",
+                            "0, or leaves: children with counts: regions")
     for task in TASKS:
         cfg[task]["n"] = listed(cfg[task]["n"], int)
         cfg[task]["epsilon"] = listed(cfg[task]["epsilon"], float)
@@ -118,18 +129,20 @@ def protocol_stage(*, run: dict, cfg: dict, seed: int, out_partition: str, out_r
     """Client data + the interactive protocol; writes the server's transcript and partition."""
     pts = _data(run, cfg, seed)
     box = cfg["mean"]["box"] if run["task"] == "mean" else list(UNIT)
-    eps = run["epsilon"] * (cfg["mean"]["partition_share"] if run["task"] == "mean" else 1.0)
+    task = run["task"] == "mean"
+    # the mean task spends the rest of epsilon on its estimate; a range run may re-release child cells
+    share = cfg["mean"]["partition_share"] if task else 1.0 - cfg["child_share"]
+    eps, child_eps = run["epsilon"] * share, 0.0 if task else run["epsilon"] * cfg["child_share"]
     threshold = cfg[run["task"]]["threshold"]
     res = run_protocol(pts, box, eps, threshold, cfg["max_depth"], cfg["delta"],
                        make_rng(seed, "sldp-protocol", run["task"], run["n"], run["epsilon"], run["rep"]),
-                       delta_constant=cfg["delta_constant"], split_rule=cfg["split_rule"],
-                       calibration=cfg["calibration"], leaves=cfg["leaves"])
-    task = run["task"] == "mean"
+                       split_rule=cfg["split_rule"], calibration=cfg["calibration"], leaves=cfg["leaves"],
+                       counts=cfg["counts"], child_epsilon=child_eps)
     guarantee = protocol_guarantee(eps, cfg["delta"], threshold, cfg["split_rule"], cfg["calibration"],
                                    task_epsilon=run["epsilon"] - eps if task else 0.0,
-                                   task="mean task (Ex. 3.1)" if task else "").as_dict()
+                                   task="mean task (Ex. 3.1)" if task else "", child_epsilon=child_eps).as_dict()
     meta = {"run": run, "box": box, "guarantee": guarantee, "split_rule": cfg["split_rule"], "threshold": threshold,
-            "leaves": cfg["leaves"]}
+            "leaves": cfg["leaves"], "counts": cfg["counts"]}
     io.write_parquet(res.cells, out_partition, metadata=meta)
     io.write_parquet(res.rounds, out_rounds, metadata=meta)
     io.write_parquet(res.reports, out_reports, metadata=meta)
@@ -161,16 +174,23 @@ def evaluate_stage(*, run: dict, cfg: dict, seed: int, partition_path: str, regi
         truth = range_queries.true_counts(q, pts)
         parts = {"sldp": pd.read_parquet(partition_path),
                  "privtree": privtree.privtree(pts, UNIT, eps / 2, eps / 2, rng),
-                 "ldp_oue_grid": ldp_grid.oue_grid(pts, UNIT, eps, cfg["range"]["grid_level"], rng),
+                 "ldp_oue_grid": ldp_grid.oue_grid(pts, UNIT, eps, _grid_level(cfg, run["n"], eps), rng),
                  "ldp_kdtree": ldp_kdtree.ldp_kdtree(pts, UNIT, eps, cfg["range"]["kdtree_height"], rng).leaves}
-        rows = [{"method": k, "metric": "mre",
-                 "value": range_queries.mean_relative_error(range_queries.answer(q, p, UNIT), truth, run["n"])}
-                for k, p in parts.items()]
+        answers = {k: range_queries.answer(q, p, UNIT) for k, p in parts.items()}
+        answers["hdg"] = hdg.answer(q, hdg.hdg(pts, UNIT, eps, rng).matrix, UNIT)
+        rows = [{"method": k, "metric": "mre", "value": range_queries.mean_relative_error(a, truth, run["n"])}
+                for k, a in answers.items()]
     io.write_parquet(_rows(run, rows, run["n"]), out)
 
 
+def _grid_level(cfg: dict, n: int, epsilon: float) -> int:
+    """The OUE grid's level: configured, or ``auto`` (the granularity guideline, ``ldp_grid.grid_level``)."""
+    level = cfg["range"]["grid_level"]
+    return ldp_grid.grid_level(n, epsilon) if level == "auto" else level
+
+
 def classify_stage(*, run: dict, cfg: dict, seed: int, data_path: str, out: str) -> None:
-    X, y, counts = classify.load_housing(data_path)
+    X, y, counts = classify.load_housing(data_path, cfg["classify"]["lonlat_bbox"])
     cfg = {**cfg, "threshold": cfg["classify"]["threshold"]}   # the protocol's Q (the k study overrides it)
     rows = []
     for mechanism in cfg["classify"]["mechanisms"]:

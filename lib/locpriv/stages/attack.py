@@ -19,10 +19,10 @@ import pyarrow.parquet as pq
 
 from ..adversary import local_maxima as attacks
 from ..adversary import bayes
-from .. import io, mechanisms
+from .. import io
 from ..seeding import rng as make_rng
 from .prepare import load_grid
-from .run import check_views, n_users_of, resolve_params, shard_size
+from .run import check_views, configured, n_users_of, shard_size
 
 
 def attack_sample(dataset: str, n_users: int, size: int, seed: int) -> np.ndarray:
@@ -145,8 +145,7 @@ def attack(*, run: dict, seed: int, attack_cfg: dict, users_per_shard: int, view
            points_path: str, meta_json: str, grid_path: str, bandwidth_json: str | None,
            out_attack: str) -> None:
     """[RFF-KDE]'s local-maxima attack on the sampled users or persons (see :mod:`locpriv.adversary.local_maxima`)."""
-    mech = mechanisms.get(run["mechanism"])
-    params = resolve_params(run["params"], bandwidth_json)
+    mech = configured(run, bandwidth_json)
     grid = load_grid(grid_path)
     targets = sampled_targets(run, seed, int(attack_cfg["users"]), users_per_shard, view_paths, points_path,
                               meta_json)
@@ -155,7 +154,7 @@ def attack(*, run: dict, seed: int, attack_cfg: dict, users_per_shard: int, view
         _write_refused(attacks.RESULT_COLUMNS, out_attack, meta)
         return
     batch = int(attack_cfg.get("batch", attacks.DEFAULT_BATCH))
-    surfaces = _row_batches(targets, batch, lambda rows: mech.surfaces(rows, params, grid))
+    surfaces = _row_batches(targets, batch, lambda rows: mech.surfaces(rows, grid))
     if targets.owner is not None:   # a person's surface: the sum of their reports' surfaces
         total = np.zeros((len(targets.ids), *grid.shape))
         for sl, part in surfaces:
@@ -180,8 +179,7 @@ def bayes_attack(*, run: dict, seed: int, adversary_cfg: dict, users_per_shard: 
     all their reports from one cell, or a mixture over their reports when no cell explains
     them all (:func:`locpriv.adversary.bayes.person_log_likelihoods`; the count is in the metadata).
     """
-    mech = mechanisms.get(run["mechanism"])
-    params = resolve_params(run["params"], bandwidth_json)
+    mech = configured(run, bandwidth_json)
     grid = load_grid(grid_path)
     targets = sampled_targets(run, seed, int(adversary_cfg["users"]), users_per_shard, view_paths, points_path,
                               meta_json)
@@ -193,7 +191,7 @@ def bayes_attack(*, run: dict, seed: int, adversary_cfg: dict, users_per_shard: 
         return
     prior = bayes.prior(adversary_cfg["prior"], io.read_nc3(truth_path)["density"].values)
     batch = int(adversary_cfg.get("batch", attacks.DEFAULT_BATCH))
-    log_liks = _row_batches(targets, batch, lambda rows: _log(mech.likelihood(rows, params, grid)))
+    log_liks = _row_batches(targets, batch, lambda rows: _log(mech.likelihood(rows, grid)))
     if targets.owner is not None:
         joint, meta["persons_mixture"] = bayes.person_log_likelihoods(log_liks, targets.owner, len(targets.ids),
                                                                       prior > 0)

@@ -5,25 +5,24 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import io, mechanisms, metrics
+from .. import io, metrics
 from ..datasets.persons import person_level_epsilon
 from .prepare import load_grid
-from .run import resolve_params
+from .run import configured, n_users_of
 from .utility import read_workload
 
 
 def run_metrics(*, run: dict, est_path: str, truth_path: str, pooled_path: str | None, attack_path: str,
                 bayes_path: str, workload_path: str, grid_path: str, bandwidth_json: str | None,
                 meta_json: str, hotspot_k: int, out_metrics: str) -> None:
-    mech = mechanisms.get(run["mechanism"])
-    params = resolve_params(run["params"], bandwidth_json)
+    mech = configured(run, bandwidth_json)
     grid = load_grid(grid_path)
     est = io.read_nc3(est_path)
     dens = est["density"].values
     truth_d = io.read_nc3(truth_path)["density"].values
     att = pd.read_parquet(attack_path)
     workload_queries, workload_sha = read_workload(workload_path)
-    g = mech.run_guarantee(run["params"], params)   # void (no epsilon) if a private input leaked
+    g = mech.run_guarantee(run["params"])   # void (no epsilon) if a private input leaked
     answered = bool(np.isfinite(dens).all())
     # the pooled reference is the same users' exact KDE ([RFF-KDE]'s score); a mechanism
     # without a bandwidth answers a constant, whose rank correlation with anything is 0
@@ -38,24 +37,27 @@ def run_metrics(*, run: dict, est_path: str, truth_path: str, pooled_path: str |
         "argmax_error": float(att["argmax_error"].mean()),
         **_utility_and_bayes(dens if answered else None, truth_d, grid, workload_queries,
                              float(est["density"].attrs["n_users"]), hotspot_k, pd.read_parquet(bayes_path)),
-        "comm_per_user": mech.communication(params, grid),
+        "comm_per_user": mech.communication(grid),
         "n_users": float(est["density"].attrs["n_users"]),
-        "guarantee_epsilon": float("nan") if g["epsilon"] is None else float(g["epsilon"]),
+        "guarantee_epsilon": float("nan") if g.epsilon is None else float(g.epsilon),
     }
     meta = io.read_json(meta_json)
     if "persons" in meta:   # rows come from fewer people: the person-level epsilon beside the row-level one
-        person = person_level_epsilon(g["epsilon"] if not g["delta"] else None, meta.get("person_cap"))
+        person = person_level_epsilon(g.epsilon if not g.delta else None, meta.get("person_cap"))
         values["guarantee_epsilon_person"] = nan if person is None else person
-    if "h" in params:
-        values["bandwidth"] = float(params["h"])
+    if "h" in mech.settings:
+        values["bandwidth"] = float(mech.settings["h"])
     rows = pd.DataFrame({"metric": list(values), "value": list(values.values())})
     rows.insert(0, "rep", run["rep"])
+    rows.insert(0, "trust_model", g.trust_model)
     rows.insert(0, "mechanism", run["mechanism"])
     rows.insert(0, "dataset", run["dataset"])
-    for k, v in run["params"].items():
-        rows[k] = str(v)
+    # the configured parameters with their own types (the summary types each column); n is the
+    # number of users the run used, as in the studies' summaries
+    for k, v in {**run["params"], "n": n_users_of(run["params"], meta_json)}.items():
+        rows[k] = v
     for k in ("model", "relation", "non_private_inputs"):   # what guarantee_epsilon means
-        rows[f"guarantee_{k}"] = g[k]
+        rows[f"guarantee_{k}"] = getattr(g, k)
     io.write_parquet(rows, out_metrics, metadata={"range_workload_sha256": workload_sha})
 
 
@@ -72,24 +74,50 @@ def _utility_and_bayes(dens: np.ndarray | None, truth_d: np.ndarray, grid, queri
     }
 
 
-def summary(metric_paths: list[str], out_parquet: str, out_csv: str, audit_table: str | None = None) -> None:
-    """Gather every run's tidy metrics; parameter columns a run lacks are empty.
+# the main summary's identity columns around the parameter columns (which sit between them, sorted)
+LEAD = ["dataset", "mechanism", "trust_model", "rep"]
+TAIL = ["metric", "value"]
 
-    With the combined audit table (``locpriv.audit``), every run stating an ε also gets
-    ``audit_epsilon_lb`` (its empirical lower bound) and ``audit_confidence`` rows.
+
+def _column_dtype(dtypes: list) -> str:
+    """One summary column's dtype from the per-run tables' dtypes of it: numbers stay numbers."""
+    if all(pd.api.types.is_integer_dtype(d) for d in dtypes):
+        return "Int64"
+    if all(pd.api.types.is_numeric_dtype(d) and not pd.api.types.is_bool_dtype(d) for d in dtypes):
+        return "float64"
+    return "object"
+
+
+def summary(metric_paths: list[str], out_parquet: str, out_csv: str, audit_table: str | None = None) -> None:
+    """Gather every run's tidy metrics, typed: one row per run and metric.
+
+    Columns: dataset, mechanism, trust_model, rep, the parameter columns (sorted; a run lacking
+    one has it missing), metric, value.  A parameter column holds numbers when every run gives
+    it numbers (int64, or nullable Int64 where some runs lack it; float64 where some value is a
+    float), so epsilon, delta and n sort as numbers; a column holding a word anywhere (a choice,
+    or a special value such as h: knn) holds text, numbers written as the config gives them.
+    ``n`` is the number of users a run used.  With the combined audit table
+    (``locpriv.audit``), every run stating an ε also gets ``audit_epsilon_lb`` (its empirical
+    lower bound) and ``audit_confidence`` rows.
     """
     frames = [pd.read_parquet(p) for p in sorted(metric_paths)]
-    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["dataset", "mechanism", "rep", "metric", "value"])
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=LEAD + TAIL)
     if audit_table:
         from ..audit.stage import audit_rows  # here, not at the top: a per-run metrics job needs no audit code
 
         table = pd.concat([table, audit_rows(table, audit_table)], ignore_index=True)
-    fixed = ["dataset", "mechanism", "rep", "metric", "value"]
-    params = sorted(c for c in table.columns if c not in fixed)
-    table = table[fixed[:3] + params + fixed[3:]]
-    table[params] = table[params].fillna("")
-    table = table.sort_values(fixed[:3] + params + ["metric"], kind="stable", ignore_index=True)
+    params = sorted(c for c in table.columns if c not in LEAD + TAIL)
+    table = table[LEAD + params + TAIL]
+    for column in params:
+        dtype = _column_dtype([f[column].dtype for f in frames if column in f])
+        values = table[column]
+        if dtype == "object":   # text: numbers as the config wrote them, missing as None
+            values = values.map(lambda v: None if pd.isna(v) else str(v.item() if isinstance(v, np.generic) else v))
+        elif dtype == "Int64" and values.notna().all():
+            dtype = "int64"
+        table[column] = values.astype(dtype)
+    table = table.astype({"rep": "int64", "value": "float64"})
+    table = table.sort_values(LEAD + params + ["metric"], kind="stable", na_position="last", ignore_index=True)
     io.write_parquet(table, out_parquet)
     with io.atomic_path(out_csv) as tmp:
         table.to_csv(tmp, index=False, float_format="%.10g")
@@ -114,9 +142,8 @@ def per_run(tidy: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     Only the runs that exist: no cross product of parameter values (``pivot_table(dropna=False)``
     builds one, which exhausts memory once mechanisms declare a dozen parameters).
     """
-    fixed = {"dataset", "mechanism", "rep", "metric", "value"}
-    params = sorted((c for c in tidy.columns if c not in fixed), key=lambda c: (c != "n", c))
-    key = ["dataset", "mechanism", *params, "rep"]
+    params = sorted((c for c in tidy.columns if c not in LEAD + TAIL), key=lambda c: (c != "n", c))
+    key = ["dataset", "mechanism", "trust_model", *params, "rep"]
     return tidy.set_index([*key, "metric"])["value"].unstack("metric").reset_index().rename_axis(
         columns=None), params
 
@@ -135,11 +162,11 @@ def runs_table(summary_parquet: str, units: dict[str, str], out_csv: str) -> pd.
     wide, columns = per_run(tidy)
     info = [c for c in columns if c.startswith("guarantee_")]   # per-run text, not a setting
     params = [c for c in columns if c not in info]
-    key = ["dataset", "mechanism", *params]
+    key = ["dataset", "mechanism", "trust_model", *params]
     wide = wide.rename(columns={"guarantee_epsilon": "epsilon_guaranteed"})
     metrics = [m for m in METRIC_ORDER if m in wide] + sorted(
         m for m in wide.columns if m not in METRIC_ORDER and m not in (*key, *info, "rep", "epsilon_guaranteed"))
-    grouped = wide.groupby(key, sort=True)
+    grouped = wide.groupby(key, sort=True, dropna=False)   # a parameter a mechanism lacks is missing
     table = grouped[[c for c in ("epsilon_guaranteed", *metrics) if c in wide]].mean()
     table.insert(0, "reps", grouped["rep"].nunique())
     if info:
@@ -150,7 +177,7 @@ def runs_table(summary_parquet: str, units: dict[str, str], out_csv: str) -> pd.
     table.insert(2, "distance_unit", table["dataset"].map(named).fillna("box unit"))
     shared = table["distance_unit"].iloc[0] if table["distance_unit"].nunique() == 1 else "distance_unit"
     eps = [c for c in ("epsilon_guaranteed", "epsilon_relation", "epsilon_model") if c in table]
-    table = table[["dataset", "mechanism", *params, "reps", "distance_unit", *eps, *metrics]]
+    table = table[["dataset", "mechanism", "trust_model", *params, "reps", "distance_unit", *eps, *metrics]]
     table = table.rename(columns={m: f"{m} [{METRIC_UNITS[m].format(u=shared)}]"
                                   for m in metrics if m in METRIC_UNITS})
     with io.atomic_path(out_csv) as tmp:

@@ -15,6 +15,7 @@ import pandas as pd
 
 from .. import io, mechanisms
 from ..errors import InputError
+from ..mechanisms.base import Mechanism
 from ..seeding import rng as make_rng
 from .prepare import load_grid
 
@@ -25,6 +26,12 @@ def resolve_params(params: dict, bandwidth_json: str | None) -> dict:
     if out.get("h") == "knn":
         out["h"] = float(io.read_json(bandwidth_json)["h"])
     return out
+
+
+def configured(run: dict, bandwidth_json: str | None) -> Mechanism:
+    """The run's one configured mechanism object (its 'knn' bandwidth resolved); every stage of the run
+    calls its methods, and ``run_guarantee(run["params"])`` records what the configured values leak."""
+    return mechanisms.get(run["mechanism"])(**resolve_params(run["params"], bandwidth_json))
 
 
 def n_users_of(params: dict, meta_json: str) -> int:
@@ -52,14 +59,15 @@ def _shard_users(points_path: str, shard: int, users_per_shard: int, n_users: in
     return pd.read_parquet(points_path, filters=[("user", ">=", lo), ("user", "<", hi)])
 
 
-def run_seed_keys(run: dict, params: dict) -> tuple:
-    """What a run's client randomness is keyed by (``params`` resolved, without 'n').
+def run_seed_keys(run: dict, mech: Mechanism) -> tuple:
+    """What a run's client randomness is keyed by: its configured mechanism's explicit settings
+    (resolved, without 'n').
 
     'n' is left out so the first n users answer alike whatever the run's size;
     a mechanism with persistent user state is keyed by that state only.
     """
-    state = mechanisms.get(run["mechanism"]).state_params(params)
-    return (run["dataset"], run["mechanism"], params if state is None else state, run["rep"])
+    state = mech.state_params()
+    return (run["dataset"], run["mechanism"], mech.explicit_settings() if state is None else state, run["rep"])
 
 
 def shard_file(view_dir: str, shard: int) -> str:
@@ -107,15 +115,16 @@ def randomize(*, run: dict, seed: int, shards: list[int], users_per_shard: int, 
     depend on how shards are grouped into jobs.  ``out_dir`` is complete or absent: the shard
     files go into a temporary sibling folder that is renamed into place at the end.
     """
-    mech = mechanisms.get(run["mechanism"])
-    params = resolve_params(run["params"], bandwidth_json)
+    mech = configured(run, bandwidth_json)
+    params = mech.explicit_settings()
     n = n_users_of(run["params"], meta_json)
     grid = load_grid(grid_path)
     size = shard_size(run["mechanism"], users_per_shard)
     with _atomic_dir(out_dir) as tmp:
         for shard in shards:
             pts = _shard_users(points_path, shard, size, n)
-            view = mech.randomize(pts, params, grid, make_rng(seed, "randomize", *run_seed_keys(run, params), shard))
+            rng = make_rng(seed, "randomize", *run_seed_keys(run, mech), shard)
+            view = mech.randomize(pts, rng=rng, domain=grid)
             if "refusal" in view.attrs:
                 logging.warning("users refused the query: %s", view.attrs["refusal"]["reason"])
             # view.attrs carries what the server learns besides the rows, e.g. a refusal
@@ -126,35 +135,34 @@ def randomize(*, run: dict, seed: int, shards: list[int], users_per_shard: int, 
 
 def aggregate(*, run: dict, view_paths: list[str], grid_path: str, bandwidth_json: str | None,
               out_agg: str) -> None:
-    mech = mechanisms.get(run["mechanism"])
-    params = resolve_params(run["params"], bandwidth_json)
+    mech = configured(run, bandwidth_json)
     grid = load_grid(grid_path)
     total, n, refusals = None, 0, set()
     for path in view_paths:  # one shard in memory at a time
         view = pd.read_parquet(path)
-        part = mech.partial(view, params, grid)
+        part = mech.partial(view, grid)
         total = part if total is None else mech.combine(total, part)
         n += len(view)
         if "refusal" in (meta := io.read_parquet_metadata(path)):
             refusals.add(meta["refusal"]["reason"])
     units = io.read_nc3(grid_path).attrs["units"]
-    attrs = {"n_users": n, "mechanism": mech.name, "params": params}
+    attrs = {"n_users": n, "mechanism": mech.name, "params": mech.explicit_settings()}
     if refusals:
         attrs["refusal"] = "; ".join(sorted(refusals))
     io.write_netcdf(grid.surface(total, "sum", attrs, units), out_agg)
 
 
 def estimate(*, run: dict, agg_path: str, grid_path: str, bandwidth_json: str | None, out_est: str) -> None:
-    mech = mechanisms.get(run["mechanism"])
-    params = resolve_params(run["params"], bandwidth_json)
+    mech = configured(run, bandwidth_json)
     grid = load_grid(grid_path)
     agg = io.read_nc3(agg_path)
     n = int(agg["sum"].attrs["n_users"])
     refusal = agg["sum"].attrs.get("refusal")
     # users who refused the query sent nothing: there is no estimate, not a zero one
-    dens = np.full(grid.shape, np.nan) if n == 0 else mech.estimate(agg["sum"].values, n, params, grid)
+    dens = np.full(grid.shape, np.nan) if n == 0 else mech.density(agg["sum"].values, n, grid)
     units = io.read_nc3(grid_path).attrs["units"]
-    attrs = {"mechanism": mech.name, "params": params, "n_users": n, "guarantee": mech.run_guarantee(run["params"], params),
+    attrs = {"mechanism": mech.name, "params": mech.explicit_settings(), "n_users": n,
+             "guarantee": mech.run_guarantee(run["params"]).as_dict(),
              "units": f"1/{units}^2", **({"refusal": refusal} if refusal else {})}
     io.write_netcdf(grid.surface(dens, "density", attrs, units), out_est)
 

@@ -1,0 +1,60 @@
+"""``dp_heatmap``: Bagdasaryan et al. 2022's adaptive distributed-DP heatmap (Alg. 2) in the location DAG.
+
+The adaptive hierarchical histogram over the quadtree of the domain box, its sub-queries summed
+per secure-aggregation shard with Pólya noise shares (the common base, the guarantee and its
+proof sketch: ``heatmap``).
+"""
+
+from __future__ import annotations
+
+from ..heatmaps.adaptive import OPTIONS, AdaptiveParams, run_adaptive
+from ..heatmaps.aggregation import UserPool
+from ..params import Param
+from .heatmap import AGGREGATION, DEPTH, SHARD_SIZE, Heatmap, pixels, published, secagg
+from .partitions import EPSILON
+
+
+class DPHeatmap(Heatmap):
+    """Adaptive distributed-DP heatmap (Bagdasaryan et al. 2022 Alg. 2): sub-queries refine the quadtree."""
+
+    name = "dp_heatmap"
+    defaults = AdaptiveParams()
+    params = {"epsilon": EPSILON, "depth": DEPTH, "shard_size": SHARD_SIZE, "aggregation": AGGREGATION,
+              "calibration": Param("calibration", "float", "c of Eq. 7: target noise std as a fraction of the "
+                                   "mean count per node", default=defaults.calibration, low=0.0),
+              "k_sigma": Param("k_sigma", "float", "split threshold in noise standard deviations (Eq. 6)",
+                               default=defaults.k_sigma, low=0.0),
+              "max_rounds": Param("max_rounds", "int", "sub-queries at most", default=defaults.max_rounds,
+                                  low=0, high=30),
+              "threshold": Param("threshold", "choice", "split threshold's noise level: paper sigma(max(eps_t, "
+                                 "eps left)) or authors sigma(eps_t) (adaptive.py)", default=defaults.threshold,
+                                 choices=OPTIONS["threshold"], omit_default=True),
+              "start": Param("start", "choice", "first sub-query's tree: root, or children (the root's four)",
+                             default=defaults.start, choices=OPTIONS["start"], omit_default=True),
+              "collapse_floor": Param("collapse_floor", "float", "a leaf at or below max(floor, threshold / 4) "
+                                      "is deleted (the authors use 5; <= 0: no floor)",
+                                      default=defaults.collapse_floor, omit_default=True),
+              "combine": Param("combine", "choice", "published map from the last sub-query, or every sub-query "
+                               "combined by least squares over the tree (post-processing, no privacy cost)",
+                               default=defaults.combine, choices=OPTIONS["combine"], omit_default=True),
+              "render": Param("render", "choice", "counts to pixels: smooth (density varies inside a cell, each "
+                              "cell keeps its count; post-processing, no privacy cost) or uniform within each cell",
+                              default=defaults.render, choices=OPTIONS["render"], omit_default=True)}
+
+    def communication(self, grid):
+        """Upper bound: every sub-query's vector at most 4^depth entries (the exact Σ_t K_t is data-dependent
+        and recorded in the view's metadata as ``communication``)."""
+        return float(self.settings["max_rounds"] * 4 ** self.settings["depth"])
+
+    def randomize_points(self, points, grid, rng):
+        s = self.settings
+        depth = s["depth"]
+        x, y, moved = pixels(points, grid, depth)
+        config = AdaptiveParams(epsilon=s["epsilon"], users_per_round=len(points), calibration=s["calibration"],
+                                k_sigma=s["k_sigma"], max_rounds=s["max_rounds"], sampling="fixed",
+                                secagg=secagg(s, rng),
+                                **{k: s[k] for k in ("threshold", "start", "collapse_floor", "combine", "render")})
+        result = run_adaptive(UserPool.from_pixels(x, y, depth, sampling="fixed"), config, rng)
+        return published(points[["user"]].reset_index(drop=True), result.heatmap(), depth, moved,
+                         {"communication": result.communication, "rounds": len(result.rounds),
+                          "epsilon_spent": result.epsilon_spent, "epsilon_achieved": result.epsilon_achieved})

@@ -1,0 +1,146 @@
+"""``ldp_oue_grid``: optimized unary encoding over a grid (Wang et al., USENIX Security 2017), [SLDP]'s LDP baseline.
+
+Each user sends a perturbed bit vector over a 2^level x 2^level grid of the public box (the bit
+of its own cell kept w.p. p = 1/2, the others set w.p. q = 1/(e^ε + 1)); shardable.  ``level: auto``
+takes the level from the granularity guideline (N and ε only, ``sldp.ldp_grid.grid_level``), resolved
+with the run's N before any stage (``for_users``), so a run's path shows the level used.  The attack
+surface is the exact posterior over cells under a uniform prior: weight e^ε on reported ones, 1
+on zeros.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..dp import Guarantee
+from ..params import Param
+from ..quadtree import cell_codes
+from ..sldp.ldp_grid import grid_level, oue_bits, oue_probabilities
+from .base import Mechanism, clamp_to_domain
+from .partitions import EPSILON, domain_box, level_area, ones_column
+
+
+class OUEGrid(Mechanism):
+    """Optimized unary encoding over a 2^level x 2^level grid of the box (Wang et al. 2017).
+
+    Trust model ``local``: each user perturbs its own bit vector before sending it.
+    """
+
+    name = "ldp_oue_grid"
+    trust_model = "local"
+    params = {"epsilon": EPSILON,
+              # each user's bit vector is materialised per shard: 4^6 bits x 5000 users = 20 MB
+              "level": Param("level", "int", "grid of 2^level x 2^level cells, or 'auto': the granularity "
+                             "guideline from the run's N and epsilon (locpriv.sldp.ldp_grid.grid_level)",
+                             default=4, low=0, high=6, special=("auto",))}
+
+    @classmethod
+    def for_users(cls, params, n_users):
+        if params["level"] != "auto":
+            return params
+        if n_users is None:
+            raise ValueError("level: 'auto' sizes the grid from the run's number of users, which is known only "
+                             "once the dataset is read here; give n as numbers or an explicit level")
+        return {**params, "level": grid_level(n_users, params["epsilon"], cls.params["level"].high)}
+
+    @property
+    def level(self) -> int:
+        """The grid's level; 'auto' is resolved from the users first (``sized``: randomize and estimate do it)."""
+        level = self.settings["level"]
+        if level == "auto":
+            raise ValueError(f"{self!r}: level 'auto' follows the number of users; use .sized(n_users) (randomize "
+                             "and estimate resolve it from the users they are given)")
+        return level
+
+    def claim(self):
+        return Guarantee(
+            model="epsilon-LDP", epsilon=self.settings["epsilon"], delta=0.0, relation="any two inputs (local)",
+            covers="each user's location (clamped to the public domain box first)",
+            discretisation="bits only (no real values released); each bit's probability is a double, so the "
+                           "exact epsilon exceeds the recorded one by at most float rounding (< 1e-15)",
+            note="optimized unary encoding (Wang et al. 2017) over a uniform grid of the public box")
+
+    def variance(self, n: int, frequency: float = 0.0) -> float:
+        """Variance of the unbiased estimate of one cell's user fraction from ``n`` users.
+
+        The estimate is f̂ = (ones / n − q) / (p − q) (before ``density`` clips negatives and
+        renormalises); with a fraction f = ``frequency`` of the users in the cell, the cell's bit
+        count is a sum of n f Bernoulli(p) and n (1 − f) Bernoulli(q), so
+        Var f̂ = (f p (1 − p) + (1 − f) q (1 − q)) / (n (p − q)²).  At f = 0 it is Wang et al.
+        2017's q (1 − q) / (n (p − q)²) = 4 e^ε / (n (e^ε − 1)²).
+        """
+        if not (isinstance(n, (int, np.integer)) and n >= 1 and 0.0 <= frequency <= 1.0):
+            raise ValueError(f"variance needs an integer n >= 1 and 0 <= frequency <= 1, got n={n!r}, "
+                             f"frequency={frequency!r}")
+        p, q = oue_probabilities(self.settings["epsilon"])
+        return (frequency * p * (1 - p) + (1 - frequency) * q * (1 - q)) / (n * (p - q) ** 2)
+
+    def communication(self, grid):
+        return float(4 ** self.level)
+
+    def randomize_points(self, points, grid, rng):
+        xy, moved = clamp_to_domain(points, grid)
+        level = self.level
+        own = cell_codes(xy, domain_box(grid), level)
+        view = pd.DataFrame({"user": points["user"].to_numpy(),
+                             "ones": ones_column(oue_bits(own, 4 ** level, self.settings["epsilon"], rng))})
+        view.attrs["clamped_to_box"] = moved
+        return view
+
+    def _cell_surface(self, values: np.ndarray, grid) -> np.ndarray:
+        """(n, 4^level) cell values as (n, P, Q) densities on the grid (value / cell area)."""
+        level = self.level
+        gx, gy = np.meshgrid(grid.x, grid.y, indexing="ij")
+        code = cell_codes(np.column_stack([gx.ravel(), gy.ravel()]), domain_box(grid), level)
+        per_cell = values / level_area(level, domain_box(grid))
+        return per_cell[:, code].reshape(len(values), *grid.shape)
+
+    def partial(self, view, grid):
+        ones = np.bincount(np.concatenate(view["ones"].to_numpy()).astype(np.int64),
+                           minlength=4 ** self.level)
+        return self._cell_surface(ones[None, :].astype(float), grid)[0]
+
+    def density(self, total, n_users, grid):
+        p, q = oue_probabilities(self.settings["epsilon"])
+        area = level_area(self.level, domain_box(grid))
+        dens = (total - n_users * q / area) / (p - q) / n_users   # unbiased per cell (OUE)
+        dens = np.maximum(dens, 0.0)
+        mass = dens.sum() * grid.cell_area
+        return dens / mass if mass > 0 else dens
+
+    def likelihood(self, view, grid):
+        """The bit probabilities as a function of the own cell: e^eps on reported ones, 1 on zeros
+        (``adversary.likelihoods.oue_log_probability``), which is the surface normalised."""
+        return self.surfaces(view, grid)
+
+    def surfaces(self, view, grid):
+        weight = np.ones((len(view), 4 ** self.level))
+        ones = view["ones"].to_numpy()
+        weight[np.repeat(np.arange(len(view)), [len(o) for o in ones]),
+               np.concatenate(ones).astype(np.int64)] = math.exp(self.settings["epsilon"])
+        return self._cell_surface(weight / weight.sum(axis=1, keepdims=True), grid)
+
+    def audit_case(self, grid):
+        """Users in two different cells (opposite corners): the two cells' bits."""
+        from ..audit.cases import Pair, domain_corners, randomized
+
+        lo, hi = domain_corners(grid)
+        level = self.level
+        half_cell = (hi - lo) / 2 ** level / 2
+        a, b = lo + half_cell, hi - half_cell
+        cells = cell_codes(np.array([a, b]), domain_box(grid), level)
+
+        def bits(view):
+            ones = view["ones"].to_numpy()
+            rows = np.repeat(np.arange(len(ones)), [len(o) for o in ones])
+            flat = np.concatenate(ones).astype(np.int64) if len(rows) else np.zeros(0, np.int64)
+            out = np.zeros((len(ones), 2))
+            for j, cell in enumerate(cells):
+                out[rows[flat == cell], j] = 1.0
+            return out
+
+        return [Pair("users in two opposite corner cells: their two bits", randomized(self, grid, a, bits),
+                     randomized(self, grid, b, bits), lambda out: 2 * out[:, 0] + out[:, 1], box_free=True)]

@@ -1,0 +1,107 @@
+"""``sldp``: [SLDP]'s semi-local DP partition as a branch of the location DAG.
+
+Interactive ([SLDP] Alg. 1/2): the protocol needs every user's answers each round, so the run is
+one shard holding all its users (``interactive``).  The server learns the partition with its
+counts and, per user, its privacy region (where the user stopped answering): the attack's
+surface for a user is uniform on that region — SLDP protects a location only inside its region.
+Whole budget on the partition; split threshold Q = ``threshold`` (default k = 20 users per region,
+the paper's §5.2 / App. A.2); noise calibrated to the indicators' L1 sensitivity 2 unless
+``calibration: paper`` (Alg. 1 as printed, recorded at its true cost 2 eps per round); ``leaves``
+(children | merge) only changes which cells the server publishes; ``counts: regions`` (default)
+gives each released region its exact number of users, free under the SLDP relation (``noisy``:
+the transcript's n_hat); under ``leaves: children`` the child cells inside a region carry the
+transcript's n_hat shifted to the region's exact count (``sldp.protocol``).  The split margin is
+the exact tail of the report noise, valid for every delta > ``sldp.margin.MIN_DELTA``.
+
+Guarantee (Kroshnin & Suvorikova 2025, Thm 4.1, ``all_children`` = Alg. 2 as printed):
+(eps, delta)-DP for replacing one user's location by another inside its privacy region U*(X),
+the cell of the ideal partition holding it; the region itself is revealed.  ``per_child`` (the
+authors' code, the default: Alg. 2 as printed stops a parent as soon as any child is sparse,
+which on concentrated data leaves every user at level 1) has no proof: its record has no epsilon
+("none proven").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..params import Param
+from ..quadtree import cell_overlaps
+from ..sldp.margin import MIN_DELTA
+from ..sldp.protocol import (CALIBRATIONS, COUNTS, DEFAULT_THRESHOLD, LEAVES, SPLIT_RULES, child_reports,
+                             run_protocol)
+from ..sldp.protocol import guarantee as sldp_guarantee
+from .base import clamp_to_domain
+from .partitions import EPSILON, Released, domain_box, level_area
+
+
+class SLDP(Released):
+    """Semi-local DP quadtree partition (Kroshnin & Suvorikova 2025), interactive over rounds.
+
+    Trust model ``local``: each user answers the rounds with its own noisy indicators; its
+    guarantee is semi-local (it holds for moves inside the user's privacy region, which the
+    protocol reveals).
+    """
+
+    name = "sldp"
+    trust_model = "local"
+    params = {"epsilon": EPSILON,
+              "delta": Param("delta", "float", "SLDP delta: P(the split margin is exceeded), exact tail bound",
+                             default=0.05, low=MIN_DELTA, high=0.5),
+              "max_depth": Param("max_depth", "int", "deepest quadtree level", default=8, low=0, high=20),
+              "split_rule": Param("split_rule", "choice", "per_child (authors' code; no privacy proof) or "
+                                  "all_children (Alg. 2 as printed, Thm 4.1)", default="per_child",
+                                  choices=SPLIT_RULES),
+              "threshold": Param("threshold", "float", "split threshold Q: least users per privacy region "
+                                 "(the paper's k)", default=DEFAULT_THRESHOLD, low=0.0),
+              "calibration": Param("calibration", "choice", "sensitivity2 (Laplace(2/eps): eps per round) or "
+                                   "paper (Alg. 1's Laplace(1/eps): 2 eps per round)", default="sensitivity2",
+                                   choices=CALIBRATIONS),
+              "leaves": Param("leaves", "choice", "merge (a parent whose children all stopped is one cell; "
+                              "measured lower MRE) or children (the authors' code: its four children); "
+                              "post-processing", default="merge", choices=LEAVES),
+              "counts": Param("counts", "choice", "regions (each released region's exact user count, free under "
+                              "the SLDP relation) or noisy (the transcript's n_hat)", default="regions",
+                              choices=COUNTS, omit_default=True)}
+
+    def claim(self):
+        s = self.settings
+        return sldp_guarantee(s["epsilon"], s["delta"], s["threshold"], s["split_rule"], s["calibration"])
+
+    def communication(self, grid):
+        return 4.0 * self.settings["max_depth"]   # at most 4 noisy indicators per round answered
+
+    def randomize_points(self, points, grid, rng):
+        s = self.settings
+        xy, moved = clamp_to_domain(points, grid)
+        res = run_protocol(xy, domain_box(grid), s["epsilon"], s["threshold"], s["max_depth"], s["delta"], rng,
+                           split_rule=s["split_rule"], keep_reports=False, calibration=s["calibration"],
+                           leaves=s["leaves"], counts=s["counts"])
+        region = res.user_cell.sort_values("user")
+        view = pd.DataFrame({"user": points["user"].to_numpy(), "level": region["level"].to_numpy(),
+                             "code": region["code"].to_numpy()})
+        return self.with_release(view, res.cells, moved)
+
+    def surfaces(self, view, grid):
+        """Uniform on the user's region, averaged over the grid cells (a pdf on the grid)."""
+        level = view["level"].to_numpy()
+        ox, oy = cell_overlaps(level, view["code"].to_numpy(), domain_box(grid), grid.x, grid.y)
+        return ox[:, :, None] * oy[:, None, :] / level_area(level, domain_box(grid))[:, None, None]
+
+    def likelihood(self, view, grid):
+        """Uniform on the released region: proportional to the fraction of each grid cell inside
+        it.  The protocol's stopping law inside the region is taken as location-independent."""
+        return self.surfaces(view, grid)
+
+    def audit_case(self, grid):
+        """One user moved between two children in a round (Kroshnin & Suvorikova 2025, Alg. 1: its four
+        noisy indicators)."""
+        from ..audit.cases import Pair
+
+        epsilon, calibration = self.settings["epsilon"], self.settings["calibration"]
+
+        def child(c):
+            return lambda n, rng: child_reports(np.full(n, c), epsilon, rng, calibration)
+        return [Pair("one user moved between two children in a round",
+                     child(0), child(3), lambda out: out[:, 0] - out[:, 3], box_free=True)]
