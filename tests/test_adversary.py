@@ -196,9 +196,11 @@ def test_aggregate_only_mechanisms_leave_the_prior(name):
 
 
 def test_every_mechanism_declares_a_likelihood():
+    base = mechanisms.Mechanism
     for name in mechanisms.names():
         cls = mechanisms.get(name)
-        assert cls.aggregate_only or cls.likelihood is not mechanisms.Mechanism.likelihood, name
+        assert (cls.aggregate_only or cls.log_likelihood is not base.log_likelihood
+                or cls.likelihood is not base.likelihood), name
 
 
 def test_population_prior_needs_mass():

@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import sparse
+import pandas as pd
 
 from ..domain import Grid
 from ..heatmaps.prefix_tree import PrefixTree
@@ -52,6 +52,52 @@ REL_TOL = 1e-9      # of the recorded epsilon
 
 class InvariantViolation(RuntimeError):
     """The informed adversary's likelihood ratio exceeds what the recorded guarantee allows."""
+
+
+class Others:
+    """What the informed adversary knows of a run's users, loaded on first use (local mechanisms never need it).
+
+    ``points``: user, x, y of every user of the run (the targets too), sorted by user;
+    ``view``: the run's whole view (every user's row, ``attrs`` the release); ``memo(key, make)``:
+    a value derived from them, made once per attack job (``make()`` on the first call).
+    A target's own row serves only to take its contribution out of an aggregate (the others'
+    counts are the total minus the target's), never as evidence about the target.
+    """
+
+    def __init__(self, points, view):
+        self._load = {"points": points, "view": view}
+        self._memo: dict = {}
+
+    def memo(self, key, make):
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
+
+    @property
+    def points(self) -> pd.DataFrame:
+        return self.memo("points", self._load["points"])
+
+    @property
+    def view(self) -> pd.DataFrame:
+        return self.memo("view", self._load["view"])
+
+    def rows_of(self, users) -> np.ndarray:
+        """Positions in ``points`` of the given users (every one must be a user of the run)."""
+        ids = self.points["user"].to_numpy()
+        pos = np.searchsorted(ids, np.asarray(users))
+        if not (pos < len(ids)).all() or not np.array_equal(ids[np.minimum(pos, len(ids) - 1)], users):
+            raise ValueError("informed adversary: a target is not among the run's users")
+        return pos
+
+
+def recorded_noise(view: pd.DataFrame, mechanism: str) -> dict:
+    """The noise parameters the randomiser recorded in the view (``view.attrs["noise"]``)."""
+    noise = view.attrs.get("noise")
+    if noise is None:
+        raise ValueError(f"{mechanism}: the view records no noise parameters (view.attrs['noise']); the "
+                         "likelihoods read the noise the release records, never the configured epsilon: "
+                         "pass the view as randomize returned it")
+    return noise
 
 
 # ---- discrete Laplace ---------------------------------------------------------------------------
@@ -87,6 +133,8 @@ class PieceMap:
     """Quadtree cells tiling the box, as overlap fractions with the grid cells (a sparse (PQ, K) matrix)."""
 
     def __init__(self, level, code, grid: Grid):
+        from scipy import sparse  # here: only the informed adversary of a piecewise release needs it
+
         ox, oy = cell_overlaps(np.asarray(level), np.asarray(code), grid.domain.as_list(), grid.x, grid.y)
         piece_x, cell_x = np.nonzero(ox)
         piece_y, cell_y = np.nonzero(oy)
