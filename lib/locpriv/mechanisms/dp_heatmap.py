@@ -8,9 +8,8 @@ proof sketch: ``heatmap``).
 from __future__ import annotations
 
 from ..heatmaps.adaptive import OPTIONS, AdaptiveParams, run_adaptive
-from ..heatmaps.aggregation import UserPool
 from ..params import Param
-from .heatmap import AGGREGATION, DEPTH, SHARD_SIZE, Heatmap, pixels, published, secagg
+from .heatmap import AGGREGATION, DEPTH, SHARD_SIZE, Heatmap, pixels, published, secagg, user_pool
 from .partitions import EPSILON
 
 
@@ -54,7 +53,8 @@ class DPHeatmap(Heatmap):
                                 k_sigma=s["k_sigma"], max_rounds=s["max_rounds"], sampling="fixed",
                                 secagg=secagg(s, rng),
                                 **{k: s[k] for k in ("threshold", "start", "collapse_floor", "combine", "render")})
-        result = run_adaptive(UserPool.from_pixels(x, y, depth, sampling="fixed"), config, rng)
+        result = run_adaptive(user_pool(x, y, depth, s), config, rng)
         return published(points[["user"]].reset_index(drop=True), result.heatmap(), depth, moved,
                          {"communication": result.communication, "rounds": len(result.rounds),
-                          "epsilon_spent": result.epsilon_spent, "epsilon_achieved": result.epsilon_achieved})
+                          "epsilon_spent": result.epsilon_spent, "epsilon_achieved": result.epsilon_achieved},
+                         result.server_rounds, s["shard_size"])
