@@ -153,9 +153,10 @@ def assert_same_map_and_epsilon(secure, ideal):
 
 
 @pytest.mark.workflow
-def test_secure_study_matches_per_client_summation_small(make_workdir, tmp_path):
-    """Fast version: shards of 150 clients on an 8-regular graph."""
-    assert_same_map_and_epsilon(*secure_study(make_workdir, tmp_path, 300, 150, {"degree": 8}))
+@pytest.mark.parametrize("variant", ["honest_but_curious", "active"])
+def test_secure_study_matches_per_client_summation_small(make_workdir, tmp_path, variant):
+    """Fast version: shards of 150 clients on an 8-regular graph, either server model."""
+    assert_same_map_and_epsilon(*secure_study(make_workdir, tmp_path, 300, 150, {"degree": 8, "variant": variant}))
 
 
 @pytest.mark.heavy

@@ -55,8 +55,12 @@ class SecAgg:
     ``planned_dropout`` None means "plan for the actual rate" (over-provisioned noise
     when the actual rate is positive).  ``mode``: one of ``AGGREGATIONS`` (see
     ``clients``); ``protocol``: m = 2^bits for the per-client modes and the masking
-    protocol's graph and threshold; ``entropy``: the secure mode's key and seed source
-    (a seeded Generator for reproducible runs, None for OS randomness).
+    protocol's graph, threshold and variant; ``entropy``: the secure mode's source of
+    secrets (keys, self-mask seeds, Shamir coefficients): None, the OS, except where a
+    test or benchmark must replay masked vectors (then a seeded Generator of its own,
+    never the DP noise's stream); ``layout``: the public stream that places clients on
+    the Harary graph (seeded, so the server's transcript is reproducible; None: drawn
+    from ``entropy``).  No output depends on a secret: the masks cancel.
     """
 
     shard_size: int = 10_000
@@ -65,6 +69,7 @@ class SecAgg:
     mode: str = "population"
     protocol: ProtocolParams = field(default_factory=ProtocolParams)
     entropy: np.random.Generator | None = field(default=None, compare=False, repr=False)
+    layout: np.random.Generator | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if not (isinstance(self.shard_size, (int, np.integer)) and self.shard_size >= 1):

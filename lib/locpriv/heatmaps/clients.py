@@ -95,15 +95,21 @@ def centred(total: np.ndarray, bits: int) -> np.ndarray:
     return polya.secure_sum(np.asarray(total, dtype=np.int64)[None], 1 << bits)
 
 
-def modular_sum(vectors: np.ndarray, member: np.ndarray, n_clients: int, config,
-                context: bytes) -> tuple[np.ndarray, pd.DataFrame | None]:
+def protocol_params(config) -> secagg.ProtocolParams:
+    """The masking protocol's parameters of a ``SecAgg``: its own, planned for its dropout."""
+    return dataclasses.replace(config.protocol, planned_dropout=config.plan)
+
+
+def modular_sum(vectors: np.ndarray, member: np.ndarray, n_clients: int, config, context: bytes,
+                clock: secagg.CpuClock | None = None) -> tuple[np.ndarray, pd.DataFrame | None]:
     """One shard's reduced vectors (survivors ``member`` of ``n_clients``) summed mod 2^bits: ideally
-    (``config.mode`` "per_client") or by the masking protocol ("secure", then with the server's transcript)."""
+    (``config.mode`` "per_client") or by the masking protocol ("secure", then with the server's transcript;
+    ``clock`` adds up its client and server CPU time)."""
     bits = config.protocol.bits
     if config.mode == "per_client":
         return vectors.sum(axis=0, dtype=np.uint64) & np.uint64((1 << bits) - 1), None
-    params = dataclasses.replace(config.protocol, planned_dropout=config.plan)
-    return secagg.aggregate(vectors, member, n_clients, params, config.entropy, context)
+    return secagg.aggregate(vectors, member, n_clients, protocol_params(config), config.entropy, context,
+                            layout=config.layout, clock=clock)
 
 
 def shard_total(index: np.ndarray, member: np.ndarray, n_clients: int, dim: int, epsilon: float,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 def heatmap_guarantee(epsilon: float, achieved: float, aggregation: str = "population",
-                      non_private_inputs: str = "") -> dict:
+                      non_private_inputs: str = "", variant: str = "honest_but_curious") -> dict:
     """The recorded guarantee of a distributed-DP heatmap run (dp_heatmap or a private baseline).
 
     Proof sketch: each sub-query releases a sum whose every entry carries independent
@@ -19,15 +19,23 @@ def heatmap_guarantee(epsilon: float, achieved: float, aggregation: str = "popul
     leave less noise: ``achieved`` is Σ_t of the level the realised survivors give
     (exact, or the closed-form bound of ``polya.achieved_epsilon_bound``).  The server
     sees only the sum: ideal secure aggregation in the population and per-client modes,
-    the masking protocol (computational, honest-but-curious server) in secure mode.
+    the masking protocol (computational; ``variant`` says against which server,
+    ``locpriv.secagg.protocol``) in secure mode.  Against an active server the sum is over a
+    set L of its choice with |L| > threshold · n per shard: it can withhold up to
+    (1 − threshold) n shares of noise, which ``achieved`` (the simulated dropouts) does not cover.
     ``non_private_inputs`` names raw data a method used without accounting (the baselines
     that pick their tree level by MSE against the true population, as the paper evaluates
     them): the budget is still spent, but no epsilon is guaranteed (``guaranteed_epsilon`` None).
     """
     sum_model = {"population": "ideal secure aggregation (simulated at population scale)",
                  "per_client": "ideal secure aggregation of per-client vectors mod 2^bits",
-                 "secure": "pairwise-masking secure aggregation, honest-but-curious server "
-                           "(Bonawitz et al. 2017; Bell et al. 2020)"}[aggregation]
+                 "secure": {"honest_but_curious": "pairwise-masking secure aggregation, honest-but-curious server "
+                                                  "(Bonawitz et al. 2017; Bell et al. 2020): it learns each shard's "
+                                                  "sum over its survivors only",
+                            "active": "pairwise-masking secure aggregation, active server (Bonawitz et al. 2017 "
+                                      "with signatures and a consistency round; Bell et al. 2020): it learns at "
+                                      "most one sum per shard over more than threshold x n clients of its "
+                                      "choice"}[variant]}[aggregation]
     return {"model": f"epsilon-DP per user, distributed discrete Laplace (Bagdasaryan et al. 2022 Thm 4.2), "
                      f"basic composition over sub-queries; {sum_model}",
             "neighbouring": "add or remove one user's location (n public); replace-one costs 2 epsilon",

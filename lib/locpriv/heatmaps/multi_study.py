@@ -68,8 +68,9 @@ def multi_stage(*, cfg: dict, seed: int, out: str) -> None:
         rng = make_rng(seed, "heatmaps-multi", scale)
         contribution = multi_location.encode_users(u, w, scale, rng)
         sens = sensitivities[scale] = multi_location.sensitivity(scale, multi["max_points"])
-        # the protocol's keys come from their own stream, so secure and per_client share every DP draw
-        secagg = make_secagg(config, aggregation, cfg.get("secagg"), make_rng(seed, "heatmaps-multi-secagg", scale))
+        # secrets from the OS, the public layout from its own stream: secure and per_client share every DP draw
+        secagg = make_secagg(config, aggregation, cfg.get("secagg"),
+                             layout=make_rng(seed, "heatmaps-multi-secagg-layout", scale))
         sums = multi_location.modular_sums(u, idx, contribution, side * side, multi["epsilon"], sens, multi["bits"],
                                            secagg, rng)
         for bits in multi["bits"]:

@@ -69,8 +69,9 @@ def plot_multi(*, multi_path: str, out_png: str, dpi: int) -> None:
     _save(fig, out_png, {"dpi": dpi})
 
 
-STEP_LABELS = {"advertise_keys": "public keys", "share_keys": "sealed key shares",
-               "masked_input": "masked vector (the heatmap's payload)", "unmasking": "unmasking shares"}
+STEP_LABELS = {"advertise_keys": "public keys and seed commitment", "share_keys": "sealed key shares",
+               "masked_input": "masked vector (the heatmap's payload)",
+               "consistency": "survivor-set signature (active variant)", "unmasking": "unmasking shares"}
 
 
 def secagg_bytes_per_client(protocol_path: str) -> pd.DataFrame:

@@ -18,7 +18,9 @@ dp_heatmap over users per round, calibration c, shard size and dropout rate
 counts and the summed noise's exact law, for 10^6-user sweeps), ``per_client`` (one
 noisy vector mod 2^bits per client, ideal modular sum) or ``secure`` (the same vectors
 through the pairwise-masking protocol of ``locpriv.secagg``; its server transcript is
-written per run).  ``secagg`` sets m = 2^bits and the protocol's graph and threshold.
+written per run).  ``secagg`` sets m = 2^bits and the protocol's graph, threshold (>= 0.5) and
+variant (honest-but-curious or active server); ``secagg_scale`` (optional) runs one sub-query in
+secure mode at population scale as shard jobs (``secagg_scale``).
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ def validate_config(section: dict) -> dict:
     cfg["base"] = {k: _setting(k, v) for k, v in cfg["base"].items()}
     cfg["sweep"] = {k: [_setting(k, v) for v in values] for k, values in cfg["sweep"].items()}
     cfg["secagg"]["threshold"] = float(cfg["secagg"]["threshold"])
+    if cfg["aggregation"] == "secure":
+        _check_secure_shards(cfg)
+    _check_secagg_scale(cfg)
     cfg["adaptive"]["collapse_floor"] = float(cfg["adaptive"]["collapse_floor"])
     multi = cfg["multi_location"]
     if multi is not None:
@@ -71,6 +76,34 @@ def validate_config(section: dict) -> dict:
                                 "a Geolife-style CSV (user, lat, lon) and its box")
         multi["scale"] = [float(s) for s in multi["scale"]]
     return cfg
+
+
+def _check_secure_shards(cfg: dict) -> None:
+    """Secure aggregation needs t >= 2, i.e. every shard of every run at least 2 clients (one client's
+    sum is its input); the threshold's lower bound 0.5 is the schema's."""
+    for run in runs({**cfg, "reps": 1}):
+        n, size = run["users_per_round"], run["shard_size"]
+        if size < 2 or (n > size and n % size == 1) or n < 2:
+            key = "sweep.shard_size" if size != cfg["base"]["shard_size"] else "base.shard_size"
+            raise SECTION.error(key, f"shards of {size} with {n} users per round leave a shard of 1 client, whose "
+                                "'sum' is its input (secure aggregation needs t >= 2)",
+                                "shard_size >= 2 and users_per_round not 1 more than a multiple of it")
+
+
+def _check_secagg_scale(cfg: dict) -> None:
+    scale, pop = cfg["secagg_scale"], cfg["population"]
+    if scale is None:
+        return
+    if scale["users"] % scale["shard_size"] == 1:
+        raise SECTION.error("secagg_scale.users", f"{scale['users']} users in shards of {scale['shard_size']} leave a "
+                            "shard of 1 client (secure aggregation needs t >= 2)",
+                            "users not 1 more than a multiple of shard_size")
+    if pop["source"] == "synthetic" and scale["level"] > pop["depth"]:
+        raise SECTION.error("secagg_scale.level", f"{scale['level']} is deeper than the population's depth "
+                            f"{pop['depth']}", f"an integer in [0, {pop['depth']}]")
+    if pop["source"] == "synthetic" and scale["users"] > pop["users"]:
+        raise SECTION.error("secagg_scale.users", f"{scale['users']} exceeds the population's {pop['users']} people",
+                            f"at most population.users = {pop['users']}")
 
 
 def runs(cfg: dict) -> list[dict]:
@@ -156,13 +189,15 @@ def planned_dropout(dropout: float, shard_size: int) -> float:
 
 
 def make_secagg(run: dict, aggregation: str = "population", secagg: dict | None = None,
-                entropy: np.random.Generator | None = None) -> SecAgg:
-    """The run's shards, dropout and noise plan, and how its vectors are summed (``aggregation``)."""
+                entropy: np.random.Generator | None = None, layout: np.random.Generator | None = None) -> SecAgg:
+    """The run's shards, dropout and noise plan, and how its vectors are summed (``aggregation``);
+    ``entropy`` and ``layout`` as ``SecAgg``'s (the study passes the OS and a seeded public layout)."""
     sec = {**DEFAULTS["secagg"], **(secagg or {})}
     return SecAgg(shard_size=run["shard_size"], dropout_rate=run["dropout"],
                   planned_dropout=planned_dropout(run["dropout"], run["shard_size"]), mode=aggregation,
                   protocol=ProtocolParams(bits=sec["bits"], graph=sec["graph"], degree=sec["degree"],
-                                          threshold=sec["threshold"]), entropy=entropy)
+                                          threshold=sec["threshold"], variant=sec["variant"]),
+                  entropy=entropy, layout=layout)
 
 
 RELEASE_COLUMNS = {"round": np.int64, "level": np.int64, "code": np.int64, "noisy": np.int64}
@@ -175,8 +210,9 @@ def run_stage(*, run: dict, seed: int, population_path: str, out_map: str, out_t
               secagg: dict | None = None, adaptive: dict | None = None) -> None:
     image = _population(population_path)
     rng = make_rng(seed, "heatmaps-run", run_dir(run))
-    # the protocol's keys come from their own stream, so secure and per_client runs share every DP draw
-    config = make_secagg(run, aggregation, secagg, make_rng(seed, "heatmaps-secagg", run_dir(run)))
+    # secrets from the OS; the public graph layout from its own seeded stream (so the transcript is
+    # reproducible); neither touches the DP stream, so secure and per_client runs share every DP draw
+    config = make_secagg(run, aggregation, secagg, layout=make_rng(seed, "heatmaps-secagg-layout", run_dir(run)))
     n = run["users_per_round"]
     releases = pd.DataFrame({k: pd.Series(dtype=v) for k, v in RELEASE_COLUMNS.items()})
     protocol = None
@@ -187,7 +223,8 @@ def run_stage(*, run: dict, seed: int, population_path: str, out_map: str, out_t
         heatmap, transcript, protocol = result.heatmap(), result.transcript, result.protocol_transcript
         releases = pd.concat([pd.DataFrame({"round": t, "level": r.levels, "code": r.codes, "noisy": r.noisy})
                               for t, r in enumerate(result.rounds)], ignore_index=True).astype(RELEASE_COLUMNS)
-        guarantee = heatmap_guarantee(result.epsilon_spent, result.epsilon_achieved, aggregation)
+        guarantee = heatmap_guarantee(result.epsilon_spent, result.epsilon_achieved, aggregation,
+                                      variant=config.protocol.variant)
         communication = result.communication
     elif run["method"] == "nonprivate":
         res = baselines.sampling_floor(image, n, rng)
@@ -202,7 +239,7 @@ def run_stage(*, run: dict, seed: int, population_path: str, out_map: str, out_t
                                     "vector_length": communication,
                                     **{k: v for k, v in res.detail.items() if np.isscalar(v)}}])
         leak = "tree level chosen by MSE against the true population" if "best_level" in res.detail else ""
-        guarantee = heatmap_guarantee(res.epsilon, res.achieved_epsilon, aggregation, leak)
+        guarantee = heatmap_guarantee(res.epsilon, res.achieved_epsilon, aggregation, leak, config.protocol.variant)
     meta = {"run": run, "guarantee": guarantee, "communication": int(communication), "aggregation": aggregation}
     if protocol is None:
         protocol = pd.DataFrame({k: pd.Series(dtype=v) for k, v in PROTOCOL_COLUMNS.items()})

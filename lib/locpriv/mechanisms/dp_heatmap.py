@@ -51,7 +51,7 @@ class DPHeatmap(Heatmap):
         x, y, moved = pixels(points, grid, depth)
         config = AdaptiveParams(epsilon=s["epsilon"], users_per_round=len(points), calibration=s["calibration"],
                                 k_sigma=s["k_sigma"], max_rounds=s["max_rounds"], sampling="fixed",
-                                secagg=secagg(s, rng),
+                                secagg=secagg(s),
                                 **{k: s[k] for k in ("threshold", "start", "collapse_floor", "combine", "render")})
         result = run_adaptive(user_pool(x, y, depth, s), config, rng)
         return published(points[["user"]].reset_index(drop=True), result.heatmap(), depth, moved,

@@ -68,10 +68,10 @@ SHARD_SIZE = Param("shard_size", "int", "users per secure-aggregation shard (Bag
                    default=10_000, low=0)
 
 
-def secagg(settings, rng: np.random.Generator) -> SecAgg:
-    """The run's secure-aggregation setting; the secure mode's keys and mask seeds come from the run's rng."""
-    return SecAgg(shard_size=settings["shard_size"], mode=settings["aggregation"],
-                  entropy=rng if settings["aggregation"] == "secure" else None)
+def secagg(settings) -> SecAgg:
+    """The run's secure-aggregation setting; the secure mode's secrets come from the OS (never from the run's
+    DP stream; no output depends on them) and its public layout too (no transcript is published here)."""
+    return SecAgg(shard_size=settings["shard_size"], mode=settings["aggregation"])
 
 
 def pixels(points: pd.DataFrame, grid, depth: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -208,7 +208,7 @@ class Baseline(Heatmap):
         depth = self.settings["depth"]
         x, y, moved = pixels(points, grid, depth)
         result = self.library(user_pool(x, y, depth, self.settings), len(points), self.settings["epsilon"], rng,
-                              secagg(self.settings, rng))
+                              secagg(self.settings))
         return published(points[["user"]].reset_index(drop=True), result.heatmap, depth, moved,
                          {"communication": result.communication, "epsilon_achieved": result.achieved_epsilon,
                           **result.detail}, result.server_rounds, self.settings["shard_size"])

@@ -28,6 +28,10 @@ HEATMAPS_CODE = code_fingerprint(
     "locpriv.heatmaps.clients",
     "locpriv.heatmaps.metrics",
     "locpriv.secagg.protocol",
+    "locpriv.secagg.client",
+    "locpriv.secagg.server",
+    "locpriv.secagg.simulate",
+    "locpriv.secagg.pki",
     "locpriv.secagg.shamir",
     "locpriv.secagg.crypto",
     "locpriv.secagg.graph",
@@ -230,6 +234,10 @@ rule heatmaps_multi:
             "locpriv.heatmaps.multi_location",
             "locpriv.heatmaps.clients",
             "locpriv.secagg.protocol",
+            "locpriv.secagg.client",
+            "locpriv.secagg.server",
+            "locpriv.secagg.simulate",
+            "locpriv.secagg.pki",
             "locpriv.secagg.shamir",
             "locpriv.secagg.crypto",
             "locpriv.secagg.graph",
@@ -260,6 +268,92 @@ rule heatmaps_multi_plot:
         "../../../scripts/heatmaps_multi_plot.py"
 
 
+if HEATMAPS["secagg_scale"]:
+    # one sub-query in secure mode at population scale: deal -> one job per batch of shards -> gather
+    # (wall time from each job's benchmark file, peak memory from the job itself)
+    from locpriv.heatmaps import secagg_scale
+
+    SECAGG_SCALE = HEATMAPS["secagg_scale"]
+    SECAGG_SCALE_BATCHES = secagg_scale.shard_batches(SECAGG_SCALE)
+    SECAGG_SCALE_CODE = code_fingerprint(
+        "locpriv.heatmaps.secagg_scale",
+        "locpriv.heatmaps.clients",
+        "locpriv.secagg.protocol",
+        "locpriv.secagg.client",
+        "locpriv.secagg.server",
+        "locpriv.secagg.simulate",
+        "locpriv.secagg.graph",
+        "locpriv.secagg.pki",
+        "locpriv.secagg.shamir",
+        "locpriv.secagg.crypto",
+    )
+
+    rule heatmaps_secagg_deal:
+        input:
+            HEATMAPS_POP,
+        output:
+            results("studies/heatmaps/secagg_scale/deal.parquet"),
+        log:
+            logs("studies/heatmaps/secagg_scale/deal.log"),
+        benchmark:
+            benchmarks("studies/heatmaps/secagg_scale/deal.tsv")
+        conda:
+            "../../../envs/locpriv.yaml"
+        params:
+            scale=SECAGG_SCALE,
+            seed=config["seed"],
+            code=SECAGG_SCALE_CODE,
+        script:
+            "../../../scripts/heatmaps_secagg_deal.py"
+
+    rule heatmaps_secagg_shard:
+        input:
+            rules.heatmaps_secagg_deal.output,
+        output:
+            results("studies/heatmaps/secagg_scale/batch~{batch}.parquet"),
+        log:
+            logs("studies/heatmaps/secagg_scale/batch~{batch}.log"),
+        benchmark:
+            benchmarks("studies/heatmaps/secagg_scale/batch~{batch}.tsv")
+        wildcard_constraints:
+            batch=r"\d+",
+        conda:
+            "../../../envs/locpriv.yaml"
+        params:
+            shards=lambda wc: SECAGG_SCALE_BATCHES[int(wc.batch)],
+            scale=SECAGG_SCALE,
+            epsilon=HEATMAPS["base"]["epsilon"],
+            secagg=HEATMAPS["secagg"],
+            seed=config["seed"],
+            code=SECAGG_SCALE_CODE,
+        script:
+            "../../../scripts/heatmaps_secagg_shard.py"
+
+    rule heatmaps_secagg_scale:
+        input:
+            batches=expand(
+                results("studies/heatmaps/secagg_scale/batch~{batch}.parquet"),
+                batch=range(len(SECAGG_SCALE_BATCHES)),
+            ),
+            benchmarks=expand(
+                benchmarks("studies/heatmaps/secagg_scale/batch~{batch}.tsv"),
+                batch=range(len(SECAGG_SCALE_BATCHES)),
+            ),
+        output:
+            histogram=results("studies/heatmaps/secagg_scale/histogram.parquet"),
+            table=results("studies/heatmaps/secagg_scale/shards.csv"),
+        log:
+            logs("studies/heatmaps/secagg_scale/gather.log"),
+        benchmark:
+            benchmarks("studies/heatmaps/secagg_scale/gather.tsv")
+        conda:
+            "../../../envs/locpriv.yaml"
+        params:
+            code=SECAGG_SCALE_CODE,
+        script:
+            "../../../scripts/heatmaps_secagg_scale.py"
+
+
 STUDY_TARGETS["heatmaps"] = [
     results("studies/heatmaps/summary.csv"),
     results("studies/heatmaps/table1.csv"),
@@ -269,6 +363,10 @@ if "dp_heatmap" in HEATMAPS["methods"]:
     STUDY_TARGETS["heatmaps"].append(results("studies/heatmaps/plots/rounds.png"))
 if "dp_heatmap" in HEATMAPS["methods"] and HEATMAPS["aggregation"] == "secure":
     STUDY_TARGETS["heatmaps"].append(results("studies/heatmaps/plots/secagg_cost.png"))
+if HEATMAPS["secagg_scale"]:
+    STUDY_TARGETS["heatmaps"].append(
+        results("studies/heatmaps/secagg_scale/shards.csv")
+    )
 if HEATMAPS["multi_location"]:
     STUDY_TARGETS["heatmaps"].append(
         results("studies/heatmaps/plots/multi_location.png")
