@@ -230,6 +230,20 @@ def test_privtree_likelihood_is_the_brute_force_law_of_the_release():
         np.testing.assert_allclose(row - row[0], brute - brute[0], atol=1e-7)
 
 
+def test_privtree_grid_and_statistic_are_the_per_leaf_values_mixed():
+    """The fast paths (per-node grid maps, subtree extremes) equal the per-leaf likelihood mixed by overlap."""
+    pts, leaves = _privtree_case(3000, 2.0, 8)
+    noise = leaves.attrs["noise"]
+    paths = cell_codes(pts, BOX, noise["max_depth"])
+    model = informed.PrivTreeLikelihood(leaves["level"], leaves["code"], leaves["count"], noise, paths)
+    targets = paths[::97]
+    values = model.leaf_values(targets)
+    grid = Grid.regular(Domain(*BOX), 23, 17)
+    expected = informed.PieceMap(leaves["level"], leaves["code"], grid).to_grid(values)
+    np.testing.assert_allclose(model.on_grid(targets, grid), expected, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(model.statistic(targets), informed.max_log_ratio(values), atol=1e-12)
+
+
 # ---- SLDP ---------------------------------------------------------------------------------------
 
 def test_compact_user_reports_are_the_transcripts_reports():

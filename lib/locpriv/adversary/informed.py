@@ -252,15 +252,13 @@ def pixel_pieces(depth: int) -> tuple[np.ndarray, np.ndarray]:
 
 # ---- PrivTree (central) -------------------------------------------------------------------------
 
-def privtree_log_likelihood(level: np.ndarray, code: np.ndarray, count: np.ndarray, noise: dict,
-                            paths: np.ndarray, target_paths: np.ndarray) -> np.ndarray:
-    """(n, K) log L per released leaf for n targets, from the published leaves.
+class PrivTreeLikelihood:
+    """The informed adversary's likelihood of one PrivTree release, for any number of targets.
 
     ``level``, ``code``, ``count``: the K released leaves (they tile the box; the tree is
     them and their ancestors); ``noise``: the curator's parameters in grid steps
     (``sldp.privtree.noise_parameters``, as the release records them); ``paths``: every
-    user's full-depth quadtree code (depth ``noise["max_depth"]``, targets included);
-    ``target_paths``: the targets' codes.
+    user's full-depth quadtree code (depth ``noise["max_depth"]``, targets included).
 
     Derivation.  Each node v of the tree is split iff b(c_v) + Z_v > θ, with
     b(c) = max(c U − d(v) δ, θ − δ) in steps (U steps per count), Z_v discrete Laplace of
@@ -277,95 +275,207 @@ def privtree_log_likelihood(level: np.ndarray, code: np.ndarray, count: np.ndarr
     P(split | c) = P(Z >= θ − b(c) + 1), P(stop | c) = P(Z <= θ − b(c)) (``dlap_log_tail``),
     y_ℓ the released count in steps.  Where b is clamped at θ − δ the decision term is 0
     (PrivTree's bias makes deep nodes' decisions free of one point).  The others' counts
-    are o_v = H_v − 1{target's true path holds v}, H the counts of all users.
+    are o_v = H_v − 1{the target's true path holds v}, H the counts of all users.
+
+    Computation.  Everything but the target's own path is done once: each node's term at
+    H (``base``) and its change at H − 1 (``on_path``), each leaf's sum of ``base`` along its
+    path.  A target's true path v_0 (root) ... v_J (its leaf) adds C_k = Σ_{j <= k}
+    on_path[v_j] to every leaf under v_k but under no v_{k+1}, i.e. under a sibling of
+    v_{k+1} (``C_J`` to v_J itself), so ``leaf_values`` is the per-leaf sum and
+    ``on_grid`` mixes per-node grid maps of the leaves below (``PieceMap``) with those
+    J + 1 sets of weights: about P Q operations per target, whatever the number of leaves.
     """
-    level = np.asarray(level, dtype=np.int64)
-    code = np.asarray(code, dtype=np.int64)
-    depth = int(noise["max_depth"])
-    unit, delta, theta = int(noise["unit"]), int(noise["delta"]), int(noise["theta"])
-    split_scale, count_scale = float(noise["split_scale"]), float(noise["count_scale"])
-    y = np.rint(np.asarray(count, dtype=float) / float(noise["step"]))
-    paths = np.asarray(paths, dtype=np.int64)
-    target_paths = np.asarray(target_paths, dtype=np.int64)
 
-    # every node: the leaves and their ancestors; its depth, whether it was split, its count H
-    node_level = np.concatenate([level - up for up in range(int(level.max(initial=0)) + 1)])
-    node_code = np.concatenate([code >> (2 * up) for up in range(int(level.max(initial=0)) + 1)])
-    keep = node_level >= 0
-    nodes = np.unique(np.stack([node_level[keep], node_code[keep]], axis=1), axis=0)
-    n_level, n_code = nodes[:, 0], nodes[:, 1]
-    is_leaf = np.isin(_key(n_level, n_code), _key(level, code))
-    total = np.zeros(len(nodes), dtype=np.int64)
-    ordered = np.sort(paths)                     # prefixes of sorted codes are sorted
-    for lv in np.unique(n_level):
-        at = n_level == lv
-        prefix = ordered >> (2 * (depth - lv))
-        total[at] = np.searchsorted(prefix, n_code[at], "right") - np.searchsorted(prefix, n_code[at], "left")
+    def __init__(self, level, code, count, noise: dict, paths):
+        level = np.asarray(level, dtype=np.int64)
+        code = np.asarray(code, dtype=np.int64)
+        self.depth = int(noise["max_depth"])
+        unit, delta, theta = int(noise["unit"]), int(noise["delta"]), int(noise["theta"])
+        split_scale, count_scale = float(noise["split_scale"]), float(noise["count_scale"])
+        y = np.rint(np.asarray(count, dtype=float) / float(noise["step"]))
+        top_level = int(level.max(initial=0))
+        # every node: the leaves and their ancestors, sorted by (level, code)
+        node_level = np.concatenate([level - up for up in range(top_level + 1)])
+        node_code = np.concatenate([code >> (2 * up) for up in range(top_level + 1)])
+        keep = node_level >= 0
+        nodes = np.unique(np.stack([node_level[keep], node_code[keep]], axis=1), axis=0)
+        n_level, n_code = nodes[:, 0], nodes[:, 1]
+        self.n_level, self.n_code, self.level, self.code = n_level, n_code, level, code
+        self.find = find = _Lookup(n_level, n_code)
+        is_leaf = np.isin(_key(n_level, n_code), _key(level, code))
+        total = np.zeros(len(nodes), dtype=np.int64)    # H_v: every user, the targets too
+        ordered = np.sort(np.asarray(paths, dtype=np.int64))   # prefixes of sorted codes are sorted
+        for lv in np.unique(n_level):
+            at = n_level == lv
+            prefix = ordered >> (2 * (self.depth - lv))
+            total[at] = np.searchsorted(prefix, n_code[at], "right") - np.searchsorted(prefix, n_code[at], "left")
+        leaf_of_node = np.full(len(nodes), -1)
+        leaf_of_node[is_leaf] = _index(level, code, n_level[is_leaf], n_code[is_leaf])
 
-    def decision_term(others: np.ndarray) -> np.ndarray:
-        def log_p(c):
-            b = np.maximum(c * unit - n_level * delta, theta - delta)
-            return np.where(is_leaf, dlap_log_tail(b - theta, split_scale), dlap_log_tail(theta - b + 1, split_scale))
-        term = log_p(others + 1) - log_p(others)
-        return np.where(n_level < depth, term, 0.0)
+        def node_terms(others: np.ndarray) -> np.ndarray:
+            def log_p(c):
+                b = np.maximum(c * unit - n_level * delta, theta - delta)
+                return np.where(is_leaf, dlap_log_tail(b - theta, split_scale),
+                                dlap_log_tail(theta - b + 1, split_scale))
+            term = np.where(n_level < self.depth, log_p(others + 1) - log_p(others), 0.0)
+            own = leaf_of_node[is_leaf]
+            term[is_leaf] += dlap_shift_log_ratio(y[own] - others[is_leaf] * unit, count_scale, unit)
+            return term
 
-    leaf_of_node = np.full(len(nodes), -1)
-    leaf_of_node[is_leaf] = _index(level, code, n_level[is_leaf], n_code[is_leaf])
+        base = node_terms(total)                     # as if the target were in no node
+        self.on_path = node_terms(total - 1) - base  # the change where the target's true path holds the node
+        # each node's sum of base along its path from the root: a leaf's log-likelihood without the target
+        prefix = np.zeros(len(nodes))
+        for up in range(top_level + 1):
+            has = n_level >= up
+            prefix[has] += base[find(n_level[has] - up, n_code[has] >> (2 * up))]
+        self.leaf_node = find(level, code)     # the K leaves among the nodes
+        self.leaf_base = prefix[self.leaf_node]
+        # children (-1 where absent: a leaf has none, an internal node all four) and subtree extremes
+        self.child = np.full((len(nodes), 4), -1)
+        internal = np.flatnonzero(~is_leaf)
+        for d in range(4):
+            self.child[internal, d] = find(n_level[internal] + 1, (n_code[internal] << 2) | d)
+        self.sub_max, self.sub_min = prefix.copy(), prefix.copy()
+        for lv in range(top_level - 1, -1, -1):    # bottom-up: an internal node's extremes are its children's
+            at = np.flatnonzero((n_level == lv) & ~is_leaf)
+            self.sub_max[at] = self.sub_max[self.child[at]].max(axis=1)
+            self.sub_min[at] = self.sub_min[self.child[at]].min(axis=1)
+        self._grid = None
 
-    def count_term(others: np.ndarray) -> np.ndarray:
-        own = leaf_of_node[is_leaf]
-        term = np.zeros(len(nodes))
-        term[is_leaf] = dlap_shift_log_ratio(y[own] - others[is_leaf] * unit, count_scale, unit)
-        return term
+    def _path(self, target_paths) -> tuple[np.ndarray, np.ndarray]:
+        """(n, depth + 1) node index of each target's true path at every level (-1 below its leaf), and the
+        cumulative corrections C (n, depth + 1) along it."""
+        target_paths = np.asarray(target_paths, dtype=np.int64)
+        top = int(self.n_level.max(initial=0))
+        path = np.full((len(target_paths), top + 1), -1)
+        for lv in range(top + 1):
+            path[:, lv] = self.find(np.full(len(target_paths), lv), target_paths >> (2 * (self.depth - lv)),
+                                    missing=-1)
+        correction = np.cumsum(np.where(path >= 0, self.on_path[np.maximum(path, 0)], 0.0), axis=1)
+        return path, correction
 
-    def node_terms(others):
-        return decision_term(others) + count_term(others)
+    def _rings(self, target_paths):
+        """Per target: (node, C) pairs whose subtrees' leaves get C: every sibling of the path's next node,
+        and the target's own leaf."""
+        path, correction = self._path(target_paths)
+        rows, nodes, values = [], [], []
+        for lv in range(path.shape[1]):
+            here = np.flatnonzero(path[:, lv] >= 0)
+            nxt = path[here, lv + 1] if lv + 1 < path.shape[1] else np.full(len(here), -1)
+            is_leaf = nxt < 0
+            leaf = here[is_leaf]                     # the path ends here: the leaf itself
+            rows.append(leaf)
+            nodes.append(path[leaf, lv])
+            values.append(correction[leaf, lv])
+            inner = here[~is_leaf]
+            kids = self.child[path[inner, lv]]       # (m, 4)
+            sibling = kids != nxt[~is_leaf][:, None]
+            rows.append(np.repeat(inner, 3))
+            nodes.append(kids[sibling])
+            values.append(np.repeat(correction[inner, lv], 3))
+        return np.concatenate(rows), np.concatenate(nodes), np.concatenate(values)
 
-    base = node_terms(total)                     # as if the target were in no node
-    on_path = node_terms(total - 1) - base       # change where the target's true path holds the node
-    # a leaf's log L is the sum of node terms along its path: prefix sums over each leaf's ancestors
-    leaf_base = np.zeros(len(level))
-    for up in range(int(level.max(initial=0)) + 1):
-        has = level >= up
-        leaf_base[has] += base[_index(n_level, n_code, level[has] - up, code[has] >> (2 * up))]
-    # corrections: a node on the target's true path adds on_path to every leaf under it
-    start = code << (2 * (depth - level))        # the leaves' first full-depth code: sorted, they tile the box
-    order = np.argsort(start)
-    first = start[order]
-    out = np.tile(leaf_base[order], (len(target_paths), 1))
-    diff = np.zeros((len(target_paths), len(level) + 1))
-    for lv in range(int(level.max(initial=0)) + 1):
-        node_code_t = target_paths >> (2 * (depth - lv))
-        idx = _index(n_level, n_code, np.full(len(target_paths), lv), node_code_t, missing=-1)
-        inside = idx >= 0
-        lo = np.searchsorted(first, node_code_t << (2 * (depth - lv)), "left")
-        hi = np.searchsorted(first, (node_code_t + 1) << (2 * (depth - lv)), "left")
-        rows = np.flatnonzero(inside)
-        np.add.at(diff, (rows, lo[rows]), on_path[idx[rows]])
-        np.add.at(diff, (rows, hi[rows]), -on_path[idx[rows]])
-    out += np.cumsum(diff, axis=1)[:, :-1]
-    result = np.empty_like(out)
-    result[:, order] = out
-    return result
+    def leaf_values(self, target_paths) -> np.ndarray:
+        """(n, K) log L per released leaf (the leaves' order as given)."""
+        rows, nodes, values = self._rings(target_paths)
+        start = self.code << (2 * (self.depth - self.level))      # sorted, the leaves tile the box
+        order = np.argsort(start)
+        first = start[order]
+        lo = np.searchsorted(first, self.n_code[nodes] << (2 * (self.depth - self.n_level[nodes])), "left")
+        hi = np.searchsorted(first, (self.n_code[nodes] + 1) << (2 * (self.depth - self.n_level[nodes])), "left")
+        diff = np.zeros((len(np.asarray(target_paths)), len(self.level) + 1))
+        np.add.at(diff, (rows, lo), values)
+        np.add.at(diff, (rows, hi), -values)
+        out = np.empty_like(diff[:, :-1])
+        out[:, order] = np.cumsum(diff, axis=1)[:, :-1]
+        return out + self.leaf_base
+
+    def statistic(self, target_paths) -> np.ndarray:
+        """(n,): max − min of log L over the leaves (the subtree extremes of each ring, shifted by its C)."""
+        return self._statistic(len(np.asarray(target_paths)), *self._rings(target_paths))
+
+    def evaluate(self, target_paths, grid: Grid) -> tuple[np.ndarray, np.ndarray]:
+        """``on_grid`` and ``statistic`` of the same targets."""
+        rings = self._rings(target_paths)
+        n = len(np.asarray(target_paths))
+        return self._on_grid(n, grid, *rings), self._statistic(n, *rings)
+
+    def _statistic(self, n, rows, nodes, values) -> np.ndarray:
+        high = np.full(n, -np.inf)
+        low = np.full(n, np.inf)
+        np.maximum.at(high, rows, self.sub_max[nodes] + values)
+        np.minimum.at(low, rows, self.sub_min[nodes] + values)
+        return high - low
+
+    def on_grid(self, target_paths, grid: Grid) -> np.ndarray:
+        """(n, P, Q) log L of a location uniform in each grid cell (``PieceMap``'s mixture of the leaves)."""
+        return self._on_grid(len(np.asarray(target_paths)), grid, *self._rings(target_paths))
+
+    def _on_grid(self, n, grid, rows, nodes, values) -> np.ndarray:
+        from scipy import sparse
+
+        maps, shift = self._node_maps(grid)
+        top = np.full(n, -np.inf)
+        np.maximum.at(top, rows, values)
+        weights = sparse.csr_matrix((np.exp(values - top[rows]), (nodes, rows)), shape=(maps.shape[1], n))
+        mixed = np.asarray((maps @ weights).todense()).T.reshape(n, *grid.shape)
+        with np.errstate(divide="ignore"):
+            return np.log(mixed) + (top + shift)[:, None, None]
+
+    def _node_maps(self, grid: Grid):
+        """Per node, the grid map (a sparse (PQ, nodes) matrix) of exp(leaf_base − shift) over the leaves below
+        it, and the shift; made once per grid."""
+        from scipy import sparse
+
+        key = (grid.shape, grid.domain)
+        if self._grid is None or self._grid[0] != key:
+            shift = float(self.leaf_base.max())
+            leaves = PieceMap(self.level, self.code, grid).matrix @ sparse.diags(np.exp(self.leaf_base - shift))
+            up = np.arange(int(self.level.max(initial=0)) + 1)
+            has = self.level[:, None] >= up[None, :]
+            leaf = np.broadcast_to(np.arange(len(self.level))[:, None], has.shape)[has]
+            ancestor = self.find((self.level[:, None] - up[None, :])[has],
+                                 (self.code[:, None] >> (2 * up[None, :]))[has])
+            below = sparse.csr_matrix((np.ones(len(leaf)), (leaf, ancestor)),
+                                      shape=(len(self.level), len(self.n_level)))
+            self._grid = (key, sparse.csc_matrix(leaves @ below), shift)
+        return self._grid[1], self._grid[2]
+
+
+def privtree_log_likelihood(level: np.ndarray, code: np.ndarray, count: np.ndarray, noise: dict,
+                            paths: np.ndarray, target_paths: np.ndarray) -> np.ndarray:
+    """(n, K) log L per released leaf for n targets (``PrivTreeLikelihood``, its derivation)."""
+    return PrivTreeLikelihood(level, code, count, noise, paths).leaf_values(target_paths)
 
 
 def _key(level, code) -> np.ndarray:
     return (np.asarray(code, dtype=np.int64) << 6) | np.asarray(level, dtype=np.int64)
 
 
+class _Lookup:
+    """Positions of quadtree nodes among a fixed set (levels, codes), sorted once."""
+
+    def __init__(self, levels, codes):
+        keys = _key(levels, codes)
+        self.order = np.argsort(keys)
+        self.keys = keys[self.order]
+
+    def __call__(self, query_levels, query_codes, missing=None) -> np.ndarray:
+        """``missing`` where a node is absent (None: every one must be present)."""
+        query = _key(query_levels, query_codes)
+        pos = np.clip(np.searchsorted(self.keys, query), 0, len(self.keys) - 1)
+        found = self.keys[pos] == query
+        if missing is None:
+            if not found.all():
+                raise ValueError("a node is missing from the tree")
+            return self.order[pos]
+        return np.where(found, self.order[pos], missing)
+
+
 def _index(levels, codes, query_levels, query_codes, missing=None) -> np.ndarray:
-    """Positions of the nodes (query_levels, query_codes) among (levels, codes); ``missing`` where absent
-    (None: every query must be present)."""
-    keys = _key(levels, codes)
-    order = np.argsort(keys)
-    query = _key(query_levels, query_codes)
-    pos = np.clip(np.searchsorted(keys[order], query), 0, len(keys) - 1)
-    found = keys[order][pos] == query
-    if missing is None:
-        if not found.all():
-            raise ValueError("a node is missing from the tree")
-        return order[pos]
-    return np.where(found, order[pos], missing)
+    """Positions of the nodes (query_levels, query_codes) among (levels, codes) (``_Lookup`` for one query)."""
+    return _Lookup(levels, codes)(query_levels, query_codes, missing)
 
 
 # ---- SLDP ---------------------------------------------------------------------------------------

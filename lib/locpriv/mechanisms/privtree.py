@@ -60,7 +60,7 @@ class PrivTree(Released):
         the scales the release records (``view.attrs["noise"]``).  With the others known, the
         target at x adds 1 to the counts of the nodes on x's root-to-leaf path only, so log L(x)
         is the sum over those nodes of log P(decision | o_v + 1) - log P(decision | o_v) plus the
-        leaf count's log-ratio (derivation: ``adversary.informed.privtree_log_likelihood``);
+        leaf count's log-ratio (derivation: ``adversary.informed.PrivTreeLikelihood``);
         constant on each leaf, mixed over the grid cells by overlap.  The statistic is max - min
         over the leaves, bounded by the replace-one epsilon 2 eps the record states.
         """
@@ -71,10 +71,10 @@ class PrivTree(Released):
             xy, _ = clamp_to_domain(others.points, grid)
             return cell_codes(xy, box, noise["max_depth"])
         path = others.memo("privtree_paths", paths)
-        pieces = others.memo("privtree_pieces", lambda: informed.PieceMap(release["level"], release["code"], grid))
-        values = informed.privtree_log_likelihood(release["level"], release["code"], release["count"], noise, path,
-                                                  path[others.rows_of(view["user"].to_numpy())])
-        return pieces.to_grid(values), informed.max_log_ratio(values)
+        likelihood = others.memo("privtree_likelihood", lambda: informed.PrivTreeLikelihood(
+            release["level"], release["code"], release["count"], noise, path))
+        mine = path[others.rows_of(view["user"].to_numpy())]
+        return likelihood.evaluate(mine, grid)
 
     def audit_case(self, grid):
         """A dataset with and without one user (add/remove: the central relation a curator's pair instantiates)."""
