@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from .. import io, mechanisms, metrics
+from .. import units as lpunits
 from ..datasets.persons import person_level_epsilon
 from .prepare import load_grid
 from .run import resolve_params
@@ -134,8 +135,10 @@ def runs_table(summary_parquet: str, units: dict[str, str], out_csv: str) -> pd.
     tidy = pd.read_parquet(summary_parquet)
     wide, columns = per_run(tidy)
     info = [c for c in columns if c.startswith("guarantee_")]   # per-run text, not a setting
-    params = [c for c in columns if c not in info]
-    key = ["dataset", "mechanism", *params]
+    # whom the mechanism's users trust: beside its name, before its parameters
+    trust = [c for c in columns if c == "trust_model"]
+    params = [c for c in columns if c not in info and c not in trust]
+    key = ["dataset", "mechanism", *trust, *params]
     wide = wide.rename(columns={"guarantee_epsilon": "epsilon_guaranteed"})
     metrics = [m for m in METRIC_ORDER if m in wide] + sorted(
         m for m in wide.columns if m not in METRIC_ORDER and m not in (*key, *info, "rep", "epsilon_guaranteed"))
@@ -145,12 +148,11 @@ def runs_table(summary_parquet: str, units: dict[str, str], out_csv: str) -> pd.
     if info:
         table = table.join(grouped[info].first().rename(columns=lambda c: c.replace("guarantee_", "epsilon_")))
     table = table.reset_index()
-    # a synthetic box has no physical unit ("1"): name it so "[1]" is not read as a dimensionless number
-    named = {ds: "box unit" if u in ("", "1") else u for ds, u in units.items()}
-    table.insert(2, "distance_unit", table["dataset"].map(named).fillna("box unit"))
+    named = {ds: lpunits.name(u) for ds, u in units.items()}
+    table.insert(2, "distance_unit", table["dataset"].map(named).fillna(lpunits.name("")))
     shared = table["distance_unit"].iloc[0] if table["distance_unit"].nunique() == 1 else "distance_unit"
     eps = [c for c in ("epsilon_guaranteed", "epsilon_relation", "epsilon_model") if c in table]
-    table = table[["dataset", "mechanism", *params, "reps", "distance_unit", *eps, *metrics]]
+    table = table[["dataset", "mechanism", *trust, *params, "reps", "distance_unit", *eps, *metrics]]
     table = table.rename(columns={m: f"{m} [{METRIC_UNITS[m].format(u=shared)}]"
                                   for m in metrics if m in METRIC_UNITS})
     with io.atomic_path(out_csv) as tmp:
