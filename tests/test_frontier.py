@@ -129,8 +129,8 @@ def test_recommendation_is_one_row_per_level_and_one_column_per_trust_model():
     assert len(rec) == 2
     first = rec.iloc[0]
     assert first["adversary's expected error at least"] == ("0.25 domain units", "10 % of side")
-    assert first["local"] == ("geoind epsilon=5", "spearman 0.800 · error 0.3")
-    assert rec.iloc[1]["local"] == ("none reaches this level", "")
+    assert first["local"] == ("geoind epsilon=5", "spearman\u00a00.800 · error\u00a00.3")
+    assert rec.iloc[1]["local"] == ("—", "none reaches this level")
 
 
 def test_levels_are_fractions_of_the_side_for_synthetic_and_distances_for_real_data():

@@ -43,7 +43,7 @@ def test_log_axis_ticks_are_the_data_values_written_plainly():
     fig, ax = plt.subplots()
     ax.plot([2, 8, 1000, 20000], [1, 2, 3, 4])
     ax.set_xscale("log")
-    plots._log_ticks(ax, [2, 8, 1000, 20000])
+    figures.log_ticks(ax, [2, 8, 1000, 20000])
     fig.canvas.draw()
     labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
     minor = [t.get_text() for t in ax.get_xticklabels(minor=True) if t.get_text()]

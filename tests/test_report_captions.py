@@ -35,7 +35,7 @@ RST_LINKS = """
 
 def _categories() -> list[str]:
     found = {m for rule in RULES for m in re.findall(r'category="([^"]+)"', rule.read_text())}
-    found |= {m for rule in RULES for m in re.findall(r'^\s+"[^"]+": \(\s*"([^"]+)"', rule.read_text(), re.M)}
+    found |= {m for rule in RULES for m in re.findall(r'"section": "([^"]+)"', rule.read_text())}   # TABLES
     return sorted(found)
 
 

@@ -106,6 +106,21 @@ def problems(fig) -> list[str]:
     return found
 
 
+# a label crossing a line stays readable: a light, borderless box behind its text
+_HALO = {"boxstyle": "square,pad=0.08", "facecolor": "white", "edgecolor": "none", "alpha": 0.75}
+
+
+def log_ticks(ax, values, axis: str = "x") -> None:
+    """A log axis ticked at the data's own values, written plainly ("20000", not "2×10⁴")."""
+    import matplotlib.ticker
+
+    values = sorted({float(v) for v in values if np.isfinite(v) and v > 0})
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(matplotlib.ticker.FixedLocator(values))
+    target.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    target.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
 def _number(tick: str) -> bool:
     """A tick label showing a number: "0.5", "−2" (matplotlib's minus), "20000", "$10^{-1}$"."""
     if tick.startswith("$"):
@@ -152,7 +167,7 @@ def place_labels(ax, x, y, texts, fontsize: float = MIN_FONT, avoid=(), obstacle
                 offset = (dx * step * fontsize, dy * step * fontsize)
                 text = ax.annotate(texts[i], (x[i], y[i]), xytext=offset, textcoords="offset points",
                                    ha=ha, va=va, fontsize=fontsize, zorder=5, annotation_clip=False,
-                                   color=colours[i] if colours is not None else "black")
+                                   color=colours[i] if colours is not None else "black", bbox=_HALO)
                 box = text_box(text, renderer)
                 cost = sum(_overlap(box, b) for b in placed)
                 cost += sum(_overlap(box, (mx - half, my - half, mx + half, my + half)) for mx, my in marks)
@@ -172,7 +187,7 @@ def place_labels(ax, x, y, texts, fontsize: float = MIN_FONT, avoid=(), obstacle
             text.remove()
             text = ax.annotate(texts[i], (x[i], y[i]), xytext=text.xyann, textcoords="offset points",
                                ha=text.get_ha(), va=text.get_va(), fontsize=fontsize, zorder=5,
-                               annotation_clip=False, color=text.get_color(),
+                               annotation_clip=False, color=text.get_color(), bbox=_HALO,
                                arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.45", "shrinkA": 0,
                                            "shrinkB": 3})
         box = text_box(text, renderer)

@@ -230,7 +230,7 @@ def recommendation(frontier_table: pd.DataFrame, levels: dict[str, dict]) -> pd.
     """The decision at a glance: one row per dataset x N x privacy level, one column per trust model.
 
     A cell is (mechanism and setting, "utility u · error e") for the recommended setting, or
-    ("none reaches this level", "") where no setting of that trust model does.
+    ("—", "none reaches this level") where no setting of that trust model does.
     """
     best = frontier_table[frontier_table["row"] == "best_at_level"]
     names = {(d, v): label for d, lv in levels.items() for label, v in lv.items()}
@@ -246,11 +246,12 @@ def recommendation(frontier_table: pd.DataFrame, levels: dict[str, dict]) -> pd.
             if cell.empty:
                 row[trust] = ""
             elif not cell["mechanism"].iloc[0]:
-                row[trust] = ("none reaches this level", "")
+                row[trust] = ("—", "none reaches this level")
             else:
                 r = cell.iloc[0]
+                # no-break spaces keep each number with its name when the cell wraps
                 row[trust] = (f"{r['mechanism']} {r['setting']}".strip(),
-                              f"{r['utility_metric']} {r['utility']:.3f} · error {r['expected_error']:.3g}")
+                              f"{r['utility_metric']}\u00a0{r['utility']:.3f} · error\u00a0{r['expected_error']:.3g}")
         rows.append(row)
     return pd.DataFrame(rows, columns=["dataset", "N", "adversary's expected error at least", *trusts])
 
@@ -367,8 +368,9 @@ def frontier(summary_parquet: str, cfg: dict, levels: dict[str, dict], units: di
     rec = recommendation(out, levels)
     with io.atomic_path(out_csv) as tmp:
         out.to_csv(tmp, index=False, float_format="%.6g")
+    adversary_name = ADVERSARY_NAMES[adversary].split(" (")[0]
     report_tables.write_html(rec, out_recommendation, fragment=True,
-                             title=f"Recommendation: the most useful setting per trust model at each privacy level "
-                                   f"({utility}; privacy against the {ADVERSARY_NAMES[adversary]})")
+                             title=f"The most useful setting per trust model and privacy level (utility: {utility}; "
+                                   f"privacy: the {adversary_name}'s expected error)")
     report_tables.write_html(out, out_html, title="The privacy-utility frontier (frontier.csv)")
     plot(pts, utility, levels, units, out_png, dpi, adversary)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import textwrap
 
-import matplotlib.ticker
 import numpy as np
 import pandas as pd
 
@@ -25,15 +24,6 @@ def _no_data(out_png: str, settings: dict, what: str) -> None:
     ax.axis("off")
     ax.text(0.5, 0.5, f"no data to plot: {what}", ha="center", va="center", wrap=True)
     _save(fig, out_png, settings)
-
-
-def _log_ticks(ax, values, axis: str = "x") -> None:
-    """A log axis ticked at the data's own values, written plainly ("20000", not "2×10⁴")."""
-    values = sorted({float(v) for v in values if np.isfinite(v) and v > 0})
-    target = ax.xaxis if axis == "x" else ax.yaxis
-    target.set_major_locator(matplotlib.ticker.FixedLocator(values))
-    target.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-    target.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
 def _variants(wide: pd.DataFrame, params: list[str]) -> pd.Series:
@@ -277,9 +267,9 @@ def gain_per_cost(summary_path: str, out_png: str, settings: dict) -> None:
         later = mean[mean.index > 1]
         gain = (later[UTILITY] - base[UTILITY]) / (base["privacy_Z"] - later["privacy_Z"])
         ax.plot(later.index, gain, "o-", ms=3, label=f"{ds}, N = {int(n)}")
-    ax.set(xlabel="features per user B [count]", ylabel=f"Spearman gain per unit Z cost [1/{unit}]", xscale="log",
+    ax.set(xlabel="features per user B [count]", ylabel=f"Spearman gain per unit Z cost [rank corr. per {unit.removesuffix('s')}]", xscale="log",
            title="RFF: performance gain per privacy cost (vs B = 1)")
-    _log_ticks(ax, pd.to_numeric(rff["B"]))
+    figures.log_ticks(ax, pd.to_numeric(rff["B"]))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=9)
     fig.tight_layout()

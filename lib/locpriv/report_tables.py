@@ -27,7 +27,17 @@ table.lp-table tr:nth-child(even) td { background: #f9fafb; }
 table.lp-table td.lp-num { text-align: right; font-variant-numeric: tabular-nums; }
 table.lp-table td.lp-missing { color: #9ca3af; text-align: center; }
 table.lp-table td span.lp-detail { display: block; color: #4b5563; font-size: 12px; }
-table.lp-table td.lp-long { white-space: normal; min-width: 16em; }
+table.lp-table td.lp-long { white-space: normal; min-width: 22em; font-size: 12px; overflow-wrap: anywhere; }
+table.lp-table td.lp-pair { white-space: normal; min-width: 10em; max-width: 20em; }
+</style>"""
+# Embedded in the report's first page (Snakemake's landing view), whose layout centres its content
+# vertically (cutting off the top of anything taller than the window) in a 32rem column beside the
+# rule graph: in the container holding this table only, start at the top, take the full width and
+# put the rule graph below.
+LANDING_STYLE = """<style>
+div.items-center.justify-center.h-screen:has(table.lp-table) { align-items: flex-start; justify-content: flex-start; }
+div.grow.flex.gap-3:has(table.lp-table) { flex-wrap: wrap; }
+div.prose.max-w-lg:has(table.lp-table) { max-width: 72rem; }
 </style>"""
 MISSING = "—"
 
@@ -53,7 +63,7 @@ def number(v) -> str:
 def _cell(v) -> str:
     if isinstance(v, tuple):
         main, detail = v
-        return (f"<td>{html.escape(str(main))}"
+        return (f'<td class="lp-pair">{html.escape(str(main))}'
                 + (f'<span class="lp-detail">{html.escape(str(detail))}</span>' if detail else "") + "</td>")
     if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
         return f'<td class="lp-missing">{MISSING}</td>'
@@ -76,8 +86,8 @@ def table_html(frame: pd.DataFrame, title: str = "") -> str:
 
 def write_html(frame: pd.DataFrame, path, title: str = "", fragment: bool = False) -> None:
     """``frame`` as an HTML table: a whole page, or (``fragment``) the style and table alone, to
-    embed in another page."""
-    table = STYLE + "\n" + table_html(frame, title)
+    embed in the report's first page."""
+    table = (LANDING_STYLE if fragment else "") + STYLE + "\n" + table_html(frame, title)
     text = table if fragment else (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
         f"</head>\n<body>\n{table}\n</body></html>")
@@ -86,7 +96,25 @@ def write_html(frame: pd.DataFrame, path, title: str = "", fragment: bool = Fals
             fh.write(text + "\n")
 
 
-def csv_to_html(csv_path, out_html, title: str, hidden: list[str] = ()) -> None:
-    """A CSV the workflow wrote, as a page without the ``hidden`` columns (empty fields shown as missing)."""
+def csv_to_html(csv_path, out_html, title: str, hide: list[str] = (), first: list[str] = (), last: list[str] = (),
+                settings: bool = False) -> None:
+    """A CSV the workflow wrote, as a page (empty fields shown as missing): without the ``hide``
+    columns, the ``first`` columns first, the ``last`` (long texts) last and, with ``settings``, the
+    parameter columns of a
+    ``runs.csv``-shaped table (between ``mechanism`` and ``reps``, ``trust_model`` aside) as one
+    ``setting`` column of the values a row has ("epsilon=2, h=0.55"), so the metrics are in view."""
     frame = pd.read_csv(csv_path, keep_default_na=False, na_values=[""])
-    write_html(frame.drop(columns=[c for c in hidden if c in frame]), out_html, title)
+    frame = frame.drop(columns=[c for c in hide if c in frame])
+    if settings:
+        columns = list(frame.columns)
+        params = [c for c in columns[columns.index("mechanism") + 1:columns.index("reps")] if c != "trust_model"]
+        setting = frame[params].apply(lambda row: ", ".join(f"{k}={_plain(v)}" for k, v in row.items()
+                                                            if not pd.isna(v)), axis=1)
+        frame = frame.drop(columns=params)
+        frame.insert(frame.columns.get_loc("reps"), "setting", setting)
+    front, back = [c for c in first if c in frame], [c for c in last if c in frame]
+    write_html(frame[front + [c for c in frame.columns if c not in front + back] + back], out_html, title)
+
+
+def _plain(v) -> str:
+    return number(v) if isinstance(v, numbers.Number) else str(v)

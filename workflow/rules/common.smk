@@ -225,23 +225,45 @@ def summary_plot_settings(wc):
 
 # The report shows HTML and only offers a CSV as a download: each table a reader decides from is also
 # written as an HTML page (locpriv.report_tables), captioned and filed in its report section.
-TABLES = {  # table: (report section, title, columns left out of the page)
-    "summary/runs": ("2. Summary", "runs.csv: one row per mechanism and setting", []),
-    "summary/ingest": (
-        "2. Summary",
-        "ingest.csv: rows read, dropped and kept per dataset",
-        [],
-    ),
-    "audit/audit": (
-        "Privacy audit",
-        "Privacy audit: claimed epsilon against its empirical lower bound (audit.csv)",
-        ["k_x", "k_xprime", "seed"],
-    ),
-    "studies/heatmaps/table1": (
-        "Location heatmaps (distributed DP)",
-        "[DDP-Heatmaps] Table 1 at the base setting (table1.csv)",
-        [],
-    ),
+TABLES = {  # table: its report section, page title and csv_to_html's options
+    "summary/runs": {
+        "section": "2. Summary",
+        "title": "runs.csv: one row per mechanism and setting",
+        # the metrics in view: parameters as one column, the guarantee's long texts at the end
+        "options": {
+            "settings": True,
+            "last": [
+                "epsilon_relation",
+                "epsilon_model",
+                "epsilon_non_private_inputs",
+            ],
+        },
+    },
+    "summary/ingest": {
+        "section": "2. Summary",
+        "title": "ingest.csv: rows read, dropped and kept per dataset",
+        "options": {},
+    },
+    "audit/audit": {
+        "section": "Privacy audit",
+        "title": "Privacy audit: claimed epsilon against its empirical lower bound (audit.csv)",
+        "options": {
+            "hide": ["k_x", "k_xprime", "seed"],
+            "first": [
+                "mechanism",
+                "audit_params",
+                "dataset",
+                "claimed_epsilon",
+                "epsilon_lb",
+                "holds",
+            ],
+        },
+    },
+    "studies/heatmaps/table1": {
+        "section": "Location heatmaps (distributed DP)",
+        "title": "[DDP-Heatmaps] Table 1 at the base setting (table1.csv)",
+        "options": {},
+    },
 }
 
 

@@ -97,7 +97,7 @@ rule table_html:
             report(
                 results("{table}.html"),
                 caption="../report/tables.rst",
-                category=lambda wc: TABLES[wc.table][0],
+                category=lambda wc: TABLES[wc.table]["section"],
             )
         ),
     log:
@@ -109,8 +109,8 @@ rule table_html:
     conda:
         "../../envs/locpriv.yaml"
     params:
-        title=lambda wc: TABLES[wc.table][1],
-        hidden=lambda wc: TABLES[wc.table][2],
+        title=lambda wc: TABLES[wc.table]["title"],
+        options=lambda wc: TABLES[wc.table]["options"],
         code=code_fingerprint("locpriv.report_tables"),
     script:
         "../../scripts/table_html.py"

@@ -267,9 +267,7 @@ def plot_stage(*, summary_path: str, out_png: str, dpi: int) -> None:
             ax.plot(grp[x], grp["value"], ms=4, label=f"{method}, {'eps' if line == 'epsilon' else 'N'}={value:g}",
                     **_line_style(methods.index(method), values.index(value)))
         ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
-        if sub[x].nunique() == 1:   # one x value: a log axis would be ticked far from the points
-            ax.set_xscale("linear")
-            ax.set_xticks(sorted(sub[x].unique()))
+        figures.log_ticks(ax, sub[x])   # ticked at the values run, written plainly
     for ax in axes.values():
         ax.grid(alpha=0.3)
         # below the panel: a legend of up to ~20 lines inside it would cover the data
