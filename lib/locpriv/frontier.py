@@ -303,8 +303,6 @@ def figure(pts: pd.DataFrame, utility: str, levels: dict[str, dict], units: dict
                           f" is better)", fontsize=9)
             ax.grid(alpha=0.3)
     fig.legend(handles=_legend(pts, colours, level_names), loc="outside right upper", fontsize=9, frameon=False)
-    fig.suptitle(f"Privacy-utility frontier per trust model, privacy against the {ADVERSARY_NAMES[adversary]}",
-                 fontsize=12)
     # labels go where the final layout leaves room: fix the layout, then place them
     fig.canvas.draw()
     fig.set_layout_engine("none")

@@ -284,8 +284,13 @@ def surface_estimates(wc):
 
 
 def surface_labels(wc):
+    # numbers as a reader writes them: epsilon=2, not epsilon=2.0
     return [
-        f"{run.mechanism}: " + ", ".join(f"{k}={v}" for k, v in run.params.items())
+        f"{run.mechanism}: "
+        + ", ".join(
+            f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+            for k, v in run.params.items()
+        )
         for run in surface_runs(wc.dataset)
     ]
 
