@@ -59,6 +59,15 @@ def test_points_name_the_setting_only_and_keep_the_trust_model_apart(typed):
     assert row["reps"] == 2 and row["n"] == 100
 
 
+def test_a_nullable_integer_parameter_is_written_plainly_and_missing_where_a_mechanism_lacks_it():
+    summary = _summary(ROWS)
+    summary["B"] = pd.array([8 if m == "rff" else pd.NA for m in summary["mechanism"]], dtype="Int64")
+    pts = frontier.points(summary, "spearman")
+    assert set(pts.loc[pts["mechanism"] == "rff", "setting"]) == {"B=8"}
+    assert set(pts.loc[pts["mechanism"] == "geoind", "setting"]) == {"epsilon=1", "epsilon=5"}
+    assert set(pts.loc[pts["mechanism"] == "rff", "label"]) == {"B=8"}
+
+
 def test_a_parameter_that_varies_is_part_of_the_setting_and_a_word_labels_itself():
     rows = []
     for est, util in (("naive", 0.5), ("deconv", 0.4)):

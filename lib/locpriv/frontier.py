@@ -80,7 +80,7 @@ def dataset_levels(datasets: dict, levels: dict, domains: dict, units: dict | No
 
 def _value(v) -> str | None:
     """A parameter value as written in a setting: numbers plainly (2, not 2.0), missing as None."""
-    if v is None or (isinstance(v, str) and v == "") or (isinstance(v, float) and np.isnan(v)):
+    if v is None or (isinstance(v, str) and v == "") or (not isinstance(v, str) and pd.isna(v)):
         return None
     try:
         return f"{float(v):g}"

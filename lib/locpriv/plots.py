@@ -38,7 +38,7 @@ def _variants(wide: pd.DataFrame, params: list[str]) -> pd.Series:
 
 def _plain(v) -> str:
     """A parameter value as a reader writes it: 2, not 2.0; nothing for a missing one."""
-    if v is None or (isinstance(v, float) and np.isnan(v)):
+    if v is None or (not isinstance(v, str) and pd.isna(v)):   # NaN, or pd.NA in a nullable integer column
         return ""
     try:
         return f"{float(v):g}"
@@ -219,7 +219,7 @@ def tradeoff(summary_path: str, out_png: str, settings: dict) -> None:
                     continue
                 # other swept parameters (e.g. h) give separate curves
                 varied = [p for p in params if p not in (key, "n") and grp[p].map(_plain).nunique() > 1]
-                for values, part in (grp.groupby(varied, sort=True) if varied else [((), grp)]):
+                for values, part in (grp.groupby(varied, sort=True, dropna=False) if varied else [((), grp)]):
                     mean = _mean_by(part, key)
                     label = ", ".join(f"{p}={_plain(v)}" for p, v in zip(varied, np.atleast_1d(values)))
                     line, = ax.plot(mean["privacy_Z"], mean[UTILITY], style, ms=4,
