@@ -135,13 +135,13 @@ def _number(tick: str) -> bool:
 def place_labels(ax, x, y, texts, fontsize: float = MIN_FONT, avoid=(), obstacles=(), colours=None) -> list:
     """Label each point (x, y) with its text, beside it, without covering another label or point.
 
-    Greedy: points are taken from the most crowded first; each label tries eight positions around
+    Greedy: points are taken from the most crowded first; each label tries ten positions around
     its point at growing distances and keeps the first that overlaps no placed label, no point of
-    ``avoid`` (more (x, y) pairs, e.g. every marker of the panel) or artist of ``obstacles`` (texts
-    already drawn) and stays inside the axes; if
-    none is free it takes the least-overlapping one, joined to its point by a thin line.  ``colours``
-    gives each label its colour (default black).  Needs the
-    figure's final layout (call after the axes limits and the layout are fixed).
+    ``avoid`` (more (x, y) pairs) or artist of ``obstacles`` (texts already drawn) and stays inside
+    the axes; if none is free it takes the least-overlapping one, joined to its point by a thin
+    line.  ``colours`` gives each label its colour (default black).  Candidate boxes are computed
+    from the text's measured size, so only the chosen label is drawn.  Needs the figure's final
+    layout (call after the axes limits and the layout are fixed).
     """
     fig = ax.figure
     renderer = fig.canvas.get_renderer()
@@ -149,51 +149,62 @@ def place_labels(ax, x, y, texts, fontsize: float = MIN_FONT, avoid=(), obstacle
     pts = ax.transData.transform(np.column_stack([x, y])) if len(x) else np.empty((0, 2))
     others = list(avoid) + list(zip(x, y))
     marks = ax.transData.transform(np.asarray(others, float)) if others else np.empty((0, 2))
-    half = fontsize * fig.dpi / 72.0 * 0.45          # a marker's half-width, about a letter's
+    pixels = fig.dpi / 72.0                         # display units per point
+    half = fontsize * pixels * 0.45                 # a marker's half-width, about a letter's
     frame = ax.get_window_extent(renderer)
     crowd = [int(((np.abs(pts - p) < 60).all(axis=1)).sum()) for p in pts]
     placed = [tuple(a.get_window_extent(renderer).extents) for a in obstacles]
     artists = []
-    directions = [(1, 0.3, "left", "bottom"), (1, -0.3, "left", "top"), (-1, 0.3, "right", "bottom"),
-                  (-1, -0.3, "right", "top"), (0, 1, "center", "bottom"), (0, -1, "center", "top"),
-                  (1, 1, "left", "bottom"), (-1, -1, "right", "top"), (1, -1, "left", "top"),
-                  (-1, 1, "right", "bottom")]
     for i in sorted(range(len(x)), key=lambda k: (-crowd[k], k)):
         if not texts[i]:
             continue
+        size = _text_size(ax, texts[i], fontsize, renderer)
         best = None
         for step in (0.6, 1.4, 2.4, 3.6):
-            for dx, dy, ha, va in directions:
+            for dx, dy, ha, va in _DIRECTIONS:
                 offset = (dx * step * fontsize, dy * step * fontsize)
-                text = ax.annotate(texts[i], (x[i], y[i]), xytext=offset, textcoords="offset points",
-                                   ha=ha, va=va, fontsize=fontsize, zorder=5, annotation_clip=False,
-                                   color=colours[i] if colours is not None else "black", bbox=_HALO)
-                box = text_box(text, renderer)
+                box = _box_at(pts[i] + np.multiply(offset, pixels), size, ha, va)
                 cost = sum(_overlap(box, b) for b in placed)
                 cost += sum(_overlap(box, (mx - half, my - half, mx + half, my + half)) for mx, my in marks)
-                cost += 4 * (box.width * box.height - _overlap(box, frame))   # outside the axes
+                cost += 4 * ((box[2] - box[0]) * (box[3] - box[1]) - _overlap(box, frame))   # outside the axes
                 if best is None or cost < best[0]:
-                    if best is not None:
-                        best[1].remove()
-                    best = (cost, text, step)
-                else:
-                    text.remove()
+                    best = (cost, offset, ha, va, step, box)
                 if cost == 0:
                     break
             if best[0] == 0:
                 break
-        cost, text, step = best
-        if step > 0.6:   # moved away from its point: a thin line says which point it names
-            text.remove()
-            text = ax.annotate(texts[i], (x[i], y[i]), xytext=text.xyann, textcoords="offset points",
-                               ha=text.get_ha(), va=text.get_va(), fontsize=fontsize, zorder=5,
-                               annotation_clip=False, color=text.get_color(), bbox=_HALO,
-                               arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.45", "shrinkA": 0,
-                                           "shrinkB": 3})
-        box = text_box(text, renderer)
-        placed.append((box.x0, box.y0, box.x1, box.y1))
-        artists.append(text)
+        _, offset, ha, va, step, box = best
+        # moved away from its point: a thin line says which point it names
+        line = {"arrowprops": {"arrowstyle": "-", "lw": 0.5, "color": "0.45", "shrinkA": 0, "shrinkB": 3}} \
+            if step > 0.6 else {}
+        artists.append(ax.annotate(texts[i], (x[i], y[i]), xytext=offset, textcoords="offset points", ha=ha, va=va,
+                                   fontsize=fontsize, zorder=5, annotation_clip=False, bbox=_HALO,
+                                   color=colours[i] if colours is not None else "black", **line))
+        placed.append(box)
     return artists
+
+
+# offsets around a point (in units of the label's distance) and the alignment that keeps the text
+# on that side of it
+_DIRECTIONS = [(1, 0.3, "left", "bottom"), (1, -0.3, "left", "top"), (-1, 0.3, "right", "bottom"),
+               (-1, -0.3, "right", "top"), (0, 1, "center", "bottom"), (0, -1, "center", "top"),
+               (1, 1, "left", "bottom"), (-1, -1, "right", "top"), (1, -1, "left", "top"), (-1, 1, "right", "bottom")]
+
+
+def _text_size(ax, text: str, fontsize: float, renderer) -> tuple[float, float]:
+    """Width and height of ``text`` on the canvas, halo included."""
+    probe = ax.text(0, 0, text, fontsize=fontsize, bbox=_HALO)
+    box = probe.get_window_extent(renderer)
+    probe.remove()
+    return box.width, box.height
+
+
+def _box_at(anchor, size, ha: str, va: str) -> tuple:
+    """(x0, y0, x1, y1) of a text of ``size`` aligned ha/va at ``anchor`` (display units)."""
+    w, h = size
+    x0 = anchor[0] - {"left": 0.0, "center": w / 2, "right": w}[ha]
+    y0 = anchor[1] - {"bottom": 0.0, "center": h / 2, "top": h}[va]
+    return (x0, y0, x0 + w, y0 + h)
 
 
 def text_box(text, renderer):
@@ -204,8 +215,11 @@ def text_box(text, renderer):
 
 
 def _overlap(box, other) -> float:
-    """Area shared by a Bbox and another box (Bbox or (x0, y0, x1, y1))."""
-    ox0, oy0, ox1, oy1 = (other.x0, other.y0, other.x1, other.y1) if hasattr(other, "x0") else other
-    w = min(box.x1, ox1) - max(box.x0, ox0)
-    h = min(box.y1, oy1) - max(box.y0, oy0)
-    return max(w, 0.0) * max(h, 0.0)
+    """Area shared by two boxes, each a Bbox or (x0, y0, x1, y1)."""
+    ax0, ay0, ax1, ay1 = _extents(box)
+    bx0, by0, bx1, by1 = _extents(other)
+    return max(min(ax1, bx1) - max(ax0, bx0), 0.0) * max(min(ay1, by1) - max(ay0, by0), 0.0)
+
+
+def _extents(box) -> tuple:
+    return (box.x0, box.y0, box.x1, box.y1) if hasattr(box, "x0") else tuple(box)
