@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import figures, report_tables, units as lpunits
+from . import io, report_tables, units as lpunits
 
 # frontier.adversary -> the prefix of its metrics in the summary
 ADVERSARIES = {"informed": "informed", "population": "bayes"}
@@ -261,6 +261,8 @@ def plot(pts: pd.DataFrame, utility: str, levels: dict[str, dict], units: dict[s
     """One panel per dataset x n: every setting a marker (colour: mechanism, shape: trust model)
     labelled with its setting, the Pareto front of each trust model a black step line (drawn from
     the panel's left edge, so a one-point front shows), the privacy levels grey verticals."""
+    from . import figures   # matplotlib: here, not at the top (the Snakefile imports this module)
+
     fig = figure(pts, utility, levels, units, dpi, adversary)
     figures.save(fig, out_png, dpi)
 
@@ -268,6 +270,8 @@ def plot(pts: pd.DataFrame, utility: str, levels: dict[str, dict], units: dict[s
 def figure(pts: pd.DataFrame, utility: str, levels: dict[str, dict], units: dict[str, str], dpi: int = 110,
            adversary: str = "informed"):
     """The frontier figure (see :func:`plot`), not yet saved."""
+    from . import figures
+
     plt = figures.plt
     colours = figures.colours(pts["mechanism"])
     panels = list(_groups(pts))
@@ -355,8 +359,6 @@ def _legend(pts: pd.DataFrame, colours: dict, level_names: list[str]) -> list:
 
 def frontier(summary_parquet: str, cfg: dict, levels: dict[str, dict], units: dict[str, str], dpi: int,
              out_csv: str, out_png: str, out_html: str, out_recommendation: str) -> None:
-    from . import io
-
     utility, adversary = cfg["utility"], cfg["adversary"]
     try:
         pts = points(pd.read_parquet(summary_parquet), utility, adversary)
