@@ -155,7 +155,7 @@ TABLE_COLUMNS = ["mechanism", "audit_params", "dataset", "pair", "model", "relat
                  "epsilon_lb", "confidence", "holds", "draws", "event", "k_x", "k_xprime", "seed"]
 
 
-def audit_table(audit_paths: list[str], out_parquet: str, out_csv: str, out_html: str) -> None:
+def audit_table(audit_paths: list[str], out_parquet: str, out_csv: str) -> None:
     """Claimed ε vs audited lower bound, one row per mechanism × setting × dataset × pair.
 
     ``holds`` is "yes" when the bound does not exceed the claim; a correct
@@ -169,7 +169,3 @@ def audit_table(audit_paths: list[str], out_parquet: str, out_csv: str, out_html
     io.write_parquet(table, out_parquet)
     with io.atomic_path(out_csv) as tmp:
         table.to_csv(tmp, index=False, float_format="%.6g")
-    shown = table.drop(columns=["k_x", "k_xprime", "seed"])
-    with io.atomic_path(out_html) as tmp:
-        with open(tmp, "w") as fh:
-            fh.write(shown.to_html(index=False, float_format=lambda v: f"{v:.4g}"))

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from .. import io, metrics
+from .. import units as lpunits
 from ..datasets.persons import person_level_epsilon
 from .prepare import load_grid
 from .run import configured, n_users_of
@@ -184,9 +185,8 @@ def runs_table(summary_parquet: str, units: dict[str, str], out_csv: str) -> pd.
     if info:
         table = table.join(grouped[info].first().rename(columns=lambda c: c.replace("guarantee_", "epsilon_")))
     table = table.reset_index()
-    # a synthetic box has no physical unit ("1"): name it so "[1]" is not read as a dimensionless number
-    named = {ds: "box unit" if u in ("", "1") else u for ds, u in units.items()}
-    table.insert(2, "distance_unit", table["dataset"].map(named).fillna("box unit"))
+    named = {ds: lpunits.name(u) for ds, u in units.items()}
+    table.insert(2, "distance_unit", table["dataset"].map(named).fillna(lpunits.name("")))
     shared = table["distance_unit"].iloc[0] if table["distance_unit"].nunique() == 1 else "distance_unit"
     eps = [c for c in ("epsilon_guaranteed", "epsilon_relation", "epsilon_model") if c in table]
     table = table[["dataset", "mechanism", "trust_model", *params, "reps", "distance_unit", *eps, *metrics]]
