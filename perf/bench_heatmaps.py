@@ -53,8 +53,8 @@ import os
 import pstats
 import sys
 import time
-from types import SimpleNamespace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -63,7 +63,7 @@ from locpriv.heatmaps import baselines, metrics, polya
 from locpriv.heatmaps.adaptive import AdaptiveParams, render, run_adaptive
 from locpriv.heatmaps.aggregation import SecAgg, UserPool
 from locpriv.heatmaps.render import smooth
-from locpriv.heatmaps.study import DEFAULTS, _synthetic_population, planned_dropout
+from locpriv.heatmaps.study import DEFAULTS, planned_dropout, synthetic_population
 from locpriv.seeding import rng as make_rng
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,8 +118,10 @@ def dropout_ratio(image, reps, seed):
     print(f"\ndropout 20% with noise provisioned for {plan:.3f} (the study's 4-sd margin; n_dp = "
           f"{math.ceil(10_000 * (1 - plan))} of 10000) vs no dropout, {reps} reps:")
     print(f"  MSE {dropped:.3e} vs {base:.3e}: ratio {dropped / base:.3f}")
-    print(f"  per-round achieved epsilon / planned: max {np.nanmax(achieved / np.concatenate([r.transcript['epsilon'].to_numpy() for r in runs])):.4f}"
-          f" ({int(np.isnan(achieved).sum())} of {len(achieved)} rounds too costly to evaluate: per-round epsilon < ~1e-3)")
+    planned = np.concatenate([r.transcript["epsilon"].to_numpy() for r in runs])
+    print(f"  per-round achieved epsilon / planned: max {np.nanmax(achieved / planned):.4f}"
+          f" ({int(np.isnan(achieved).sum())} of {len(achieved)} rounds too costly to evaluate:"
+          " per-round epsilon < ~1e-3)")
 
 
 def timing(image, seed):
@@ -209,7 +211,8 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
 
 
 # ---- against the authors' own code (--authors DIR) ----
-AUTHORS_C = 0.1          # their notebook's "Main result" cell: c = 1/10, threshold 2 sqrt(n/S) σ(ε_t), collapse max(5, τ/4)
+# their notebook's "Main result" cell: c = 1/10, threshold 2 sqrt(n/S) σ(ε_t), collapse max(5, τ/4)
+AUTHORS_C = 0.1
 SHARD = 10_000           # their secagg_round_size
 AUTHORS = "authors' code"
 AUTHORS_LAW = "authors' code, PolyaSum noise"
@@ -453,14 +456,14 @@ def main():
         if args.noise_check:
             noise_check(code, seed=args.seed)
             return
-        inputs = {"manhattan": image.astype(np.int64), "mixture": _synthetic_population(MIXTURE, args.seed)}
+        inputs = {"manhattan": image.astype(np.int64), "mixture": synthetic_population(MIXTURE, args.seed)}
         table = authors_table(code, {k: inputs[k] for k in args.inputs}, args.users,
                               range(reps) if args.rep is None else [args.rep], args.seed,
                               args.authors_noise, args.out)
         print(f"\nload average {os.getloadavg()[0]:.1f}\n" + authors_summary(table).to_string(float_format="%.4g"))
         return
     if args.combination:
-        inputs = {"manhattan": image.astype(np.int64), "mixture": _synthetic_population(MIXTURE, args.seed)}
+        inputs = {"manhattan": image.astype(np.int64), "mixture": synthetic_population(MIXTURE, args.seed)}
         print(f"eps = {EPSILON}, shard 10,000, disjoint samples per sub-query; {reps} rep(s)\n")
         table = combination_table(inputs, reps, args.seed)
         print("\n" + summary(table).to_string(float_format="%.4g"))

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import numpy as np
 
@@ -105,13 +104,13 @@ def main():
     g = np.linspace(BOX.xmin, BOX.xmax, args.grid)
 
     pts = r.normal(size=(n, 2))
-    t_kde, exact = timed(lambda: kde.kde_sum(pts, g, g, H), repeat=2)
+    t_kde, _exact = timed(lambda: kde.kde_sum(pts, g, g, H), repeat=2)
     print(f"N = {n:,}, grid {args.grid} x {args.grid}, float64, h = {H}")
     print(f"{'method':42s} {'seconds':>9s} {'/ exact KDE':>12s}")
     print(f"{'exact KDE  kde_sum (inner N)':42s} {t_kde:9.2f} {1:12.2f}")
     for B in (1, 3):
         _, (omega, phase) = reports(n, B, r)
-        t_rff, total = timed(lambda: rff_sum(omega, phase, g, g), repeat=2)
+        t_rff, _total = timed(lambda: rff_sum(omega, phase, g, g), repeat=2)
         sub = slice(0, args.naive_n)
         t_sub, ref = timed(lambda: naive_sum(omega[sub], phase[sub], g))
         err = np.abs(rff_sum(omega[sub], phase[sub], g, g) - ref).max()

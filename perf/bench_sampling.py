@@ -48,10 +48,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from timing import timed
-
 from locpriv import planar_laplace
 from locpriv.dp import gaussian, grid, sampling
+from timing import timed
 
 SCALES = (2.0, 100.0, 1e4)
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,7 +144,7 @@ def mixed(args, before):
     for name, module, fn, count in cases:
         cold = ""
         if "1,000" in name:
-            sampling._law.cache_clear()
+            sampling.clear_law_cache()
             first, _ = timed(lambda: fn(after_modules[module]), 1, clock=time.process_time)
             cold = f"  [{first * 1e6 / count:.3f}]"
         after = per_million(lambda: fn(after_modules[module]), count, args.repeat)
@@ -188,8 +187,9 @@ def main():
     before = None
     if args.baseline_rev != "none":
         before = load_baseline(args.baseline_rev)
-        print(f"before = lib/locpriv/dp at {args.baseline_rev} "
-              f"({subprocess.run(['git', 'rev-parse', '--short', args.baseline_rev], cwd=ROOT, capture_output=True, text=True).stdout.strip()})")
+        rev = subprocess.run(["git", "rev-parse", "--short", args.baseline_rev], cwd=ROOT, capture_output=True,
+                             text=True).stdout.strip()
+        print(f"before = lib/locpriv/dp at {args.baseline_rev} ({rev})")
     throughput(args, before, opendp_sampler())
     mixed(args, before)
     if args.single:

@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from locpriv.heatmaps.adaptive import AdaptiveParams, run_adaptive
-from locpriv.heatmaps.study import _synthetic_population, make_secagg
+from locpriv.heatmaps.study import make_secagg, synthetic_population
 from locpriv.secagg import CpuClock, ProtocolParams, aggregate
 from locpriv.seeding import rng as make_rng
 
@@ -90,7 +90,7 @@ def shard_part(sizes, dims, graphs, dropouts, complete_max: int) -> None:
                     measured = (row["client_bytes"], row["client_s"], row["server_s"])
                     before = previous.get((kind, dim, dropout))
                     slopes = ("  ".join(f"{math.log(m / m0) / math.log(n / before[0]):5.2f}"
-                                        for m, m0 in zip(measured, before[1])) if before else "")
+                                        for m, m0 in zip(measured, before[1], strict=True)) if before else "")
                     previous[kind, dim, dropout] = (n, measured)
                     print(f"{kind:9s} {n:5d} {dim:5d} {dropout:5.2f} {row['k']:5d} {row['client_bytes'] / 1e3:10.1f} "
                           f"{row['client_s']:9.4f} {row['server_s']:9.2f} {row['wall_s']:8.2f}   {slopes}", flush=True)
@@ -232,7 +232,7 @@ def flower_part(sizes, dim: int, reps: int) -> None:
 
 def adaptive_part(users: int, shard: int, seed: int = 1) -> None:
     pop = {"depth": 8, "users": 2_000_000, "hotspots": 12}
-    image = _synthetic_population(pop, seed)
+    image = synthetic_population(pop, seed)
     run = {"shard_size": shard, "dropout": 0.0}
     print(f"adaptive heatmap, {users} users per sub-query, shards of {shard}, 256 x 256 synthetic population")
     for mode in ("population", "per_client", "secure"):
@@ -253,10 +253,12 @@ def adaptive_part(users: int, shard: int, seed: int = 1) -> None:
 def scale_part(results: str) -> None:
     table = pd.read_csv(f"{results}/studies/heatmaps/secagg_scale/shards.csv")
     jobs = -(-len(table) // int(table["job_shards"].iloc[0]))
-    print(f"{len(table)} shards of {int(table['clients'].iloc[0])} clients ({int(table['survivors'].sum())} survivors), "
+    print(f"{len(table)} shards of {int(table['clients'].iloc[0])} clients "
+          f"({int(table['survivors'].sum())} survivors), "
           f"K = {int(table['K'].iloc[0])}, k = {sorted(map(int, table['k'].unique()))}, "
           f"t = {sorted(map(int, table['t'].unique()))}, "
-          f"{jobs} jobs; CPU of all jobs / 2 cores = {table.drop_duplicates('job_wall_s')['job_cpu_s'].sum() / 2 / 60:.1f} "
+          f"{jobs} jobs; CPU of all jobs / 2 cores = "
+          f"{table.drop_duplicates('job_wall_s')['job_cpu_s'].sum() / 2 / 60:.1f} "
           "min (the wall time of an idle 2-core machine, job start-up included)")
     for key in ("benchmark_wall_s", "job_cpu_s", "job_peak_rss_mb", "client_cpu_s", "server_cpu_s", "client_kb_sent"):
         values = table[key]
@@ -280,7 +282,8 @@ def main() -> None:
     if args.part in ("variants", "all"):
         variants_part([100] if args.quick else [100, 1000], 500 if args.quick else 5000)
     if args.part in ("flower", "all"):
-        flower_part([50, 100] if args.quick else [100, 1000], 200 if args.quick else 1000, 1 if args.quick else args.reps)
+        flower_part([50, 100] if args.quick else [100, 1000], 200 if args.quick else 1000,
+                    1 if args.quick else args.reps)
     if args.part in ("adaptive", "all"):
         adaptive_part(10_000 if args.quick else 100_000, 1000)
     if args.part == "scale":

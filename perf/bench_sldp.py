@@ -14,9 +14,9 @@ import time
 
 import numpy as np
 
+from locpriv.seeding import rng as make_rng
 from locpriv.sldp import ldp_grid, mean, privtree, range_queries
 from locpriv.sldp.protocol import run_protocol
-from locpriv.seeding import rng as make_rng
 
 BOX = (-10.0, 10.0, -10.0, 10.0)
 

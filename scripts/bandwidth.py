@@ -2,5 +2,5 @@ from locpriv.smk import logged
 from locpriv.stages.prepare import bandwidth
 
 with logged(snakemake):
-    bandwidth(snakemake.input.points, snakemake.wildcards.dataset, snakemake.params.k,
-              snakemake.params.seed, snakemake.output[0])
+    bandwidth(points_path=snakemake.input.points, name=snakemake.wildcards.dataset, k=snakemake.params.k,
+              seed=snakemake.params.seed, out_json=snakemake.output[0])

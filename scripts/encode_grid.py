@@ -2,4 +2,4 @@ from locpriv.smk import logged
 from locpriv.stages.prepare import encode_grid
 
 with logged(snakemake):
-    encode_grid(snakemake.params.spec, snakemake.params.grid, snakemake.output[0])
+    encode_grid(spec=snakemake.params.spec, grid_spec=snakemake.params.grid, out_grid=snakemake.output[0])

@@ -2,6 +2,7 @@ from locpriv.frontier import frontier
 from locpriv.smk import logged
 
 with logged(snakemake):
-    frontier(snakemake.input[0], snakemake.params.settings, snakemake.params.levels, snakemake.params.units,
-             snakemake.params.dpi, snakemake.output.csv, snakemake.output.png, snakemake.output.html,
-             snakemake.output.recommendation)
+    p = snakemake.params
+    frontier(summary_parquet=snakemake.input[0], cfg=p.settings, levels=p.levels, units=p.units, dpi=p.dpi,
+             out_csv=snakemake.output.csv, out_png=snakemake.output.png, out_html=snakemake.output.html,
+             out_recommendation=snakemake.output.recommendation)

@@ -2,5 +2,5 @@ from locpriv.smk import logged
 from locpriv.stages.prepare import ingest
 
 with logged(snakemake):
-    ingest(snakemake.wildcards.dataset, snakemake.params.spec, snakemake.params.seed,
-           snakemake.output.points, snakemake.output.meta)
+    ingest(name=snakemake.wildcards.dataset, spec=snakemake.params.spec, seed=snakemake.params.seed,
+           out_points=snakemake.output.points, out_meta=snakemake.output.meta)

@@ -2,5 +2,5 @@ from locpriv import plots
 from locpriv.smk import logged
 
 with logged(snakemake):
-    plots.surfaces(snakemake.input.truth, list(snakemake.input.estimates), snakemake.params.labels,
-                   snakemake.output[0], snakemake.params.settings)
+    plots.surfaces(truth_path=snakemake.input.truth, estimate_paths=list(snakemake.input.estimates),
+                   labels=snakemake.params.labels, out_png=snakemake.output[0], settings=snakemake.params.settings)

@@ -2,5 +2,6 @@ from locpriv.smk import logged
 from locpriv.stages.utility import range_workload
 
 with logged(snakemake):
-    range_workload(snakemake.wildcards.dataset, snakemake.input.points, snakemake.input.grid,
-                   snakemake.params.utility, snakemake.params.seed, snakemake.output[0])
+    range_workload(dataset=snakemake.wildcards.dataset, points_path=snakemake.input.points,
+                   grid_path=snakemake.input.grid, utility_cfg=snakemake.params.utility, seed=snakemake.params.seed,
+                   out_parquet=snakemake.output[0])

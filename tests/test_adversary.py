@@ -165,7 +165,7 @@ def test_posterior_at_the_true_cell_beats_the_uniform_prior(name, given, n):
 
 def test_zero_mechanism_bayes_error_is_the_priors():
     prior = _truth_prior(GRID)
-    mech, params, pts, lik, _ = _attack("zero", {})
+    _mech, _params, pts, lik, _ = _attack("zero", {})
     xy = pts[["x", "y"]].to_numpy()
     res = bayes.bayes_attack([(slice(0, len(pts)), np.log(lik))], prior, GRID, pts["user"].to_numpy(), xy, r=0.9)
     dist = np.hypot(GRID.x[None, :, None] - xy[:, 0, None, None], GRID.y[None, None, :] - xy[:, 1, None, None])

@@ -134,7 +134,7 @@ def _candidates(param) -> list:
     for bound in (param.low, param.high):
         if bound is not None:
             values += [bound, bound - 1, bound + 1, bound + 0.5, math.inf]
-    return values + [0, 1, 2.5, -3]
+    return [*values, 0, 1, 2.5, -3]
 
 
 @pytest.mark.parametrize("name", mechanisms.names())
@@ -170,6 +170,7 @@ def test_schema_choices_are_the_codes_registries():
     from locpriv.heatmaps.adaptive import OPTIONS
     from locpriv.heatmaps.aggregation import AGGREGATIONS
     from locpriv.heatmaps.study import METHODS
+    from locpriv.radiomap import noise as radiomap_noise
     from locpriv.radiomap.noise import SCHEMES, THETA_MODES
     from locpriv.secagg.graph import GRAPHS
     from locpriv.sldp import classify
@@ -191,6 +192,7 @@ def test_schema_choices_are_the_codes_registries():
         *[(_enum(d, "heatmaps", "properties", "adaptive", "properties", k), v) for k, v in OPTIONS.items()
           if k in PUBLISHED[d]["heatmaps"]["properties"]["adaptive"]["properties"]],
         (_enum(d, "radiomap", "properties", "training", "properties", "theta"), THETA_MODES),
+        (_enum(d, "radiomap", "properties", "training", "properties", "calibration"), radiomap_noise.CALIBRATIONS),
         (sorted(PUBLISHED[d]["radiomap"]["properties"]["runs"]["properties"]), sorted(SCHEMES)),
     ]
     assert [(sorted(a), sorted(b)) for a, b in pairs if sorted(a) != sorted(b)] == []

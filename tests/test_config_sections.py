@@ -129,8 +129,8 @@ def test_deconv_dataset_defaults_are_the_schemas():
 
 def test_schema_lists_exactly_the_studies():
     schema = lpconfig.published_schema()
-    assert sorted(schema["properties"]["studies"]["properties"]) == sorted(VALIDATORS) == sorted(SECTIONS.keys()
-                                                                                                 - {"experiments", "datasets"})
+    studies = sorted(SECTIONS.keys() - {"experiments", "datasets"})
+    assert sorted(schema["properties"]["studies"]["properties"]) == sorted(VALIDATORS) == studies
 
 
 def test_a_studies_only_config_needs_no_main_dag_keys():

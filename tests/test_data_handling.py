@@ -56,7 +56,7 @@ def test_column_keys_and_a_missing_user_column(tmp_path):
     pts, meta = ingest.real_points("d", spec(f, lon_column="long", lat_column="latitude", user_column="person"),
                                    np.random.default_rng(0))
     assert sorted(pts["source_user"]) == ["a", "b"] and meta["persons"] == 2
-    with pytest.raises(InputError, match="'user'.*user column missing"):
+    with pytest.raises(InputError, match=r"'user'.*user column missing"):
         ingest.real_points("d", spec(f, lon_column="long", lat_column="latitude", user_column="user"),
                            np.random.default_rng(0))
     # without user_column no person is kept (no silent default)

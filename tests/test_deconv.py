@@ -1,6 +1,7 @@
 """Deconvoluting kernel estimators for Laplace-LDP data in 1-D ([Deconv-LDP] eqs. 5–8)."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -52,7 +53,7 @@ def test_loo_cv_equals_brute_force_leave_one_out():
     z, y = rng.uniform(0, 3, 40), rng.normal(0, 1, 40)
     hs, b = [0.2, 0.7], 0.15
     fast = estimators.loo_cv_scores(z, y, hs, b, "cauchy")
-    for h, score in zip(hs, fast):
+    for h, score in zip(hs, fast, strict=True):
         errs = []
         for j in range(len(z)):
             keep = np.arange(len(z)) != j
@@ -82,7 +83,9 @@ def test_mixture_sampler_weights_and_support():
     assert x.min() >= -3 and x.max() <= 3
     # P(x < 0.25) under the truncated mixture, computed from the normal CDFs; binomial 5-sigma bound
     comp = [(1 / 3, stats.norm(-1, 1)), (2 / 3, stats.norm(1.5, math.sqrt(0.5)))]
-    mass = lambda a, b: sum(w * (d.cdf(b) - d.cdf(a)) for w, d in comp)
+    def mass(a, b):
+        return sum(w * (d.cdf(b) - d.cdf(a)) for w, d in comp)
+
     p = mass(-3, 0.25) / mass(-3, 3)
     assert abs((x < 0.25).mean() - p) < 5 * math.sqrt(p * (1 - p) / x.size)
 
@@ -93,12 +96,13 @@ def test_lendingclub_loader_rejects_scores_without_a_log(tmp_path):
     with pytest.raises(InputError, match=r"loans.csv: field 'fico': 1 scores <= 600"):
         data.lendingclub(path)
     pd.DataFrame({"fico": [700], "rate": [0.1]}).to_csv(path, index=False)
-    with pytest.raises(InputError, match="field 'int.rate': column missing"):
+    with pytest.raises(InputError, match=r"field 'int\.rate': column missing"):
         data.lendingclub(path)
 
 
 def test_adult_loader_checks_the_label_column(tmp_path):
-    row = "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 0, 0, 40, US, {}"
+    row = ("39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, "
+           "0, 0, 40, US, {}")
     (tmp_path / "adult.data").write_text(row.format(">50K") + "\n" + row.format("<=50K") + "\n")
     (tmp_path / "adult.test").write_text("|1x3 Cross validator\n" + row.format("maybe") + "\n")
     with pytest.raises(InputError, match=r"adult.test: field '14 \(income\)': 1 values"):
@@ -174,13 +178,13 @@ def test_one_job_per_split_writes_the_bytes_of_the_separate_stages(tmp_path):
     ds = cfg["datasets"]["m"]
     study.split_stage(dataset="m", n="300", rep=0, ds=ds, seed=7, out_train=alone["train"], out_test=alone["test"])
     for k in ("train", "test"):
-        assert open(joint[k], "rb").read() == open(alone[k], "rb").read(), k
+        assert Path(joint[k]).read_bytes() == Path(alone[k]).read_bytes(), k
     for i, eps in enumerate((5.0, "inf")):
         run = {"dataset": "m", "n": "300", "epsilon": eps, "rep": 0}
         study.randomize_stage(run=run, ds=ds, seed=7, train_path=alone["train"], out=alone["reports"])
         _fit(run, study.fit_config(cfg, "m"), alone)
         for k in ("reports", "metrics", "curves"):
-            assert open(joint[k][i], "rb").read() == open(alone[k], "rb").read(), (k, eps)
+            assert Path(joint[k][i]).read_bytes() == Path(alone[k]).read_bytes(), (k, eps)
 
 
 def test_metrics_are_tidy_rows_with_a_float_epsilon_and_a_named_noiseless_reference(tmp_path):

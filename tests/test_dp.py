@@ -4,13 +4,12 @@ import math
 
 import numpy as np
 import pytest
-from conftest import CountingRng
 from scipy import stats
 
+from conftest import CountingRng
 from locpriv import laplace_ldp
-from locpriv.dp import Guarantee, no_guarantee
+from locpriv.dp import Guarantee, no_guarantee, sampling
 from locpriv.dp.grid import grid_step, release_bounded, release_on_grid, rounded_sensitivity, snap
-from locpriv.dp import sampling
 from locpriv.dp.sampling import bernoulli_exp_integer, discrete_laplace, exact_scale, timing_safe_delta, timing_safe_tv
 
 ALPHA = 1e-6
@@ -77,7 +76,7 @@ def _magnitudes_by_exact_inversion(scale, words, starts):
     t = int(sampling._rational(scale))
     fresh = np.random.default_rng(0)        # later bits, should a comparison need them
     out = []
-    for w, start in zip(words.tolist(), starts.tolist()):
+    for w, start in zip(words.tolist(), starts.tolist(), strict=True):
         magnitude = sampling._exact_magnitude(w & (2 ** 63 - 1), start, t, fresh)
         out.append(-magnitude if w >> 63 else magnitude)
     return np.array(out)

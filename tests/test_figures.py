@@ -34,7 +34,7 @@ def _good():
 
 
 def test_a_readable_figure_has_no_problems():
-    fig, ax, img = _good()
+    fig, _ax, img = _good()
     # an axis of names (one row per mechanism) needs no unit; a map sharing a colour bar's norm needs none
     _, cats = plt.subplots()
     cats.barh(["geoind", "zero"], [1, 2])
@@ -104,7 +104,8 @@ def _ciede2000(lab1, lab2):
                     np.where(hsum < 360, (hsum + 360) / 2, (hsum - 360) / 2)))
     t = (1 - 0.17 * np.cos(np.radians(hbar - 30)) + 0.24 * np.cos(np.radians(2 * hbar))
          + 0.32 * np.cos(np.radians(3 * hbar + 6)) - 0.20 * np.cos(np.radians(4 * hbar - 63)))
-    rt = -np.sin(np.radians(60 * np.exp(-(((hbar - 275) / 25) ** 2)))) * 2 * np.sqrt(cbarp ** 7 / (cbarp ** 7 + 25 ** 7))
+    rt = (-np.sin(np.radians(60 * np.exp(-(((hbar - 275) / 25) ** 2))))
+          * 2 * np.sqrt(cbarp ** 7 / (cbarp ** 7 + 25 ** 7)))
     sl = 1 + 0.015 * (lbar - 50) ** 2 / np.sqrt(20 + (lbar - 50) ** 2)
     sc, sh = 1 + 0.045 * cbarp, 1 + 0.015 * cbarp * t
     return np.sqrt((dL / sl) ** 2 + (dC / sc) ** 2 + (dH / sh) ** 2 + rt * (dC / sc) * (dH / sh))
@@ -153,7 +154,8 @@ def _summary(path):
     rng = np.random.default_rng(0)
     rows = []
     settings = {"rff": [{"B": b, "h": 0.55} for b in (1, 2, 8)], "geoind": [{"epsilon": e, "h": 0.55} for e in (1, 5)],
-                "laplace_ldp": [{"epsilon": e, "estimator": s, "h": 0.55} for e in (4, 16) for s in ("naive", "deconv")],
+                "laplace_ldp": [{"epsilon": e, "estimator": s, "h": 0.55}
+                                for e in (4, 16) for s in ("naive", "deconv")],
                 "fedkde": [{"h": 0.55}], "zero": [{}]}
     for dataset, side in (("gauss9", 6.0), ("octagon8", 12.0)):
         for n in (1000, 20000):
@@ -179,7 +181,7 @@ def saved(monkeypatch):
     """Every Figure handed to figures.save (and to the radio-map study's own save), not written."""
     figs = []
     monkeypatch.setattr(figures, "save", lambda fig, path, dpi: figs.append(fig))
-    monkeypatch.setattr(radiomap_plots, "_save", lambda fig, path, dpi: figs.append(fig))
+    monkeypatch.setattr(radiomap_plots, "save_figure", lambda fig, path, dpi: figs.append(fig))
     yield figs
     plt.close("all")
 
@@ -189,7 +191,8 @@ UNITS = {"gauss9": "1", "octagon8": "1"}
 
 @pytest.mark.parametrize("name", ["metrics_vs_n", "tradeoff", "gain_per_cost"])
 def test_summary_figures_follow_the_rules(tmp_path, saved, name):
-    getattr(plots, name)(_summary(tmp_path / "s.parquet"), "x.png", {"dpi": 50, "units": UNITS})
+    getattr(plots, name)(summary_path=_summary(tmp_path / "s.parquet"), out_png="x.png",
+                         settings={"dpi": 50, "units": UNITS})
     (fig,) = saved
     assert figures.problems(fig) == []
     if name == "metrics_vs_n":
@@ -211,19 +214,23 @@ def test_surfaces_and_rff_illustrations_follow_the_rules(tmp_path, saved):
     grid = Grid.regular(Domain(-3, 3, -3, 3), 30, 30)
     gx, gy = np.meshgrid(grid.x, grid.y, indexing="ij")
     paths = []
-    for name, values in (("truth", np.exp(-gx ** 2 - gy ** 2)), ("a", np.exp(-gx ** 2)), ("b", np.full_like(gx, np.nan))):
+    for name, values in (("truth", np.exp(-gx ** 2 - gy ** 2)), ("a", np.exp(-gx ** 2)),
+                         ("b", np.full_like(gx, np.nan))):
         paths.append(str(tmp_path / f"{name}.nc"))
         io.write_netcdf(grid.surface(values, "density", {"units": "1/1^2"}, "1"), paths[-1])
-    plots.surfaces(paths[0], paths[1:], ["a: epsilon=2", "b: refused"], "x.png", {"dpi": 50})
-    plots_rff.plot_fig3_convergence("x.png", np.random.default_rng(0), dpi=50)
-    plots_rff.plot_user_surfaces("x.png", np.random.default_rng(0), dpi=50)
+    plots.surfaces(truth_path=paths[0], estimate_paths=paths[1:], labels=["a: epsilon=2", "b: refused"],
+                   out_png="x.png", settings={"dpi": 50})
+    plots_rff.plot_fig3_convergence(path="x.png", rng=np.random.default_rng(0), dpi=50)
+    plots_rff.plot_user_surfaces(path="x.png", rng=np.random.default_rng(0), dpi=50)
     assert [figures.problems(fig) for fig in saved] == [[], [], []]
     surfaces = saved[0]
-    assert len(surfaces.axes) == 3 + 2          # three panels (one says "no estimate") and two colour bars: no empty cell
+    # three panels (one says "no estimate") and two colour bars: no empty cell
+    assert len(surfaces.axes) == 3 + 2
 
 
 def test_radio_map_figures_have_readable_text_and_fig5_a_colour_bar(saved):
-    runs = [("radio_uniform", 1.0, 0.0), ("radio_uniform", 10.0, 0.0), ("radio_geo", 1.0, 1.0), ("radio_geo", 10.0, 1.0)]
+    runs = [("radio_uniform", 1.0, 0.0), ("radio_uniform", 10.0, 0.0),
+            ("radio_geo", 1.0, 1.0), ("radio_geo", 10.0, 1.0)]
     mae = pd.DataFrame([{"scheme": s, "mu": mu, "rho": rho, "epoch": e, "mae_db": 5.0 / e}
                         for s, mu, rho in runs for e in (1, 2, 3)])
     attack = pd.DataFrame([{"scheme": s, "mu": mu, "rho": rho, "epoch": 1, "nu": nu, "rmse_m": mu * float(nu)}
@@ -243,5 +250,6 @@ def test_radio_map_figures_have_readable_text_and_fig5_a_colour_bar(saved):
 
 def test_every_library_figure_is_saved_through_the_check():
     """A savefig anywhere else would bypass the rules (radiomap/plots.py keeps its own save, see above)."""
-    calls = sorted(str(p.relative_to(ROOT / "lib")) for p in (ROOT / "lib").rglob("*.py") if "savefig(" in p.read_text())
+    calls = sorted(str(p.relative_to(ROOT / "lib")) for p in (ROOT / "lib").rglob("*.py")
+                   if "savefig(" in p.read_text())
     assert calls == ["locpriv/figures.py", "locpriv/radiomap/plots.py"]

@@ -53,7 +53,7 @@ def test_points_name_the_setting_only_and_keep_the_trust_model_apart(typed):
     pts = frontier.points(_summary(ROWS, typed), "spearman")
     assert set(pts["setting"]) == {"epsilon=1", "epsilon=5", "epsilon=2", ""}   # h is the same everywhere: left out
     assert set(pts["label"]) == {"ε=1", "ε=5", "ε=2", ""}
-    assert dict(zip(pts["mechanism"], pts["trust_model"]))["privtree"] == "central"
+    assert dict(zip(pts["mechanism"], pts["trust_model"], strict=True))["privtree"] == "central"
     row = pts[(pts["mechanism"] == "geoind") & (pts["setting"] == "epsilon=1")].iloc[0]
     assert row["spearman"] == pytest.approx(0.5) and row["expected_error"] == pytest.approx(1.0)
     assert row["reps"] == 2 and row["n"] == 100
@@ -85,7 +85,7 @@ def test_table_ranks_within_each_trust_model_and_says_when_none_reaches_a_level(
     table = frontier.table(pts, "spearman", levels, "informed", {"d": "1"})
     assert list(table.columns) == frontier.TABLE_COLUMNS
     front = table[table["row"] == "pareto"]
-    by_trust = {t: list(zip(g["mechanism"], g["setting"])) for t, g in front.groupby("trust_model")}
+    by_trust = {t: list(zip(g["mechanism"], g["setting"], strict=True)) for t, g in front.groupby("trust_model")}
     assert by_trust == {"local": [("geoind", "epsilon=5"), ("geoind", "epsilon=1")],
                         "none": [("rff", ""), ("zero", "")], "central": [("privtree", "epsilon=2")]}
     best = table[table["row"] == "best_at_level"].set_index(["trust_model", "level"])
@@ -121,12 +121,12 @@ def test_the_privacy_axis_is_the_configured_adversary():
 def test_a_summary_without_what_the_frontier_needs_is_refused_with_the_fix():
     summary = _summary(ROWS)
     old = summary[~summary["metric"].str.startswith("informed_")]
-    with pytest.raises(ValueError, match="no informed_expected_error metric.*frontier.adversary: population"):
+    with pytest.raises(ValueError, match=r"no informed_expected_error metric.*frontier\.adversary: population"):
         frontier.points(old, "spearman")
     assert len(frontier.points(old, "spearman", "population"))     # the population adversary still works
     with pytest.raises(ValueError, match="no trust_model column"):
         frontier.points(summary.drop(columns="trust_model"), "spearman")
-    with pytest.raises(ValueError, match="trust_model is not one of .* geoind"):
+    with pytest.raises(ValueError, match=r"trust_model is not one of .* geoind"):
         frontier.points(summary.assign(trust_model=summary["trust_model"].replace("local", "")), "spearman")
 
 
@@ -185,8 +185,9 @@ def test_frontier_writes_the_table_the_recommendation_and_the_figure(tmp_path):
     summary = tmp_path / "metrics.parquet"
     io.write_parquet(_summary(ROWS), summary)
     out = {k: tmp_path / f"{k}" for k in ("csv", "png", "html", "rec")}
-    frontier.frontier(str(summary), {"utility": "spearman", "adversary": "informed"}, {"d": {"10 % of side": 0.25}},
-                      {"d": "m"}, 50, str(out["csv"]), str(out["png"]), str(out["html"]), str(out["rec"]))
+    frontier.frontier(summary_parquet=str(summary), cfg={"utility": "spearman", "adversary": "informed"},
+                      levels={"d": {"10 % of side": 0.25}}, units={"d": "m"}, dpi=50, out_csv=str(out["csv"]),
+                      out_png=str(out["png"]), out_html=str(out["html"]), out_recommendation=str(out["rec"]))
     table = pd.read_csv(out["csv"], keep_default_na=False)
     assert list(table.columns) == frontier.TABLE_COLUMNS and set(table["distance_unit"]) == {"m"}
     rec = out["rec"].read_text()
@@ -195,8 +196,10 @@ def test_frontier_writes_the_table_the_recommendation_and_the_figure(tmp_path):
     summary_bad = tmp_path / "old.parquet"
     io.write_parquet(_summary(ROWS).drop(columns="trust_model"), summary_bad)
     with pytest.raises(ValueError, match=f"^{summary_bad}: no trust_model column"):
-        frontier.frontier(str(summary_bad), {"utility": "spearman", "adversary": "informed"}, {}, {}, 50,
-                          *(str(tmp_path / f"bad{k}") for k in range(4)))
+        bad = [str(tmp_path / f"bad{k}") for k in range(4)]
+        frontier.frontier(summary_parquet=str(summary_bad), cfg={"utility": "spearman", "adversary": "informed"},
+                          levels={}, units={}, dpi=50, out_csv=bad[0], out_png=bad[1], out_html=bad[2],
+                          out_recommendation=bad[3])
     assert not any((tmp_path / f"bad{k}").exists() for k in range(4))   # no partial output
 
 

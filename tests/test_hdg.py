@@ -181,7 +181,7 @@ def test_estimate_is_a_pdf_peaked_at_the_data_from_compact_reports(variant):
     r = view.attrs["release"]
     names = hdg.GROUPS[variant]
     assert list(view.columns) == ["user", "group", "ones"] and (view["user"] == pts["user"]).all()
-    for j, ones in zip(view["group"], view["ones"]):
+    for j, ones in zip(view["group"], view["ones"], strict=True):
         assert ((0 <= ones) & (ones < hdg.domain_size(names[j], r["g1"], r["g2"]))).all()
     assert (r["g1"], r["g2"]) == hdg.granularities(len(pts), 2.0, variant)
 

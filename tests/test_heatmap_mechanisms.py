@@ -88,7 +88,7 @@ def test_dp_heatmap_options_left_out_at_their_default_as_run_paths_leave_them():
 
 def test_flat_at_huge_epsilon_publishes_the_true_histogram():
     """ε = 60: each of the 4^4 entries is off by 0 except with probability < 256 · 2 e^-60 (negligible)."""
-    mech, params, pts, view, _ = _run("heatmap_flat", epsilon=60.0, depth=4)
+    _mech, _params, pts, view, _ = _run("heatmap_flat", epsilon=60.0, depth=4)
     x, y, _ = pixels(pts, GRID, 4)
     truth = image(x, y, 4) / len(pts)
     np.testing.assert_allclose(_published_map(view, 4), truth)
@@ -113,7 +113,7 @@ def test_guarantee_states_model_relation_and_epsilon(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_attack_surface_is_the_published_map_for_everyone(name, tmp_path):
-    mech, params, _, view, est = _run(name)
+    mech, _params, _, view, est = _run(name)
     io.write_parquet(view, tmp_path / "v.parquet")
     back = pd.read_parquet(tmp_path / "v.parquet", filters=[("user", "in", [3, 7])])
     surf = mech.surfaces(back, GRID)
@@ -130,7 +130,7 @@ def test_bad_parameter_names_the_key():
 @pytest.mark.parametrize("name", NAMES)
 def test_per_client_aggregation_runs_the_same_pipeline(name):
     """Each user's own vector + Pólya share, summed mod 2^bits: still a pdf peaked at the data, same ε."""
-    mech, params, _, view, est = _run(name, n=1500, depth=4, shard_size=500, aggregation="per_client")
+    mech, _params, _, view, est = _run(name, n=1500, depth=4, shard_size=500, aggregation="per_client")
     assert est.sum() * GRID.cell_area == pytest.approx(1.0)
     assert est[15:25, 15:25].mean() > 5 * est[:6, :6].mean()
     assert view.attrs["epsilon_achieved"] == pytest.approx(2.0)

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from locpriv.heatmaps import baselines, metrics, multi_location, polya
-from locpriv.heatmaps.adaptive import (AdaptiveParams, adapt_tree, dlap_std, epsilon_for_std, render,
-                                       run_adaptive)
+from locpriv.heatmaps.adaptive import AdaptiveParams, adapt_tree, dlap_std, epsilon_for_std, render, run_adaptive
 from locpriv.heatmaps.aggregation import SecAgg, UserPool, noisy_histogram, survive
 from locpriv.heatmaps.prefix_tree import PrefixTree
 from locpriv.quadtree import interleave
@@ -77,9 +76,9 @@ def test_bincount_counts_equal_brute_force():
     survivors = survive(pool.draw(37, rng), depth, SecAgg(shard_size=10), rng)
     release = noisy_histogram(survivors, tree.encode, len(levels), 1.0, 1, rng)
     brute = np.zeros(len(levels), dtype=np.int64)
-    for px, py in zip(x, y):  # the deepest reporting node whose code prefixes the pixel's path
+    for px, py in zip(x, y, strict=True):  # the deepest reporting node whose code prefixes the pixel's path
         path = int(interleave(np.array([px]), np.array([py]), depth)[0])
-        deepest = max((lvl, i) for i, (lvl, code) in enumerate(zip(levels, codes))
+        deepest = max((lvl, i) for i, (lvl, code) in enumerate(zip(levels, codes, strict=True))
                       if path >> (2 * (depth - lvl)) == code)
         brute[deepest[1]] += 1
     assert np.array_equal(release.exact, brute)
@@ -92,7 +91,7 @@ def test_adaptive_splits_into_dense_block_and_beats_flat():
     secagg = SecAgg(shard_size=10_000)
     params = AdaptiveParams(epsilon=1.0, users_per_round=100_000, sampling="fixed", secagg=secagg)
     result = run_adaptive(image, params, np.random.default_rng(1))
-    levels, codes = result.tree.reporting_nodes()
+    levels, _codes = result.tree.reporting_nodes()
     side = 64
     x, y = np.divmod(np.arange(side * side), side)
     node = result.tree.encode(x, y).reshape(side, side)
@@ -111,7 +110,7 @@ def test_same_seed_same_run():
                             secagg=SecAgg(shard_size=5000, dropout_rate=0.1))
     runs = [run_adaptive(blob_image(), params, np.random.default_rng(11)) for _ in range(2)]
     assert runs[0].transcript.equals(runs[1].transcript)
-    for a, b in zip(runs[0].rounds, runs[1].rounds):
+    for a, b in zip(runs[0].rounds, runs[1].rounds, strict=True):
         assert np.array_equal(a.noisy, b.noisy) and np.array_equal(a.codes, b.codes)
     other = run_adaptive(blob_image(), params, np.random.default_rng(12))
     assert not np.array_equal(other.rounds[0].noisy, runs[0].rounds[0].noisy)

@@ -70,7 +70,7 @@ def test_secure_mode_gives_the_per_client_map_bit_for_bit_and_the_same_epsilon()
         results[mode] = run_adaptive(blob(), params, np.random.default_rng(4))
     ideal, secure = results["per_client"], results["secure"]
     assert len(ideal.rounds) == len(secure.rounds) > 1
-    assert all((a.noisy == b.noisy).all() for a, b in zip(ideal.rounds, secure.rounds))
+    assert all((a.noisy == b.noisy).all() for a, b in zip(ideal.rounds, secure.rounds, strict=True))
     assert np.array_equal(ideal.heatmap(), secure.heatmap())
     assert ideal.epsilon_spent == secure.epsilon_spent and ideal.epsilon_achieved == secure.epsilon_achieved
     log = secure.protocol_transcript

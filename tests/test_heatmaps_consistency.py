@@ -39,7 +39,7 @@ def test_noiseless_rounds_give_the_exact_counts_and_a_consistent_tree():
     assert np.allclose(estimate.on(SPLIT), exact(SPLIT)) and np.allclose(estimate.on(CHILDREN), exact(CHILDREN))
     # consistency: every node's total is the sum of its children's
     parent = np.flatnonzero(union.n_children() == 4)
-    keys = {(lv, cd): i for i, (lv, cd) in enumerate(zip(union.levels, union.codes))}
+    keys = {(lv, cd): i for i, (lv, cd) in enumerate(zip(union.levels, union.codes, strict=True))}
     for p in parent:
         kids = [keys[(union.levels[p] + 1, (union.codes[p] << 2) | j)] for j in range(4)]
         assert estimate.totals[p] == pytest.approx(estimate.totals[kids].sum())
@@ -58,7 +58,8 @@ def test_orphaned_area_of_a_partial_node_is_estimated():
 def noisy_rounds(trees, epsilons, draws, seed):
     """Per round, ``draws`` independent noisy releases as columns (K_t, draws)."""
     rng = np.random.default_rng(seed)
-    return [exact(t)[:, None] + discrete_laplace(e, (len(exact(t)), draws), rng) for t, e in zip(trees, epsilons)]
+    return [exact(t)[:, None] + discrete_laplace(e, (len(exact(t)), draws), rng)
+            for t, e in zip(trees, epsilons, strict=True)]
 
 
 def test_least_squares_is_unbiased():

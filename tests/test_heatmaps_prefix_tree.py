@@ -41,7 +41,7 @@ def test_partial_node_collects_its_orphaned_children():
     # root split into 4; child 3 split into only 2 of its 4 children (a partial node)
     tree = PrefixTree.from_nodes(2, [0, 1, 1, 1, 1, 2, 2], [0, 0, 1, 2, 3, 12, 13])
     levels, codes = tree.reporting_nodes()
-    assert list(zip(levels, codes)) == [(1, 0), (1, 1), (1, 2), (1, 3), (2, 12), (2, 13)]
+    assert list(zip(levels, codes, strict=True)) == [(1, 0), (1, 1), (1, 2), (1, 3), (2, 12), (2, 13)]
     x, y = all_pixels(2)
     node = tree.encode(x, y)
     path = interleave(x, y, 2)

@@ -20,8 +20,8 @@ SIDE = 1 << DEPTH
 
 def full_tree(level: int) -> PrefixTree:
     """Every node down to ``level``: 4^level square leaves."""
-    levels = np.concatenate([np.full(4 ** l, l) for l in range(level + 1)])
-    codes = np.concatenate([np.arange(4 ** l) for l in range(level + 1)])
+    levels = np.concatenate([np.full(4 ** lv, lv) for lv in range(level + 1)])
+    codes = np.concatenate([np.arange(4 ** lv) for lv in range(level + 1)])
     return PrefixTree.from_nodes(DEPTH, levels, codes)
 
 

@@ -1,6 +1,7 @@
 """The heatmaps study: config validation, population files, transcript round trip, and the rules."""
 
 import copy
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -186,7 +187,7 @@ def test_one_job_per_setting_writes_the_bytes_of_the_separate_stages(tmp_path):
             study.metrics_stage(run=run, population_path=pop, map_path=alone["heatmap"],
                                 transcript_path=alone["transcript"], out=alone["metrics"])
             for k in files:
-                assert open(out[k][rep], "rb").read() == open(alone[k], "rb").read(), (method, rep, k)
+                assert Path(out[k][rep]).read_bytes() == Path(alone[k]).read_bytes(), (method, rep, k)
     metrics = pd.read_parquet(out["metrics"][1])   # flat, rep 1: the summary's tidy rows, typed identity
     assert list(metrics.columns) == list(study.STUDY.columns)
     assert metrics[["epsilon", "n", "rep", "shard_size"]].drop_duplicates().values.tolist() == [[1.0, 2000, 1, 500]]

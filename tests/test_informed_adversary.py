@@ -11,7 +11,6 @@ is shown on planted faults whose noise is at 2ε while the record says ε: each 
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from locpriv.adversary import informed
@@ -124,7 +123,7 @@ def test_heatmap_likelihood_is_the_brute_force_law_of_the_shard_sums(method):
     shard_pixels = [pixel[shard == j] for j in range(3)]
     targets = np.array([0, 45, 85])
     got = informed.heatmap_log_likelihood(rounds, shard_pixels, shard[targets], pixel[targets], depth)
-    for row, t in zip(got, targets):
+    for row, t in zip(got, targets, strict=True):
         brute = _brute_heatmap_log_lik(rounds, shard_pixels, shard[t], pixel[t], depth)
         np.testing.assert_allclose(row - row[0], brute - brute[0], atol=1e-9)
 
@@ -140,7 +139,7 @@ def test_fixed_shards_sum_to_the_release_and_one_shard_is_the_exchangeable_draw(
     many = run_adaptive(UserPool.from_pixels(x, y, depth, "fixed", shard_size=130),
                         AdaptiveParams(epsilon=2.0, users_per_round=n, sampling="fixed",
                                        secagg=SecAgg(shard_size=130)), np.random.default_rng(2))
-    for rnd, server in zip(many.rounds, many.server_rounds):
+    for rnd, server in zip(many.rounds, many.server_rounds, strict=True):
         np.testing.assert_array_equal(server.sums.sum(axis=0), rnd.noisy)
         assert server.sums.shape == (4, len(rnd.levels)) and np.array_equal(server.r, np.ones(4))
 
@@ -183,16 +182,17 @@ def _brute_privtree_log_lik(leaves, noise, others_xy, candidates):
     z = np.arange(-zmax, zmax + 1)
     tail = np.logaddexp.accumulate(dlap_log_pmf(z, scale)[::-1])[::-1]      # log P(Z >= z)
     level, code = leaves["level"].to_numpy(), leaves["code"].to_numpy()
-    nodes = {(int(lv - up), int(c >> (2 * up))) for lv, c in zip(level, code) for up in range(lv + 1)}
+    nodes = {(int(lv - up), int(c >> (2 * up))) for lv, c in zip(level, code, strict=True) for up in range(lv + 1)}
     nodes = sorted(nodes)
-    leaf_set = set(zip(level.tolist(), code.tolist()))
-    count_of = dict(zip(zip(level.tolist(), code.tolist()), np.rint(leaves["count"].to_numpy() / noise["step"])))
+    leaf_set = set(zip(level.tolist(), code.tolist(), strict=True))
+    counts = np.rint(leaves["count"].to_numpy() / noise["step"])
+    count_of = dict(zip(zip(level.tolist(), code.tolist(), strict=True), counts, strict=True))
     boxes = cell_box(np.array([v[0] for v in nodes]), np.array([v[1] for v in nodes]), BOX)
     out = []
     for point in candidates:
         pts = np.vstack([others_xy, point])
         total = 0.0
-        for (lv, c), (x0, x1, y0, y1) in zip(nodes, boxes):
+        for (lv, c), (x0, x1, y0, y1) in zip(nodes, boxes, strict=True):
             # a point on the box's upper edge belongs to the last cell (quadtree.cell_codes)
             in_x = (pts[:, 0] >= x0) & ((pts[:, 0] < x1) | (x1 == BOX[1]))
             in_y = (pts[:, 1] >= y0) & ((pts[:, 1] < y1) | (y1 == BOX[3]))
@@ -225,7 +225,7 @@ def test_privtree_likelihood_is_the_brute_force_law_of_the_release():
     boxes = cell_box(leaves["level"].to_numpy(), leaves["code"].to_numpy(), BOX)
     centres = np.column_stack([(boxes[:, 0] + boxes[:, 1]) / 2, (boxes[:, 2] + boxes[:, 3]) / 2])
     assert len(leaves) > 10 and leaves["level"].max() >= 3
-    for row, t in zip(got, targets):
+    for row, t in zip(got, targets, strict=True):
         brute = _brute_privtree_log_lik(leaves, noise, np.delete(pts, t, axis=0), centres)
         np.testing.assert_allclose(row - row[0], brute - brute[0], atol=1e-7)
 

@@ -15,7 +15,8 @@ from locpriv import io, mechanisms
 from locpriv.adversary import informed
 from locpriv.smk import error_line
 from locpriv.stages import attack as st_attack
-from locpriv.stages import prepare, run as st_run
+from locpriv.stages import prepare
+from locpriv.stages import run as st_run
 
 N, USERS_PER_SHARD, ATTACKED = 1200, 500, 60
 SPEC = {"source": "points", "bbox": [0.0, 1.0, 0.0, 1.0], "max_dropped_fraction": 0.0}
@@ -38,8 +39,8 @@ def data(tmp_path_factory):
     spec = {**SPEC, "path": str(d / "points.csv")}
     f = {k: str(d / v) for k, v in {"points": "points.parquet", "meta": "meta.json", "grid": "grid.nc",
                                      "truth": "truth.nc"}.items()}
-    prepare.ingest("two", spec, 11, f["points"], f["meta"])
-    prepare.encode_grid(spec, {"P": 32, "Q": 32}, f["grid"])
+    prepare.ingest(name="two", spec=spec, seed=11, out_points=f["points"], out_meta=f["meta"])
+    prepare.encode_grid(spec=spec, grid_spec={"P": 32, "Q": 32}, out_grid=f["grid"])
     grid = prepare.load_grid(f["grid"])
     gx, gy = np.meshgrid(grid.x, grid.y, indexing="ij")
     truth = sum(np.exp(-((gx - c[0]) ** 2 + (gy - c[1]) ** 2) / (2 * 0.08 ** 2)) for c in centres)

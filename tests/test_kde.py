@@ -204,8 +204,9 @@ KDE_MECHANISMS = ("fedkde", "geoind", "laplace_ldp")
 
 
 def _default_config():
-    import yaml
     from pathlib import Path
+
+    import yaml
     return yaml.safe_load((Path(__file__).parents[1] / "config.yaml").read_text())
 
 
@@ -253,6 +254,7 @@ def test_kde_binned_rejects_unknown_value():
 def test_kde_binned_partial_is_within_the_binning_bound_of_exact(name):
     """Same view, both server estimators: |binned - exact| <= (fine step / h)^2 of the peak (refine 4)."""
     import pandas as pd
+
     from locpriv import mechanisms
     from locpriv.domain import Domain, Grid
     grid = Grid.regular(Domain(-4.0, 4.0, -4.0, 4.0), 80, 80)

@@ -30,7 +30,7 @@ def _median_checks(pts, res, epsilon, buckets, counts_of=kd.debiased):
         noisy = counts_of(bits.sum(axis=0), len(members), epsilon).reshape(2 ** level, buckets)
         axis = level % 2
         extent = kd.node_boxes(res.splits[:level], BOX)[:, [2 * axis, 2 * axis + 1]]
-        split, _, _, crossing = kd.calc_median(noisy, extent[:, 0], extent[:, 1])
+        _split, _, _, crossing = kd.calc_median(noisy, extent[:, 0], extent[:, 1])
         cum = np.concatenate([np.zeros((len(true), 1)), np.cumsum(true, axis=1)], axis=1)
         for node in range(2 ** level):
             n = int(true[node].sum())
@@ -105,11 +105,11 @@ def test_the_sampler_draws_reports_from_the_law_the_ratio_is_computed_for(claime
 def test_each_user_reports_once_in_its_depths_domain():
     grid = Grid.regular(Domain(0, 1, 0, 1), 16, 16)
     mech = mechanisms.get("ldp_kdtree")(epsilon=1.0, height=3, buckets=5)
-    pts = pd.DataFrame({"user": np.arange(3000), **dict(zip("xy", _skewed(3000, 2).T))})
+    pts = pd.DataFrame({"user": np.arange(3000), **dict(zip("xy", _skewed(3000, 2).T, strict=True))})
     view = mech.randomize(pts, rng=3, domain=grid)
     assert len(view) == 3000 and (view["user"] == pts["user"]).all()
     assert np.bincount(view["level"], minlength=3).tolist() == [1000, 1000, 1000]
-    for level, ones in zip(view["level"], view["ones"]):
+    for level, ones in zip(view["level"], view["ones"], strict=True):
         assert ((0 <= ones) & (ones < 2 ** level * 5)).all()
     leaves = pd.DataFrame({k: view.attrs["release"][k] for k in ("x0", "x1", "y0", "y1")})
     assert len(leaves) == 8 and ((leaves.x1 - leaves.x0) * (leaves.y1 - leaves.y0)).sum() == pytest.approx(1.0)

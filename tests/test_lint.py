@@ -48,8 +48,10 @@ def test_rule_files_are_snakefmt_formatted():
 
 
 @pytest.mark.parametrize("text,expected", [
-    ("Lints for snakefile a.smk:\n    * Absolute path \"/x\" in line 3:\n      text\n", ["snakefile a.smk: Absolute path \"/x\" in line 3:"]),
-    ("Lints for rule r (line 1, a.smk):\n    * No log directive defined:\n", ["rule r (line 1, a.smk): No log directive defined:"]),
+    ("Lints for snakefile a.smk:\n    * Absolute path \"/x\" in line 3:\n      text\n",
+     ["snakefile a.smk: Absolute path \"/x\" in line 3:"]),
+    ("Lints for rule r (line 1, a.smk):\n    * No log directive defined:\n",
+     ["rule r (line 1, a.smk): No log directive defined:"]),
     ("Building DAG of jobs...\n", []),
 ])
 def test_findings_parser(text, expected):

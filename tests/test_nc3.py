@@ -5,6 +5,7 @@ import pytest
 import xarray as xr
 
 from locpriv import io, nc3
+from locpriv.datasets.points import LocalProjection
 from locpriv.domain import Domain, Grid
 
 GRID = Grid.regular(Domain(-3.0, 3.0, -2.0, 2.0), 7, 5)
@@ -62,3 +63,28 @@ def test_reader_rejects_what_it_does_not_decode(tmp_path):
         tmp_path / "fill.nc", engine="scipy", format="NETCDF3_64BIT")
     with pytest.raises(ValueError, match="only NaN is supported"):
         nc3.read(tmp_path / "fill.nc")
+
+
+PROJECTED = GRID.to_dataset("m", LocalProjection(116.4, 39.9).grid_mapping())
+
+
+def test_cf_files_of_projected_data_equal_xarray_scipy_backend(tmp_path):
+    """The grid file with its scalar grid-mapping variable, and a map on (y, x) pointing at it."""
+    values = np.random.default_rng(4).random(GRID.shape)
+    for name, ds in (("grid", PROJECTED), ("surface", GRID.surface(values, "density", ATTRS, PROJECTED))):
+        io.write_netcdf(ds, tmp_path / f"{name}-nc3.nc")
+        io.write_netcdf(_as_xarray(ds), tmp_path / f"{name}-xarray.nc")
+        assert (tmp_path / f"{name}-nc3.nc").read_bytes() == (tmp_path / f"{name}-xarray.nc").read_bytes(), name
+
+
+def test_maps_are_stored_y_x_and_read_back_indexed_x_y(tmp_path):
+    values = np.random.default_rng(5).random(GRID.shape)
+    io.write_netcdf(GRID.surface(values, "density", ATTRS, PROJECTED), tmp_path / "s.nc")
+    stored = nc3.read(tmp_path / "s.nc")["density"]
+    assert stored.dims == ("y", "x") and np.array_equal(stored.values, values.T)
+    for back in (io.read_nc3(tmp_path / "s.nc")["density"], io.read_netcdf(tmp_path / "s.nc")["density"]):
+        assert back.dims == ("x", "y") and np.array_equal(back.values, values)
+    with xr.open_dataset(tmp_path / "s.nc", engine="scipy") as ds:   # as a user opens it
+        assert ds["density"].dims == ("y", "x")
+        assert float(ds["density"].sel(x=GRID.x[6], y=GRID.y[0])) == values[6, 0]
+        assert ds["density"].attrs["grid_mapping"] == "crs" and "crs_wkt" in ds["crs"].attrs

@@ -45,7 +45,7 @@ def test_interactive_mechanisms_run_as_one_shard():
 
 
 def test_sldp_surface_is_a_pdf_on_each_users_region():
-    mech, params, pts, view, _ = _run("sldp", epsilon=4.0)
+    mech, _params, pts, view, _ = _run("sldp", epsilon=4.0)
     surf = mech.surfaces(view.iloc[:50], GRID)
     # exact overlaps: every surface integrates to 1 over the grid, however small the region
     assert np.allclose(surf.sum(axis=(1, 2)) * GRID.cell_area, 1.0)

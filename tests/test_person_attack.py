@@ -12,7 +12,8 @@ import pytest
 from locpriv import io
 from locpriv.stages import attack as st_attack
 from locpriv.stages import metrics as st_metrics
-from locpriv.stages import prepare, run as st_run, utility
+from locpriv.stages import prepare, utility
+from locpriv.stages import run as st_run
 
 PERSONS, POINTS, CAP = 40, 12, 8
 SPEC = {"source": "points", "bbox": [0.0, 1.0, 0.0, 1.0], "user_column": "person",
@@ -33,8 +34,8 @@ def chain(tmp_path_factory):
                                      "truth": "truth.nc", "view": "view", "agg": "agg.nc", "est": "est.nc",
                                      "lm": "lm.parquet", "bayes": "bayes.parquet", "workload": "w.parquet",
                                      "metrics": "metrics.parquet"}.items()}
-    prepare.ingest("people", spec, 11, f["points"], f["meta"])
-    prepare.encode_grid(spec, {"P": 40, "Q": 40}, f["grid"])
+    prepare.ingest(name="people", spec=spec, seed=11, out_points=f["points"], out_meta=f["meta"])
+    prepare.encode_grid(spec=spec, grid_spec={"P": 40, "Q": 40}, out_grid=f["grid"])
     grid = prepare.load_grid(f["grid"])
     io.write_netcdf(grid.surface(np.ones(grid.shape), "density", {"units": "1/1^2"}, "1"), f["truth"])
     run = {"dataset": "people", "mechanism": "geoind", "params": {"n": "all", "h": 0.05, "epsilon": 20.0}, "rep": 0}
@@ -80,7 +81,6 @@ def test_pooling_a_persons_reports_locates_them_better_than_one_report(chain):
 
 def single_report_bayes_error(f, run):
     from locpriv import mechanisms
-    from locpriv.adversary import local_maxima as attacks
     from locpriv.adversary import bayes
 
     grid = prepare.load_grid(f["grid"])

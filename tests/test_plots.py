@@ -6,8 +6,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import TINY, assert_figure, run_snakemake, write_config
 
+from conftest import TINY, assert_figure, run_snakemake, write_config
 from locpriv import figures, io, plots
 from locpriv.domain import Domain, Grid
 from locpriv.stages.metrics import runs_table
@@ -56,7 +56,7 @@ def test_tradeoff_legend_names_the_swept_parameter(tmp_path, monkeypatch):
     figs = []
     real_save = figures.save
     monkeypatch.setattr(figures, "save", lambda fig, path, dpi: figs.append(fig) or real_save(fig, path, dpi))
-    plots.tradeoff(str(_summary(tmp_path)), str(tmp_path / "t.png"), {"dpi": 40})
+    plots.tradeoff(summary_path=str(_summary(tmp_path)), out_png=str(tmp_path / "t.png"), settings={"dpi": 40})
     assert_figure(tmp_path / "t.png")
     (legend,) = figs[0].legends           # one legend for every panel, beside them, not over the points
     seen = [t.get_text() for t in legend.get_texts()]
@@ -79,14 +79,15 @@ def test_surfaces_grid_has_colour_bars_and_a_robust_scale(tmp_path, monkeypatch)
         paths.append(str(path))
     out = tmp_path / "s.png"
     captured = {}
-    real_save = plots._save
+    real_save = plots.save_figure
 
     def keep(fig, path, settings):
         captured["fig"] = fig
         real_save(fig, path, settings)
 
-    monkeypatch.setattr(plots, "_save", keep)
-    plots.surfaces(paths[0], paths[1:], [f"mechanism {i}: n=600, epsilon=2" for i in range(5)], str(out), {})
+    monkeypatch.setattr(plots, "save_figure", keep)
+    plots.surfaces(truth_path=paths[0], estimate_paths=paths[1:],
+                   labels=[f"mechanism {i}: n=600, epsilon=2" for i in range(5)], out_png=str(out), settings={})
     fig = captured["fig"]
     panels = [ax for ax in fig.axes if ax.images]
     bars = [ax for ax in fig.axes if not ax.images and ax.get_label() == "<colorbar>"]
@@ -107,7 +108,8 @@ def test_runs_table_is_one_row_per_setting_with_units_and_relation(tmp_path):
     tidy = pd.read_parquet(_summary(tmp_path))
     tidy["guarantee_relation"] = np.where(tidy["mechanism"] == "laplace_ldp", "any two locations in the box", "none")
     io.write_parquet(tidy, tmp_path / "with_relation.parquet")
-    table = runs_table(str(tmp_path / "with_relation.parquet"), {"g": "m"}, str(tmp_path / "runs.csv"))
+    table = runs_table(summary_parquet=str(tmp_path / "with_relation.parquet"), units={"g": "m"},
+                       out_csv=str(tmp_path / "runs.csv"))
     # 2 N x (4 laplace_ldp settings + zero + fedkde), reps averaged
     assert len(table) == 12 and (table["reps"] == 2).all()
     assert list(table.columns[:8]) == ["dataset", "mechanism", "trust_model", "n", "epsilon", "estimator", "h",
@@ -127,9 +129,10 @@ def test_runs_table_with_mixed_units_names_the_unit_column(tmp_path):
     tidy = pd.read_parquet(_summary(tmp_path))
     tidy = pd.concat([tidy, tidy.assign(dataset="city")], ignore_index=True)
     io.write_parquet(tidy, tmp_path / "two.parquet")
-    table = runs_table(str(tmp_path / "two.parquet"), {"g": "1", "city": "m"}, str(tmp_path / "runs.csv"))
+    table = runs_table(summary_parquet=str(tmp_path / "two.parquet"), units={"g": "1", "city": "m"},
+                       out_csv=str(tmp_path / "runs.csv"))
     assert "privacy_Z [distance_unit]" in table and set(table["distance_unit"]) == {"domain units", "m"}
-    one = runs_table(str(_summary(tmp_path)), {"g": "1"}, str(tmp_path / "one.csv"))
+    one = runs_table(summary_parquet=str(_summary(tmp_path)), units={"g": "1"}, out_csv=str(tmp_path / "one.csv"))
     assert "privacy_Z [domain units]" in one and "ise" not in one   # no ISE rows in this summary
 
 

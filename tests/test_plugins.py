@@ -165,7 +165,8 @@ def test_a_plugin_mechanism_and_study_reach_their_summaries(make_workdir):
 
 def test_a_plugin_claiming_epsilon_without_an_audit_case_stops_before_any_job(make_workdir):
     wd = make_workdir(_config())
-    (wd / "rr_plugin.py").write_text(PLUGIN.replace("    def audit_case(self, grid):", "    def _no_audit(self, grid):"))
+    (wd / "rr_plugin.py").write_text(PLUGIN.replace("    def audit_case(self, grid):",
+                                                    "    def _no_audit(self, grid):"))
     proc = run_snakemake(wd, "--dry-run", check=False)
     assert proc.returncode != 0
     assert ("config key 'experiments.density.mechanisms.rr_grid': mechanism 'rr_grid' states an epsilon but has "

@@ -40,7 +40,7 @@ def test_load_counts_every_dropped_row(tmp_path):
 def test_xy_data_with_native_box(tmp_path):
     f = tmp_path / "p.parquet"
     pd.DataFrame({"x": [0.5, 2.0], "y": [0.5, 0.5]}).to_parquet(f)
-    pts, report, meta = points.load_points(f, bbox=[0, 1, 0, 1])
+    pts, _report, meta = points.load_points(f, bbox=[0, 1, 0, 1])
     assert len(pts) == 1 and meta["rows_dropped"]["outside_bbox"] == 1
 
 

@@ -5,11 +5,12 @@ mechanisms on small, fast inputs.
 """
 
 import numpy as np
-from test_radiomap import small_problem
 
+from locpriv.radiomap.geo import objective_terms, plane_variance
 from locpriv.radiomap.geometry import CellGrid
 from locpriv.radiomap.model import local_gradients
-from locpriv.radiomap.noise import objective_terms, plane_variance, uniform_variance
+from locpriv.radiomap.noise import uniform_variance
+from test_radiomap import small_problem
 
 H_MAX = 130.0     # paper §V: heights up to 130 m, training initialised at h_m = H_max
 THETA = np.array([-20.0, -30.0, -20.0, -40.0])
@@ -42,8 +43,10 @@ def test_rho_up_to_100_is_negligible_against_p_in_the_papers_units():
     g2, mu = g ** 2, 50.0
     coords = c / grid.size - 0.5
     u = np.array([[1.0, 0.0]])                             # plane rising away from the user (x = 100 of 300 m)
-    P_u, V_u = objective_terms(g2, uniform_variance(g, mu), c, user)
-    P_p, V_p = objective_terms(g2, plane_variance(g2, coords, u, np.array([8.0]), mu), c, user)
+    budget = mu * g2.sum(axis=1)                           # = mu C^2: the two calibrations agree here
+    slope = 8.0 * (g2.sum() + budget) / grid.M * u         # r = 8 times the mean noisy level (geo.py)
+    P_u, V_u = objective_terms(g2, uniform_variance(budget, grid.M), c, user)
+    P_p, V_p = objective_terms(g2, plane_variance(g2, coords, slope, budget), c, user)
     dP, dV = abs(P_p - P_u)[0], abs(V_p - V_u)[0]
     assert dP > 1000.0                                     # power: the plane does move the expected centroid
     assert 100.0 * dV < 1e-4 * dP

@@ -45,9 +45,8 @@ def test_radiomap_rules_run_and_extend_incrementally(make_workdir):
     assert set(maps["panel"]) == {0, 1} and (maps["gradient"] != 0).all()
     run = wd / OUT / "runs/scheme~radio_geo/mu~1/rho~1"
     transcript = pd.read_parquet(run / "transcript.parquet")
-    # kept epochs only (1 and 4); exact zeros are omitted, and in this tiny city the model saturates
-    # after epoch 1, so epoch 4's gradients (and the noise scaled to them) round to 0 on the release grid
-    assert 1 in set(transcript["epoch"]) <= {1, 4} and set(transcript["user"]) == set(range(6))
+    # kept epochs only (1 and 4); exact zeros are omitted (the noise, mu C^2 whatever the gradient, makes few)
+    assert set(transcript["epoch"]) == {1, 4} and set(transcript["user"]) == set(range(6))
     assert len(pd.read_parquet(run / "model.parquet")) == 4 * 100   # h after every epoch, M = 100
     assert read_parquet_metadata(run / "history.parquet")["guarantee"]["epsilon"] is None
     # the uniform scheme with theta learned in the clear (the paper's protocol) claims nothing either
@@ -55,8 +54,11 @@ def test_radiomap_rules_run_and_extend_incrementally(make_workdir):
     assert uniform["guarantee"]["epsilon"] is None and "theta" in uniform["guarantee"]["note"]
     summary = pd.read_parquet(wd / OUT / "summary.parquet")
     att = summary[summary["metric"] == "wcl_rmse_m"]
-    # every run x nu for each kept epoch with a nonzero upload (epoch 1 at least, see above)
-    assert 1 in set(att["epoch"]) <= {1, 4} and len(att) == 3 * 3 * att["epoch"].nunique()
+    # every run x nu for each kept epoch with a nonzero upload: both for the noisy runs; FedAvg's
+    # epoch-4 gradients round to 0 on the release grid in this tiny city (the model saturates)
+    kept = att.groupby("method")["epoch"].agg(set)
+    assert kept["radio_uniform"] == kept["radio_geo"] == {1, 4} and 1 in kept["radio_fedavg"]
+    assert len(att) == 3 * sum(map(len, kept))
     assert att["value"].notna().all() and set(att["nu"]) == {"1.0", "2.0", "inf"}
     # the scheme is the method; training rows (no attack, nu "") for every epoch of every run
     mae = summary[summary["metric"] == "mae_db"]

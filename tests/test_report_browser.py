@@ -7,6 +7,7 @@ browser-automation package needed.  Skips, saying why, without a Chromium.
 """
 
 import base64
+import contextlib
 import io
 import json
 import os
@@ -18,9 +19,9 @@ import time
 
 import numpy as np
 import pytest
-from conftest import TINY, run_snakemake, write_config
 from PIL import Image
 
+from conftest import TINY, run_snakemake, write_config
 from locpriv.frontier import TRUST_MODELS
 
 pytestmark = [pytest.mark.workflow, pytest.mark.heavy]
@@ -120,10 +121,8 @@ class Browser:
         return out
 
     def close(self):
-        try:
+        with contextlib.suppress(EOFError, TimeoutError):
             self.send("Browser.close")
-        except (EOFError, TimeoutError):
-            pass
         try:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:

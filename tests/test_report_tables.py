@@ -22,8 +22,8 @@ def test_a_runs_table_shows_one_setting_column_the_metrics_and_long_texts_last(t
                           "epsilon_relation": ["any two locations, " * 4, "none"],
                           "spearman [rank corr.]": [0.98765, 0.0]})
     frame.to_csv(tmp_path / "runs.csv", index=False)
-    report_tables.csv_to_html(tmp_path / "runs.csv", tmp_path / "runs.html", "runs <1>", settings=True,
-                              last=["epsilon_relation"])
+    report_tables.csv_to_html(csv_path=tmp_path / "runs.csv", out_html=tmp_path / "runs.html", title="runs <1>",
+                              settings=True, last=["epsilon_relation"])
     html = (tmp_path / "runs.html").read_text()
     head = re.findall(r"<th>(.*?)</th>", html)
     assert head == ["dataset", "mechanism", "trust_model", "setting", "reps", "spearman [rank corr.]",
@@ -38,4 +38,5 @@ def test_the_recommendation_fragment_carries_the_landing_layout_and_no_page(tmp_
     report_tables.write_html(frame, tmp_path / "r.html", "title", fragment=True)
     html = (tmp_path / "r.html").read_text()
     assert "<html" not in html and ":has(table.lp-table)" in html
-    assert '<td class="lp-pair">geoind epsilon=1<span class="lp-detail">spearman\u00a00.9 · error\u00a01.4</span>' in html
+    assert ('<td class="lp-pair">geoind epsilon=1<span class="lp-detail">spearman\u00a00.9 · error\u00a01.4'
+            '</span>') in html

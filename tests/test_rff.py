@@ -7,8 +7,17 @@ import pytest
 from scipy import stats
 from scipy.ndimage import maximum_filter
 
-from locpriv.rff import (RFFPolicy, Refusal, answer_query, draw_users, lemma3_max_bandwidth,
-                         lemma4_allowed, query_refusal, rff_sum, rff_surfaces)
+from locpriv.rff import (
+    Refusal,
+    RFFPolicy,
+    answer_query,
+    draw_users,
+    lemma3_max_bandwidth,
+    lemma4_allowed,
+    query_refusal,
+    rff_sum,
+    rff_surfaces,
+)
 
 ALPHA = 1e-6
 OPEN = RFFPolicy(max_features=64, inscribed_side=1e6, risk=0.5)  # never binds on h below 1e5
@@ -51,7 +60,7 @@ def test_estimate_is_unbiased_for_the_gaussian_kernel():
 def test_gemm_aggregate_equals_naive_cosines():
     # Odd grid sizes exercise the partial last doubling step; chunk=5 a partial last chunk.
     rng = np.random.default_rng(11)
-    users, points, (omega, phase) = report(37, 3, 0.4, rng)
+    _users, _points, (omega, phase) = report(37, 3, 0.4, rng)
     gx, gy = np.linspace(-3, 3, 11), np.linspace(-2, 4, 7)
     ref = naive(omega, phase, gx, gy)
     np.testing.assert_allclose(rff_sum(omega, phase, gx, gy, chunk=5), ref.sum(0), rtol=0, atol=1e-10)
@@ -105,12 +114,12 @@ def test_lemma3_bound_formula():
 
 
 def test_lemma3_risk_is_the_probability_of_too_few_bands():
-    # At h equal to the bound, P(j T >= l) with T = 2 pi / |w| is exactly the risk
+    # At h equal to the bound, P(j T >= side) with T = 2 pi / |w| is exactly the risk
     # (eqs. 19-21); the count over M draws is Binomial(M, risk).
-    l, risk, j, M = 6.0, 0.1, 2, 200_000
-    h = lemma3_max_bandwidth(l, risk, j)
+    side, risk, j, M = 6.0, 0.1, 2, 200_000
+    h = lemma3_max_bandwidth(side, risk, j)
     w = np.random.default_rng(20).standard_normal((M, 2)) / h
-    few = int(np.sum(j * 2 * np.pi / np.hypot(*w.T) >= l))
+    few = int(np.sum(j * 2 * np.pi / np.hypot(*w.T) >= side))
     assert stats.binomtest(few, M, risk).pvalue > ALPHA
 
 
@@ -137,7 +146,7 @@ def test_lemma4_allowed(k, ok):
 def test_rescaling_never_redraws():
     users = draw_users(50, 2, 0.1, np.random.default_rng(30))
     points = np.random.default_rng(31).uniform(-1, 1, (50, 2))
-    w1, p1 = answer_query(users, points, 0.1, 2, OPEN)
+    w1, _p1 = answer_query(users, points, 0.1, 2, OPEN)
     w5, p5 = answer_query(users, points, 0.5, 2, OPEN)
     np.testing.assert_allclose(w5, w1 / 5, rtol=1e-15)
     again = answer_query(users, points, 0.5, 2, OPEN)
@@ -209,8 +218,8 @@ def test_bad_parameters_are_named(call, match):
 
 def test_illustration_plots_are_written(tmp_path):
     from locpriv.plots_rff import plot_fig3_convergence, plot_user_surfaces
-    plot_fig3_convergence(str(tmp_path / "fig3.png"), np.random.default_rng(60), dpi=30)
-    plot_user_surfaces(str(tmp_path / "fig4.png"), np.random.default_rng(61), dpi=30)
+    plot_fig3_convergence(path=str(tmp_path / "fig3.png"), rng=np.random.default_rng(60), dpi=30)
+    plot_user_surfaces(path=str(tmp_path / "fig4.png"), rng=np.random.default_rng(61), dpi=30)
     from conftest import assert_figure
 
     assert_figure(tmp_path / "fig3.png", panels=(2, 2))

@@ -1,6 +1,7 @@
 """Pairwise-masking secure aggregation (Bonawitz et al. 2017; Bell et al. 2020): exactness, masking, what the
 server holds, the clients' and the server's checks, dropouts at every step, and the attacks of issue 31."""
 
+import contextlib
 import math
 
 import numpy as np
@@ -155,7 +156,8 @@ def test_dropping_chosen_clients_that_disconnect_the_survivors_is_refused(monkey
     params = ProtocolParams(bits=16, degree=k)
     answered = []
     original = Client.unmasking
-    monkeypatch.setattr(Client, "unmasking", lambda self, *a, **kw: answered.append(self.id) or original(self, *a, **kw))
+    monkeypatch.setattr(Client, "unmasking",
+                        lambda self, *a, **kw: answered.append(self.id) or original(self, *a, **kw))
     x = inputs(n, 3, 16)
     order = shard(n, 3, params, np.random.default_rng(1), b"test")[0][0].graph.position
     senders = np.setdiff1d(np.arange(n), two_runs_dropped(order, n, k // 2))
@@ -317,7 +319,8 @@ def substitute_keys(server, victim, fake_id):
         if u == victim:
             fake = crypto.random_bytes(None, 1, 3 * crypto.KEY_BYTES)[0].tobytes()
             if server.params.active:          # signed with a key the server owns, not the client's identity
-                fake += crypto.sign(crypto.identity_key(bytes(32)), protocol.keys_message(server.context, fake_id, fake))
+                fake += crypto.sign(crypto.identity_key(bytes(32)),
+                                    protocol.keys_message(server.context, fake_id, fake))
             adverts = {**adverts, fake_id: fake}
         return adverts, proofs, own
     return forged
@@ -374,7 +377,7 @@ def mitm_input(clients, server, victim, x):
 
 
 def test_key_substitution_reads_an_input_in_the_honest_but_curious_variant_only():
-    # the threat model stated in the README: the honest-but-curious variant assumes the server follows the
+    # the threat model stated in docs/studies.md: the honest-but-curious variant assumes the server follows the
     # protocol; a server that substitutes keys reads any input there, and the active variant refuses it
     n, x = 30, inputs(30, 16, HBC.bits)
     clients, server = shard(n, 16, HBC, np.random.default_rng(1), b"test")
@@ -384,7 +387,7 @@ def test_key_substitution_reads_an_input_in_the_honest_but_curious_variant_only(
     clients, server = shard(n, 16, ACTIVE, np.random.default_rng(1), b"test")
     for c in clients:
         server.receive_keys(c.id, c.advertise_keys())
-    with pytest.raises(ProtocolError, match="client 4: the keys of client .* are not signed by its identity key"):
+    with pytest.raises(ProtocolError, match=r"client 4: the keys of client .* are not signed by its identity key"):
         mitm_input(clients, server, 4, x[4])
 
 
@@ -426,10 +429,8 @@ def test_inconsistent_survivor_lists_never_yield_both_secrets_of_a_client(shown_
     server.request = request_for(server, np.arange(n))
     for v, request in split_lists(clients, server, victim, shown_alive).items():
         server.request = request
-        try:
+        with contextlib.suppress(ProtocolError):
             server.receive_unmasking(v, clients[v].unmasking(request))
-        except ProtocolError:
-            pass
     got = [shares_held(server, victim, kind) for kind in protocol.SECRETS]
     assert min(got) < clients[victim].t and max(got) >= 1
 
@@ -467,15 +468,11 @@ def test_an_active_server_cannot_unmask_a_small_set(pattern):
     request = request_for(server, small)
     server.request = request
     for v in small:
-        try:
+        with contextlib.suppress(ProtocolError):
             server.receive_signature(v, clients[v].consistency(request.alive))
-        except ProtocolError:
-            pass
     for v in small:
-        try:
+        with contextlib.suppress(ProtocolError):
             server.receive_unmasking(v, clients[v].unmasking(request, server.signatures_for(v)))
-        except ProtocolError:
-            pass
     with pytest.raises(ProtocolError, match="fewer than t"):
         server.finish()
 
@@ -533,7 +530,8 @@ def test_a_share_from_a_non_holder_is_refused():
     stranger = int(np.setdiff1d(np.arange(n), server.graph.holders(0))[0])
     response = clients[0].unmasking(request)
     response[stranger, "self_seed"] = response[0, "self_seed"]
-    with pytest.raises(ProtocolError, match=f"client 0 sent a share of client {stranger}'s secret but is not its holder"):
+    with pytest.raises(ProtocolError,
+                       match=f"client 0 sent a share of client {stranger}'s secret but is not its holder"):
         server.receive_unmasking(0, response)
 
 
@@ -555,7 +553,7 @@ def test_a_crafted_share_with_exactly_t_holders_is_detected(monkeypatch, kind):
     x = inputs(n, 4, 16)
     senders = np.arange(n) if kind == "self_seed" else np.arange(1, n)
     quiet = Dropouts(unmasking=set(range(t, n)) if kind == "self_seed" else set(range(t + 1, n)))
-    with pytest.raises(ProtocolError, match="does not match its (commitment|advertised public key)"):
+    with pytest.raises(ProtocolError, match=r"does not match its (commitment|advertised public key)"):
         run(x, senders, ProtocolParams(bits=16, graph="complete"), dropouts=quiet)
 
 

@@ -57,8 +57,8 @@ def test_users_stop_answering_once_their_region_is_fixed(result):
 def test_partition_holds_every_user_exactly_once(result):
     cells = result.cells
     assert len(result.user_cell) == 20000 and (result.user_cell["level"] >= 0).all()
-    keyed = set(zip(cells["level"], cells["code"]))
-    assert all(k in keyed for k in zip(result.user_cell["level"], result.user_cell["code"]))
+    keyed = set(zip(cells["level"], cells["code"], strict=True))
+    assert all(k in keyed for k in zip(result.user_cell["level"], result.user_cell["code"], strict=True))
     # disjoint: no partition cell is an ancestor of another
     for lvl, code in keyed:
         for up in range(lvl):
@@ -241,7 +241,8 @@ def test_region_counts_are_exact_and_leave_the_transcript_and_record_unchanged(s
     assert gap == 0 if split_rule == "all_children" else gap > 1
     # the guarantee takes no counts argument: one record for both (checked on the study's metadata
     # in test_sldp_workflow)
-    assert "exact number of users in each released region" in guarantee(1.0, 0.05, 20, split_rule, "sensitivity2").covers
+    record = guarantee(1.0, 0.05, 20, split_rule, "sensitivity2")
+    assert "exact number of users in each released region" in record.covers
 
 
 def test_moving_a_user_inside_its_region_changes_nothing_released():
@@ -302,8 +303,8 @@ def test_squared_norm_oscillation_of_boxes():
 
 def test_sldp_mean_is_unbiased():
     """Mean of 200 SLDP estimates within 5 standard errors of the true mean (noise is the only error)."""
-    from locpriv.sldp.mean import sldp_mean, squared_norm_oscillation
     from locpriv.quadtree import cell_box
+    from locpriv.sldp.mean import sldp_mean, squared_norm_oscillation
     pts = sample(4000, seed=6)
     part = run_protocol(pts, BOX, 1.0, 0, 6, 0.05, np.random.default_rng(7), split_rule="per_child",
                         keep_reports=False)

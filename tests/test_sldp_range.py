@@ -86,12 +86,12 @@ def test_study_defaults_are_the_papers_thresholds_and_merged_leaves():
     with pytest.raises(ConfigError, match="classify': missing required key 'lonlat_bbox'"):
         study.validate_config({"classify": {"path": "housing.csv"}})
     # Alg. 2 line 14's constant went with its margin (issue 28.2): one clear line, no silent ignore
-    with pytest.raises(ConfigError, match="studies.sldp.delta_constant': removed"):
+    with pytest.raises(ConfigError, match=r"studies\.sldp\.delta_constant': removed"):
         study.validate_config({"delta_constant": 6.0})
-    with pytest.raises(ConfigError, match="studies.sldp.child_share'.*leaves: merge"):
+    with pytest.raises(ConfigError, match=r"studies\.sldp\.child_share'.*leaves: merge"):
         study.validate_config({"child_share": 0.3})
     assert study.validate_config({"child_share": 0.3, "leaves": "children"})["child_share"] == 0.3
-    with pytest.raises(ConfigError, match="studies.sldp.threshold': moved into each task"):
+    with pytest.raises(ConfigError, match=r"studies\.sldp\.threshold': moved into each task"):
         study.validate_config({"threshold": 20})
-    with pytest.raises(ConfigError, match="studies.sldp.leaves"):
+    with pytest.raises(ConfigError, match=r"studies\.sldp\.leaves"):
         study.validate_config({"leaves": "parent"})

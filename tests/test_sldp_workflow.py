@@ -1,6 +1,7 @@
 """The sldp study's rules on a tiny section."""
 
 import copy
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -82,7 +83,7 @@ def test_one_job_per_setting_writes_the_bytes_of_the_separate_stages(tmp_path, t
         study.evaluate_stage(run=run, cfg=run_cfg, seed=5, partition_path=alone["partition"],
                              regions_path=alone["regions"], out=alone["evaluation"])
         for k in files:
-            assert open(out[k][rep], "rb").read() == open(alone[k], "rb").read(), (rep, k)
+            assert Path(out[k][rep]).read_bytes() == Path(alone[k]).read_bytes(), (rep, k)
 
 
 def test_exact_region_counts_leave_the_recorded_guarantee_unchanged(tmp_path):

@@ -106,17 +106,21 @@ pa.set_cpu_count(1)  # columns decoded one after the other: a peak that does not
 tracemalloc.start()
 if stage == "range_workload":  # a small workload: its (queries x sample) matrices are not the point here
     grid = work + "/grid.nc"
-    prepare.encode_grid({"source": "synthetic", "bbox": [-4, 4, -4, 4]}, {"P": 8, "Q": 8}, grid)
+    prepare.encode_grid(spec={"source": "synthetic", "bbox": [-4, 4, -4, 4]}, grid_spec={"P": 8, "Q": 8},
+                        out_grid=grid)
     cfg = {"workload_points": 2000, "range_queries": 50}
-    utility.range_workload("big", path, grid, utility.settings({"utility": cfg}), 1, work + "/workload.parquet")
+    utility.range_workload(dataset="big", points_path=path, grid_path=grid,
+                           utility_cfg=utility.settings({"utility": cfg}), seed=1,
+                           out_parquet=work + "/workload.parquet")
 elif stage == "attack_users":
     attack._rows_of_users(path, attack.attack_sample("big", n, 200, 1))
 elif stage == "attack_persons":
     attack._rows_of_persons(path, n, "big", 200, 1)
 elif stage == "pooled_kde":
     grid = work + "/grid.nc"
-    prepare.encode_grid({"source": "synthetic", "bbox": [-4, 4, -4, 4]}, {"P": 4, "Q": 4}, grid)
-    prepare.pooled_kde(path, n, 0.5, grid, work + "/pooled.nc")
+    prepare.encode_grid(spec={"source": "synthetic", "bbox": [-4, 4, -4, 4]}, grid_spec={"P": 4, "Q": 4},
+                        out_grid=grid)
+    prepare.pooled_kde(points_path=path, n_users=n, h=0.5, grid_path=grid, out_nc=work + "/pooled.nc")
 elif stage == "whole_file":
     pd.read_parquet(path, columns=["x", "y"])
 print(json.dumps((pa.default_memory_pool().max_memory() + tracemalloc.get_traced_memory()[1]) / 1e6))

@@ -1,5 +1,7 @@
 """The studies' one contract (locpriv.study): the tidy summary schema and what each study declares."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -22,12 +24,12 @@ def test_summary_sorts_epsilon_as_a_number_and_writes_the_same_bytes_twice(tmp_p
     table = TOY.write_summary(frame, out_parquet=out["parquet"], out_csv=out["csv"])
     assert table["epsilon"].iloc[::2].tolist()[:2] == [5.0, 10.0] and np.isnan(table["epsilon"].iloc[-1])
     back = pd.read_parquet(out["parquet"])
-    assert list(back.columns) == [*SUMMARY_COLUMNS][:5] + ["dataset", "metric", "value"]
+    assert list(back.columns) == [*list(SUMMARY_COLUMNS)[:5], "dataset", "metric", "value"]
     assert {c: str(t) for c, t in back.dtypes.items()} == {**TOY.columns}
     again = {k: str(tmp_path / f"b.{k}") for k in ("parquet", "csv")}
     TOY.write_summary(frame.iloc[::-1], out_parquet=again["parquet"], out_csv=again["csv"])   # row order is free
     for k in out:
-        assert open(out[k], "rb").read() == open(again[k], "rb").read(), k
+        assert Path(out[k]).read_bytes() == Path(again[k]).read_bytes(), k
     assert pd.read_csv(out["csv"])["epsilon"].isna().sum() == 2    # NaN: the empty cell of a non-private run
 
 

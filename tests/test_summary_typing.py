@@ -1,5 +1,7 @@
 """The main summary is typed: identity columns keep their numbers, so epsilon sorts as a number."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -35,7 +37,7 @@ def _write_runs(tmp_path) -> list[str]:
 
 def test_summary_columns_have_real_dtypes_and_sort_numerically(tmp_path):
     out = {k: str(tmp_path / f"summary.{k}") for k in ("parquet", "csv")}
-    summary(_write_runs(tmp_path), out["parquet"], out["csv"])
+    summary(metric_paths=_write_runs(tmp_path), out_parquet=out["parquet"], out_csv=out["csv"])
     table = pd.read_parquet(out["parquet"])
     assert list(table.columns) == ["dataset", "mechanism", "trust_model", "rep", "B", "epsilon", "guarantee_model",
                                    "h", "n", "metric", "value"]
@@ -53,19 +55,20 @@ def test_summary_columns_have_real_dtypes_and_sort_numerically(tmp_path):
     assert back.loc[back["mechanism"] == "laplace_ldp", "epsilon"].drop_duplicates().tolist() == [2, 4, 16]
     # the same bytes whatever order the runs come in
     again = {k: str(tmp_path / f"again.{k}") for k in ("parquet", "csv")}
-    summary(_write_runs(tmp_path)[::-1], again["parquet"], again["csv"])
+    summary(metric_paths=_write_runs(tmp_path)[::-1], out_parquet=again["parquet"], out_csv=again["csv"])
     for k in out:
-        assert open(out[k], "rb").read() == open(again[k], "rb").read(), k
+        assert Path(out[k]).read_bytes() == Path(again[k]).read_bytes(), k
 
 
 def test_per_run_and_runs_table_keep_every_run_with_missing_parameters(tmp_path):
     out = {k: str(tmp_path / f"summary.{k}") for k in ("parquet", "csv")}
-    summary(_write_runs(tmp_path), out["parquet"], out["csv"])
+    summary(metric_paths=_write_runs(tmp_path), out_parquet=out["parquet"], out_csv=out["csv"])
     wide, params = per_run(pd.read_parquet(out["parquet"]))
     assert len(wide) == len(RUNS) and params[0] == "n" and "trust_model" not in params
-    table = runs_table(out["parquet"], {"g": "1"}, str(tmp_path / "runs.csv"))
+    table = runs_table(summary_parquet=out["parquet"], units={"g": "1"}, out_csv=str(tmp_path / "runs.csv"))
     assert len(table) == len(RUNS)   # a parameter a mechanism lacks is missing, not a reason to drop the run
     assert list(table.columns[:3]) == ["dataset", "mechanism", "trust_model"]
-    assert dict(zip(table["mechanism"], table["trust_model"])) == {r["mechanism"]: r["trust_model"] for r in RUNS}
+    assert dict(zip(table["mechanism"], table["trust_model"], strict=True)) == {r["mechanism"]: r["trust_model"]
+                                                                               for r in RUNS}
     assert table.loc[table["mechanism"] == "laplace_ldp", "epsilon"].tolist() == [2.0, 4.0, 16.0]
     assert np.isnan(table.loc[table["mechanism"] == "zero", "epsilon"]).all()

@@ -51,10 +51,10 @@ def test_workload_is_seeded_per_dataset_and_hashed(tmp_path):
     io.write_netcdf(grid.to_dataset("1"), tmp_path / "grid.nc")
     cfg = {**utility.DEFAULTS, "range_queries": 25, "workload_points": 2000}
     paths = [tmp_path / f"w{i}.parquet" for i in range(3)]
-    for path, name, seed in zip(paths, ["a", "a", "b"], [7, 7, 7]):
-        utility.range_workload(name, str(tmp_path / "points.parquet"), str(tmp_path / "grid.nc"), cfg, seed,
-                               str(path))
-    (q0, h0), (q1, h1), (_, h2) = (utility.read_workload(str(p)) for p in paths)
+    for path, name, seed in zip(paths, ["a", "a", "b"], [7, 7, 7], strict=True):
+        utility.range_workload(dataset=name, points_path=str(tmp_path / "points.parquet"),
+                               grid_path=str(tmp_path / "grid.nc"), utility_cfg=cfg, seed=seed, out_parquet=str(path))
+    (q0, h0), (_q1, h1), (_, h2) = (utility.read_workload(str(p)) for p in paths)
     assert len(q0) == 25 and h0 == h1 != h2
     assert io.read_parquet_metadata(paths[0])["workload_sha256"] == h0
     assert io.read_parquet_metadata(paths[0])["points_used"] == 2000

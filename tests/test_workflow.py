@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-
 import yaml
 
 from conftest import ROOT, TINY, assert_figure, copy_results, run_snakemake, write_config
@@ -80,7 +79,7 @@ def test_summary_holds_every_run_with_its_values(finished):
     assert {"h", "n", "metric", "value"} <= set(table.columns)
     # typed: n is the users' number; h holds the word knn beside numbers, so it is text
     assert (str(table["n"].dtype), str(table["rep"].dtype)) == ("int64", "int64")
-    assert dict(zip(table["mechanism"], table["trust_model"])) == {"fedkde": "none", "zero": "local"}
+    assert dict(zip(table["mechanism"], table["trust_model"], strict=True)) == {"fedkde": "none", "zero": "local"}
     value = table.assign(h=table["h"].fillna("-")).set_index(["mechanism", "h", "n", "metric"])["value"]
     # 600 users in 200-user shards: every user counted exactly once
     assert value[("fedkde", "0.55", 600, "n_users")] == 600
@@ -320,7 +319,7 @@ def test_rff_and_geoind_branches_with_a_refused_query(make_workdir):
     assert answered["answered"] == 1 and answered["spearman_pooled"] > 0.5
     refused = rff.loc[(2, "0.2")]   # h0 holds the word 'h' beside numbers: a text column
     assert refused["answered"] == 0 and np.isnan(refused["spearman"]) and np.isnan(refused["privacy_Z"])
-    est = list((wd / "results/runs/gauss9/rff").glob("*B~2*h0~0.2*/rep~0/estimate.nc"))[0]
+    est = next(iter((wd / "results/runs/gauss9/rff").glob("*B~2*h0~0.2*/rep~0/estimate.nc")))
     with xr.open_dataset(est) as ds:
         assert "Lemma 4" in ds["density"].attrs["refusal"]
     geoind = table[table["mechanism"] == "geoind"].set_index("metric")["value"]

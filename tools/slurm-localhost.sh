@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A one-node SLURM cluster on localhost, for the cluster test and for trying the
-# README's cluster section: slurmctld + slurmd + munge, and (by default) slurmdbd
+# cluster section of docs/running.md: slurmctld + slurmd + munge, and (by default) slurmdbd
 # with MariaDB so that `sacct` works, which is how snakemake's SLURM executor
 # plugin asks for job states.
 #

@@ -26,4 +26,4 @@ CLASSES = {cls.__name__: cls for cls in map(mechanisms.get, mechanisms.names())
            if cls.__module__.startswith(f"{mechanisms.__name__}.")}
 globals().update(CLASSES)
 
-__all__ = sorted(CLASSES) + ["Domain", "Grid", "Mechanism"]
+__all__ = [*sorted(CLASSES), "Domain", "Grid", "Mechanism"]

@@ -21,7 +21,6 @@ from pathlib import Path
 import jsonschema
 import pandas as pd
 import yaml
-from snakemake.utils import Paramspace
 
 from . import mechanisms, plugins, study
 from .params import USERS, explicit_params
@@ -198,7 +197,7 @@ def _schema_error(err, prefix: tuple = ()) -> ConfigError:
         needs, keys = next((k, v) for k, v in err.validator_value.items()
                            if k in err.instance and any(m not in err.instance for m in v))
         missing = next(k for k in keys if k not in err.instance)
-        return ConfigError(f"config key '{_key(path + [missing])}': missing, and required with '{needs}'; "
+        return ConfigError(f"config key '{_key([*path, missing])}': missing, and required with '{needs}'; "
                            f"allowed: {schema['properties'][missing].get('description', 'see docs/configuration.md')}")
     elif err.validator == "anyOf":  # jsonschema's "not valid under any of the given schemas" says less
         message = f"{err.instance!r} is not allowed"
@@ -237,7 +236,7 @@ def allowed(schema: dict) -> str:
         parts.append(f"with keys {schema['required']}")
     if "propertyNames" in schema and "enum" in schema["propertyNames"]:
         parts.append(f"keys among {schema['propertyNames']['enum']}")
-    one, many = (schema.get("anyOf", []) + [None, None])[:2]
+    one, many = ([*schema.get("anyOf", []), None, None])[:2]
     if isinstance(many, dict) and many.get("type") == "array" and many.get("items") == one:
         parts.append(f"{allowed(one)}, or a non-empty list of them" if many.get("minItems")
                      else f"{allowed(one)}, or a list of them")
@@ -377,12 +376,14 @@ class Run:
 def _patterns(rows: list[dict]) -> list[str]:
     """Each row's ``{params}`` path component (Paramspace), rows with the same keys together:
     a row without an omitted default must not get a 'kde~nan' column from its neighbours."""
+    from snakemake.utils import Paramspace  # only the workflow expands runs: the library needs no snakemake
+
     out, groups = [""] * len(rows), {}
     for i, row in enumerate(rows):
         groups.setdefault(tuple(row), []).append(i)
     for idx in groups.values():
         space = Paramspace(pd.DataFrame([rows[i] for i in idx]), filename_params="*", single_wildcard="params")
-        for i, pstr in zip(idx, space.instance_patterns):
+        for i, pstr in zip(idx, space.instance_patterns, strict=True):
             out[i] = pstr
     return out
 
@@ -391,7 +392,7 @@ def _grid(spec: dict) -> list[dict]:
     """Cartesian product of a {param: value-or-list} mapping, in key order."""
     keys = sorted(spec)
     values = [v if isinstance(v, list) else [v] for v in (spec[k] for k in keys)]
-    return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
 
 
 def expand_runs(config: dict) -> list[Run]:
@@ -427,7 +428,7 @@ def expand_runs(config: dict) -> list[Run]:
                         except ValueError as exc:
                             raise ConfigError(f"config key '{where}' (dataset {ds!r}, n: {n}): {exc}") from None
                     check_run_params(cls, params, where)
-                for row, pstr in zip(rows, _patterns(rows)):
+                for row, pstr in zip(rows, _patterns(rows), strict=True):
                     for rep in range(int(exp.get("reps", 1))):
                         runs.append(Run(exp_name, ds, mech_name, row, pstr, rep))
     seen = {}

@@ -17,13 +17,13 @@ import sys
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.collections import QuadMesh  # noqa: E402
-from matplotlib.image import AxesImage  # noqa: E402
-from matplotlib.text import Text  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.collections import QuadMesh
+from matplotlib.image import AxesImage
+from matplotlib.text import Text
 
-from . import io  # noqa: E402
+from . import io
 
 MIN_FONT = 8.0
 STRICT_ENV = "LOCPRIV_STRICT_FIGURES"
@@ -147,7 +147,7 @@ def place_labels(ax, x, y, texts, fontsize: float = MIN_FONT, avoid=(), obstacle
     renderer = fig.canvas.get_renderer()
     x, y = np.asarray(x, float), np.asarray(y, float)
     pts = ax.transData.transform(np.column_stack([x, y])) if len(x) else np.empty((0, 2))
-    others = list(avoid) + list(zip(x, y))
+    others = list(avoid) + list(zip(x, y, strict=True))
     marks = ax.transData.transform(np.asarray(others, float)) if others else np.empty((0, 2))
     pixels = fig.dpi / 72.0                         # display units per point
     half = fontsize * pixels * 0.45                 # a marker's half-width, about a letter's

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 PACKAGE = "locpriv"
@@ -66,7 +66,7 @@ def _imports(module: str) -> set[str]:
     return {m for m in found if m.split(".")[0] == PACKAGE and _path(m) is not None}
 
 
-@lru_cache(maxsize=None)
+@cache
 def closure(module: str) -> frozenset[str]:
     seen, todo = set(), [module]
     while todo:
@@ -80,7 +80,7 @@ def closure(module: str) -> frozenset[str]:
 
 # cached: Snakemake evaluates a rule's params for each of its jobs (~360 in the default run),
 # and hashing the sources again each time cost the main process seconds; one run sees one tree
-@lru_cache(maxsize=None)
+@cache
 def code_fingerprint(*modules: str) -> str:
     digest = hashlib.sha256()
     for mod in sorted(set().union(*(closure(m) for m in modules))):

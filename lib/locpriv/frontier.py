@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import io, report_tables, units as lpunits
+from . import io, report_tables
+from . import units as lpunits
 
 # frontier.adversary -> the prefix of its metrics in the summary
 ADVERSARIES = {"informed": "informed", "population": "bayes"}
@@ -183,7 +184,7 @@ def pareto_mask(privacy: np.ndarray, utility: np.ndarray, higher_is_better: bool
 
 def _groups(pts: pd.DataFrame):
     """(dataset, n, its points) in dataset and numeric-N order."""
-    keys = sorted({(d, n) for d, n in zip(pts["dataset"], pts["n"])}, key=lambda k: (k[0], _n_key(k[1])))
+    keys = sorted({(d, n) for d, n in zip(pts["dataset"], pts["n"], strict=True)}, key=lambda k: (k[0], _n_key(k[1])))
     for dataset, n in keys:
         yield dataset, n, pts[(pts["dataset"] == dataset) & (pts["n"] == n)]
 
@@ -261,7 +262,7 @@ def plot(pts: pd.DataFrame, utility: str, levels: dict[str, dict], units: dict[s
     """One panel per dataset x n: every setting a marker (colour: mechanism, shape: trust model)
     labelled with its setting, the Pareto front of each trust model a black step line (drawn from
     the panel's left edge, so a one-point front shows), the privacy levels grey verticals."""
-    from . import figures   # matplotlib: here, not at the top (the Snakefile imports this module)
+    from . import figures  # matplotlib: here, not at the top (the Snakefile imports this module)
 
     fig = figure(pts, utility, levels, units, dpi, adversary)
     figures.save(fig, out_png, dpi)
@@ -357,7 +358,7 @@ def _legend(pts: pd.DataFrame, colours: dict, level_names: list[str]) -> list:
     return handles
 
 
-def frontier(summary_parquet: str, cfg: dict, levels: dict[str, dict], units: dict[str, str], dpi: int,
+def frontier(*, summary_parquet: str, cfg: dict, levels: dict[str, dict], units: dict[str, str], dpi: int,
              out_csv: str, out_png: str, out_html: str, out_recommendation: str) -> None:
     utility, adversary = cfg["utility"], cfg["adversary"]
     try:

@@ -23,7 +23,7 @@ def counts_table(metas: dict[str, dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["dataset", "source", "count", "rows"])
 
 
-def write_counts(meta_paths: list[str], datasets: list[str], out_csv: str) -> None:
-    table = counts_table({name: io.read_json(path) for name, path in zip(datasets, meta_paths)})
+def write_counts(*, meta_paths: list[str], datasets: list[str], out_csv: str) -> None:
+    table = counts_table({name: io.read_json(path) for name, path in zip(datasets, meta_paths, strict=True)})
     with io.atomic_path(out_csv) as tmp:
         table.to_csv(tmp, index=False)

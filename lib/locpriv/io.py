@@ -5,7 +5,8 @@ Every writer goes through a temporary file in the target directory and an
 NetCDF is NetCDF3 64-bit offset (xarray's scipy backend, or ``locpriv.nc3`` for the
 surfaces of the per-run jobs, which then import neither xarray nor scipy.io): it needs no
 HDF5 library and, unlike HDF5, embeds no timestamps, so identical data gives
-identical bytes.
+identical bytes.  The files follow the CF conventions (``locpriv.cf``): maps on dims
+(y, x); the readers here give them back indexed [x, y], as the library holds them.
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import nc3
+from . import cf, nc3
 
 META_KEY = b"locpriv"
 
@@ -40,6 +43,23 @@ def atomic_path(path: str | os.PathLike):
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike):
+    """Yield a temporary folder beside ``path``, renamed to ``path`` only when the body succeeds."""
+    parent = os.path.dirname(path) or "."
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; a folder gets what mkdir would
+    try:
+        yield tmp
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp)
 
 
 def _umask() -> int:
@@ -112,7 +132,7 @@ def write_netcdf(obj, path) -> None:
     if isinstance(obj, nc3.Dataset):
         variables = {name: nc3.Variable(var.dims, var.values, {k: _attr(v) for k, v in var.attrs.items()})
                      for name, var in obj.variables.items()}
-        raw = nc3.to_bytes(nc3.Dataset(variables, {k: _attr(v) for k, v in obj.attrs.items()}))
+        raw = nc3.to_bytes(nc3.Dataset(variables, _global_attrs(obj.attrs)))
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:
             fh.write(raw)
         return
@@ -121,24 +141,38 @@ def write_netcdf(obj, path) -> None:
     ds = obj.to_dataset() if isinstance(obj, xr.DataArray) else obj
     ds = ds.copy()
     # NetCDF3 attrs take only numbers and strings: nested metadata goes in as JSON.
-    ds.attrs = {k: _attr(v) for k, v in ds.attrs.items()}
+    ds.attrs = _global_attrs(ds.attrs)
     for var in ds.variables.values():
         var.attrs = {k: _attr(v) for k, v in var.attrs.items()}
     with atomic_path(path) as tmp:
         ds.to_netcdf(tmp, engine="scipy", format="NETCDF3_64BIT")
 
 
+def _global_attrs(attrs: dict) -> dict:
+    # every file states its conventions first (locpriv.cf)
+    return {"Conventions": cf.CONVENTIONS, **{k: _attr(v) for k, v in attrs.items() if k != "Conventions"}}
+
+
 def read_netcdf(path):
-    """The file as a loaded ``xarray.Dataset`` (labelled arrays, for plots and studies)."""
+    """The file as a loaded ``xarray.Dataset`` (labelled arrays, for plots and studies), maps indexed [x, y]."""
     import xarray as xr
 
     with xr.open_dataset(path, engine="scipy") as ds:
-        return ds.load()
+        return ds.load().transpose(..., "x", "y", missing_dims="ignore")
 
 
 def read_nc3(path) -> nc3.Dataset:
-    """The file's arrays and attrs (``ds[name].values``) without importing xarray: for the per-run jobs."""
-    return nc3.read(path)
+    """The file's arrays and attrs (``ds[name].values``) without importing xarray: for the per-run jobs.
+
+    A map stored on (y, x) comes back on (x, y), indexed [x, y] as the library holds it.
+    """
+    ds = nc3.read(path)
+    for var in ds.variables.values():
+        if {"x", "y"} <= set(var.dims):
+            order = [*(d for d in var.dims if d not in ("x", "y")), "x", "y"]
+            var.values = np.transpose(var.values, [var.dims.index(d) for d in order])
+            var.dims = tuple(order)
+    return ds
 
 
 def write_json(obj, path) -> None:

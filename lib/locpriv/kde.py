@@ -70,7 +70,7 @@ class _Axis:
     c: float  # (b / h)^2 of the deconvoluting kernel, 0 for the plain Gaussian
 
     @classmethod
-    def of(cls, grid, h: float, b: float) -> "_Axis":
+    def of(cls, grid, h: float, b: float) -> _Axis:
         return cls(np.asarray(grid, dtype=float), float(h), (b / h) ** 2)
 
     @cached_property
@@ -153,7 +153,8 @@ class _Axis:
         return k
 
 
-def _gaussian_rows(v: np.ndarray, d: float, width: int, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _gaussian_rows(v: np.ndarray, d: float, width: int,
+                   rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """exp(-(v_i + j d)^2 / 2) as (rows, scale): rows[j, i] * scale[j], one multiply per entry.
 
     exp(-(v + k d)^2 / 2) = exp(-v^2 / 2) r^k exp(-(k d)^2 / 2) with r = exp(-v d): a
@@ -324,7 +325,7 @@ def kde_binned(points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float, ref
     points = np.asarray(points, dtype=float).reshape(-1, 2)
     axes = (_Axis.of(gx, h, laplace_b[0]), _Axis.of(gy, h, laplace_b[1]))
     nodes, cells = [], []
-    for axis, coord in zip(axes, points.T):
+    for axis, coord in zip(axes, points.T, strict=True):
         if axis.step is None:
             raise ValueError("kde_binned needs regular grids; use kde_sum for irregular ones")
         fine = axis.step / int(refine)
@@ -341,7 +342,8 @@ def kde_binned(points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float, ref
     for dx, fx in ((0, 1 - wx), (1, wx)):
         for dy, fy in ((0, 1 - wy), (1, wy)):
             mass += np.bincount((ix + dx) * my + iy + dy, fx * fy, minlength=mx * my)
-    kx, ky = (axis._direct(node, np.zeros(node.size, np.int64), axis.grid.size) for axis, node in zip(axes, nodes))
+    kx, ky = (axis._direct(node, np.zeros(node.size, np.int64), axis.grid.size)
+              for axis, node in zip(axes, nodes, strict=True))
     return kx @ (mass.reshape(mx, my) @ ky.T)
 
 

@@ -127,7 +127,7 @@ def to_bytes(ds: Dataset) -> bytes:
     head += [_int(_VARIABLE), _int(len(order))] if order else [_ABSENT]
     # each variable's begin offset (int64) follows its metadata: known once the header's size is
     begin = sum(map(len, head)) + sum(len(m) + 8 for m in metas)
-    for meta, name in zip(metas, order):
+    for meta, name in zip(metas, order, strict=True):
         head += [meta, struct.pack(">q", begin)]
         begin += data[name].nbytes
     return b"".join(head + [data[name].tobytes() for name in order])

@@ -42,10 +42,9 @@ import math
 
 import numpy as np
 
-from .dp import Guarantee
+from .dp import Guarantee, sampling
 from .dp.grid import grid_step as _grid_step
 from .dp.grid import snap_to_grid
-from .dp import sampling
 from .dp.sampling import bernoulli_exp_integer, discrete_laplace, exact_scale
 
 # Length of one degree of latitude (the meridian degree), the constant the paper's

@@ -14,7 +14,7 @@ from .frontier import ADVERSARIES, ADVERSARY_NAMES
 from .stages.metrics import per_run
 
 
-def _save(fig, path, settings):
+def save_figure(fig, path, settings):
     figures.save(fig, path, int(settings.get("dpi", 110)))
 
 
@@ -23,7 +23,7 @@ def _no_data(out_png: str, settings: dict, what: str) -> None:
     fig, ax = plt.subplots(figsize=(5, 2))
     ax.axis("off")
     ax.text(0.5, 0.5, f"no data to plot: {what}", ha="center", va="center", wrap=True)
-    _save(fig, out_png, settings)
+    save_figure(fig, out_png, settings)
 
 
 def _variants(wide: pd.DataFrame, params: list[str]) -> pd.Series:
@@ -66,7 +66,7 @@ def _shared_unit(settings: dict, datasets) -> str:
     return names.pop() if len(names) == 1 else "distance units"
 
 
-def metrics_vs_n(summary_path: str, out_png: str, settings: dict) -> None:
+def metrics_vs_n(*, summary_path: str, out_png: str, settings: dict) -> None:
     """Utility and the adversary's error per mechanism setting, at each number of users N.
 
     One row per mechanism setting (a dot plot, not a line per setting: with two or three N values
@@ -87,21 +87,21 @@ def metrics_vs_n(summary_path: str, out_png: str, settings: dict) -> None:
     colours = figures.colours(wide["mechanism"])
     variants = sorted(wide["variant"].unique(), key=_natural)
     ns = sorted(wide["n_users"].unique())
-    sizes = dict(zip(ns, np.linspace(30, 70, len(ns))))
+    sizes = dict(zip(ns, np.linspace(30, 70, len(ns)), strict=True))
     height = 0.26 * len(variants) + 1.4
     fig, axes = plt.subplots(len(datasets), 2, figsize=(13, height * len(datasets)), squeeze=False,
                              sharey=True, layout="constrained")
     rows = {v: k for k, v in enumerate(variants)}
-    for row, ds in zip(axes, datasets):
+    for row, ds in zip(axes, datasets, strict=True):
         sub = wide[wide["dataset"] == ds]
         unit = units.long_name(settings.get("units", {}).get(ds, ""))
-        for ax, col in zip(row, ("spearman", privacy)):
+        for ax, col in zip(row, ("spearman", privacy), strict=True):
             for variant, grp in sub.groupby("variant", sort=False):
                 mean = grp.groupby("n_users")[col].mean().sort_index()
                 y = np.full(len(mean), rows[variant])
                 colour = colours[grp["mechanism"].iloc[0]]
                 ax.plot(mean.to_numpy(), y, "-", color=colour, lw=1.4, zorder=2)
-                for k, (n, v) in enumerate(mean.items()):
+                for n, v in mean.items():
                     ax.scatter([v], [rows[variant]], s=sizes[n], zorder=3, color=colour,
                                facecolor="white" if n == ns[0] and len(ns) > 1 else colour, linewidths=1.4)
             ax.grid(axis="x", alpha=0.3)
@@ -118,7 +118,7 @@ def metrics_vs_n(summary_path: str, out_png: str, settings: dict) -> None:
                for k, n in enumerate(ns)]
     fig.legend(handles=handles, loc="outside upper center", ncols=len(ns), fontsize=9, frameon=False,
                title="users (marker)", title_fontsize=9)
-    _save(fig, out_png, settings)
+    save_figure(fig, out_png, settings)
 
 
 SURFACE_COLUMNS = 4
@@ -133,7 +133,7 @@ def _robust_max(values: np.ndarray) -> float:
     return top if top > 0 else float(finite.max(initial=0.0)) or 1.0
 
 
-def surfaces(truth_path: str, estimate_paths: list[str], labels: list[str], out_png: str,
+def surfaces(*, truth_path: str, estimate_paths: list[str], labels: list[str], out_png: str,
              settings: dict) -> None:
     """True density beside each mechanism's estimate, a grid of panels with one colour bar each.
 
@@ -142,14 +142,15 @@ def surfaces(truth_path: str, estimate_paths: list[str], labels: list[str], out_
     compared by shape, the colour bars give the values (density per squared distance unit).
     """
     truth = io.read_netcdf(truth_path)["density"]
-    panels = [("truth", truth)] + [(lab, io.read_netcdf(p)["density"]) for lab, p in zip(labels, estimate_paths)]
+    panels = [("truth", truth)] + [(lab, io.read_netcdf(p)["density"])
+                                   for lab, p in zip(labels, estimate_paths, strict=True)]
     ncol = min(SURFACE_COLUMNS, len(panels))
     nrow = -(-len(panels) // ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(3.9 * ncol, 3.7 * nrow), squeeze=False)
     extent = [float(truth.x[0]), float(truth.x[-1]), float(truth.y[0]), float(truth.y[-1])]
     unit = units.name(truth.x.attrs.get("units", ""))
     per_area = "1/m²" if unit == "m" else f"per squared {unit.removesuffix('s')}"
-    for k, (ax, (label, da)) in enumerate(zip(axes.ravel(), panels)):
+    for k, (ax, (label, da)) in enumerate(zip(axes.ravel(), panels, strict=False)):   # the last row may have spare axes
         values = np.asarray(da.values, dtype=float)
         if not np.isfinite(values).any():   # a refused query: no estimate to draw
             ax.text(0.5, 0.5, "no estimate\n(query refused)", ha="center", va="center", transform=ax.transAxes)
@@ -163,7 +164,7 @@ def surfaces(truth_path: str, estimate_paths: list[str], labels: list[str], out_
         ax.set_title(textwrap.fill(label, 34), fontsize=9)
         ax.tick_params(labelsize=8)
         # every map has the same extent: coordinates on the left column and the lowest map of each column
-        row, col = divmod(k, ncol)
+        col = k % ncol
         if col == 0:
             ax.set_ylabel(f"y [{units.long_name(unit)}]", fontsize=8)
         else:
@@ -175,7 +176,7 @@ def surfaces(truth_path: str, estimate_paths: list[str], labels: list[str], out_
     for ax in axes.ravel()[len(panels):]:
         fig.delaxes(ax)
     fig.tight_layout()
-    _save(fig, out_png, settings)
+    save_figure(fig, out_png, settings)
 
 
 # [RFF-KDE] scores utility against the same users' non-private KDE (§4.2.1).
@@ -188,7 +189,7 @@ def _mean_by(frame: pd.DataFrame, key: str) -> pd.DataFrame:
     return out.sort_index()
 
 
-def tradeoff(summary_path: str, out_png: str, settings: dict) -> None:
+def tradeoff(*, summary_path: str, out_png: str, settings: dict) -> None:
     """[RFF-KDE] Fig. 10-12: Spearman against privacy score Z, one panel per dataset and N.
 
     RFF is a curve over B and GeoInd a curve over epsilon (answered runs only);
@@ -198,7 +199,7 @@ def tradeoff(summary_path: str, out_png: str, settings: dict) -> None:
     wide = wide[wide["answered"] == 1]
     if wide.empty:
         return _no_data(out_png, settings, "no run was answered (every user refused every query)")
-    cells = sorted({(ds, n) for ds, n in zip(wide["dataset"], wide["n_users"])})
+    cells = sorted({(ds, n) for ds, n in zip(wide["dataset"], wide["n_users"], strict=True)})
     datasets = sorted({ds for ds, _ in cells})
     ncol = max(sum(1 for ds2, _ in cells if ds2 == ds) for ds in datasets)
     fig, axes = plt.subplots(len(datasets), ncol, figsize=(4.6 * ncol + 3.2, 4.0 * len(datasets)),
@@ -221,7 +222,7 @@ def tradeoff(summary_path: str, out_png: str, settings: dict) -> None:
                 varied = [p for p in params if p not in (key, "n") and grp[p].map(_plain).nunique() > 1]
                 for values, part in (grp.groupby(varied, sort=True, dropna=False) if varied else [((), grp)]):
                     mean = _mean_by(part, key)
-                    label = ", ".join(f"{p}={_plain(v)}" for p, v in zip(varied, np.atleast_1d(values)))
+                    label = ", ".join(f"{p}={_plain(v)}" for p, v in zip(varied, np.atleast_1d(values), strict=True))
                     line, = ax.plot(mean["privacy_Z"], mean[UTILITY], style, ms=4,
                                     label=f"{mech} over {key}" + (f" ({label})" if label else ""))
                     labels += [(ax, row["privacy_Z"], row[UTILITY], f"{k:g}", line.get_color())
@@ -235,7 +236,7 @@ def tradeoff(summary_path: str, out_png: str, settings: dict) -> None:
             ax.grid(alpha=0.3)
     handles = {}
     for ax in fig.axes:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(lab, h)
     fig.legend(handles.values(), handles.keys(), loc="outside right upper", fontsize=9, frameon=False,
                title="numbers at the points: B or epsilon", title_fontsize=9)
@@ -245,10 +246,10 @@ def tradeoff(summary_path: str, out_png: str, settings: dict) -> None:
         mine = [lab for lab in labels if lab[0] is ax]
         figures.place_labels(ax, [m[1] for m in mine], [m[2] for m in mine], [m[3] for m in mine],
                              colours=[m[4] for m in mine])
-    _save(fig, out_png, settings)
+    save_figure(fig, out_png, settings)
 
 
-def gain_per_cost(summary_path: str, out_png: str, settings: dict) -> None:
+def gain_per_cost(*, summary_path: str, out_png: str, settings: dict) -> None:
     """[RFF-KDE] Fig. 13: (S_B - S_1) / (Z_1 - Z_B) for B >= 2, one line per dataset and N.
 
     The paper defines the privacy cost as 'the privacy score with B minus that
@@ -267,10 +268,11 @@ def gain_per_cost(summary_path: str, out_png: str, settings: dict) -> None:
         later = mean[mean.index > 1]
         gain = (later[UTILITY] - base[UTILITY]) / (base["privacy_Z"] - later["privacy_Z"])
         ax.plot(later.index, gain, "o-", ms=3, label=f"{ds}, N = {int(n)}")
-    ax.set(xlabel="features per user B [count]", ylabel=f"Spearman gain per unit Z cost [rank corr. per {unit.removesuffix('s')}]", xscale="log",
+    ax.set(xlabel="features per user B [count]",
+           ylabel=f"Spearman gain per unit Z cost [rank corr. per {unit.removesuffix('s')}]", xscale="log",
            title="RFF: performance gain per privacy cost (vs B = 1)")
     figures.log_ticks(ax, pd.to_numeric(rff["B"]))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=9)
     fig.tight_layout()
-    _save(fig, out_png, settings)
+    save_figure(fig, out_png, settings)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kde import kde_sum
 from . import figures
 from .figures import plt
+from .kde import kde_sum
 from .rff import draw_users, rff_sum, rff_surfaces
 
 # Fig. 3's mixture (§3.4): N(-10, 2^2), N(0, 2^2), N(5, 2^2) in ratio 1:3:1 on [-15, 15].
@@ -29,7 +29,7 @@ def _rff_1d(x: np.ndarray, B: int, h: float, grid: np.ndarray,
     return total[:, 0] / (x.size * B)
 
 
-def plot_fig3_convergence(path: str, rng: np.random.Generator, h: float = 1.0,
+def plot_fig3_convergence(*, path: str, rng: np.random.Generator, h: float = 1.0,
                           dpi: int = 110) -> None:
     """Fig. 3: RFF KDE (eq. 6) beside exact KDE for the panels of FIG3_PANELS.
 
@@ -40,7 +40,7 @@ def plot_fig3_convergence(path: str, rng: np.random.Generator, h: float = 1.0,
     comp = rng.choice(FIG3_MEANS.size, size=n_max, p=FIG3_WEIGHTS)
     sample = FIG3_MEANS[comp] + FIG3_SD * rng.standard_normal(n_max)
     fig, axes = plt.subplots(2, 2, figsize=(10, 6.4), sharex=True)
-    for ax, (n, B), tag in zip(axes.ravel(), FIG3_PANELS, "abcd"):
+    for ax, (n, B), tag in zip(axes.ravel(), FIG3_PANELS, "abcd", strict=True):
         ax.set_ylabel("density [1/domain unit]")
         x = sample[:n]
         pts = np.column_stack([x, np.zeros(n)])
@@ -57,7 +57,7 @@ def plot_fig3_convergence(path: str, rng: np.random.Generator, h: float = 1.0,
     figures.save(fig, path, dpi)
 
 
-def plot_user_surfaces(path: str, rng: np.random.Generator, B_list=(1, 2, 8), h: float = 0.5,
+def plot_user_surfaces(*, path: str, rng: np.random.Generator, B_list=(1, 2, 8), h: float = 0.5,
                        dpi: int = 110) -> None:
     """Fig. 4 (2-D row): one user at the origin answering with its first B features.
 
@@ -70,7 +70,7 @@ def plot_user_surfaces(path: str, rng: np.random.Generator, B_list=(1, 2, 8), h:
     grid = np.linspace(-5, 5, 100)
     omega = draw_users(1, max(B_list), h, rng).omega0
     fig, axes = plt.subplots(1, len(B_list), figsize=(3.6 * len(B_list), 3.4), squeeze=False)
-    for ax, B in zip(axes[0], B_list):
+    for ax, B in zip(axes[0], B_list, strict=True):
         surf = rff_surfaces(omega[:, :B], np.zeros((1, B)), grid, grid)[0]
         im = ax.imshow(surf.T, origin="lower", extent=(-5, 5, -5, 5), cmap="viridis")
         ax.plot(0, 0, marker="x", color="r", ms=8)

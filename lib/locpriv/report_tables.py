@@ -91,13 +91,12 @@ def write_html(frame: pd.DataFrame, path, title: str = "", fragment: bool = Fals
     text = table if fragment else (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
         f"</head>\n<body>\n{table}\n</body></html>")
-    with io.atomic_path(path) as tmp:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
+    with io.atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text + "\n")
 
 
-def csv_to_html(csv_path, out_html, title: str, hide: list[str] = (), first: list[str] = (), last: list[str] = (),
-                settings: bool = False) -> None:
+def csv_to_html(*, csv_path, out_html, title: str, hide: list[str] = (), first: list[str] = (),
+                last: list[str] = (), settings: bool = False) -> None:
     """A CSV the workflow wrote, as a page (empty fields shown as missing): without the ``hide``
     columns, the ``first`` columns first, the ``last`` (long texts) last and, with ``settings``, the
     parameter columns of a

@@ -53,7 +53,7 @@ def _count(name: str, value, low: int) -> int:
 
 # --------------------------------------------------------------------------- policy
 
-def lemma3_max_bandwidth(l: float, risk: float, j: int = 2) -> float:
+def lemma3_max_bandwidth(l: float, risk: float, j: int = 2) -> float:  # noqa: E741 (Lemma 3's l)
     """Largest bandwidth Lemma 3 allows: sqrt(gamma) l / (2 pi j), gamma = C^-1(risk).
 
     Reconstruction of Lemma 3 / Appendix A.1.  One feature w ~ N(0, h^-2 I) makes
@@ -68,7 +68,7 @@ def lemma3_max_bandwidth(l: float, risk: float, j: int = 2) -> float:
     C(x) = 1 - exp(-x / 2), so gamma = -2 log(1 - risk) exactly.
     j >= 2 as §3.5 requires: a single band localises the user to that band.
     """
-    l = _positive("inscribed square side l", l)
+    l = _positive("inscribed square side l", l)  # noqa: E741
     risk = float(risk)
     if not 0 < risk < 1:
         raise ValueError(f"Lemma 3 risk must be in (0, 1), got {risk}")
@@ -108,7 +108,7 @@ class RFFPolicy:
 
     def __post_init__(self):
         _count("max_features", self.max_features, 1)
-        self.max_bandwidth  # validates inscribed_side, risk and min_bands
+        _ = self.max_bandwidth  # validates inscribed_side, risk and min_bands
 
     @property
     def max_bandwidth(self) -> float:

@@ -59,7 +59,7 @@ def _rows(node: dict, key: str, root: dict, required: bool | str, note: str = ""
         for name, sub in variant["properties"].items():
             if name != "source":
                 yield from _rows(sub, f"{key}.{name}", root, name in variant.get("required", []),
-                                 f"[source: {source}] ")
+                                 f"(source: {source}) ")
     if isinstance(free, dict):
         yield from _rows(free, f"{key}.<name>", root, False)
 

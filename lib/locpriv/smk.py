@@ -78,7 +78,7 @@ def logged(snakemake):
     """
     _exit_with_parent()
     path = snakemake.log[0] if snakemake.log else None
-    sink = open(path, "w") if path else open(os.devnull, "w")
+    sink = open(path or os.devnull, "w")  # noqa: SIM115 (closed by the `with` below; a failed open is not ours)
     try:
         with sink as fh, contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
             logging.basicConfig(stream=fh, level=logging.INFO, force=True,
@@ -88,7 +88,7 @@ def logged(snakemake):
             # read by perf/bench_scale.py; peak RSS is the job process's high-water mark
             logging.info("job finished: wall %.3f s, peak RSS %.1f MB", time.perf_counter() - start,
                          resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    except Exception as exc:  # noqa: BLE001 - every failure becomes one line + exit status 1
+    except Exception as exc:  # every failure becomes one line + exit status 1
         if path:
             with open(path, "a") as fh:
                 traceback.print_exc(file=fh)

@@ -24,9 +24,9 @@ together, sorted by identity, so the same config gives the same bytes.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 
@@ -42,7 +42,7 @@ EXTRA_DTYPES = ("str", "float64", "int64")
 
 
 # name -> Study; filled by Study.__post_init__ (read it through get and names)
-REGISTRY: dict[str, "Study"] = {}
+REGISTRY: dict[str, Study] = {}
 
 
 @dataclass(frozen=True)
@@ -54,8 +54,8 @@ class Study:
     ``schema``: the JSON schema of the study's config section (None: ``$defs.<name>`` of the
     config schema's source, the built-in studies').  ``execute(run, cfg, rng) -> table``: one run
     (``rng`` keyed by the seed, the study and the run's folder), its tidy table (e.g.
-    :meth:`run_table`), for the generic rules; None for a study with a rule file of its own.  ``register=False``: a throwaway study (tests), not
-    offered to configs.
+    :meth:`run_table`), for the generic rules; None for a study with a rule file of its own.
+    ``register=False``: a throwaway study (tests), not offered to configs.
     """
 
     name: str

@@ -12,8 +12,8 @@ from locpriv import laplace_ldp, mechanisms
 from locpriv.audit import cases
 from locpriv.audit.estimator import audit
 from locpriv.audit.stage import audit_setting, claimed
-from locpriv.dp import ADD_REMOVE
 from locpriv.domain import Domain, Grid
+from locpriv.dp import ADD_REMOVE
 from locpriv.sldp.protocol import child_reports
 
 DRAWS = 60_000

@@ -2,6 +2,7 @@
 
 import copy
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -55,7 +56,7 @@ def test_summary_rows_only_for_runs_stating_epsilon(tmp_path):
     part = tmp_path / "part.parquet"
     audit.to_parquet(part)
     paths = [str(tmp_path / n) for n in ("audit.parquet", "audit.csv")]
-    audit_table([str(part)], *paths)
+    audit_table(audit_paths=[str(part)], out_parquet=paths[0], out_csv=paths[1])
     rows = [("laplace_ldp", "0.55", 4.0), ("laplace_ldp", "knn", float("nan")), ("fedkde", "0.55", float("nan"))]
     # as the summary gathers run_metrics' rows: typed parameters (a column holding 'knn' is text, a
     # parameter a mechanism lacks is missing), plus per-run guarantee text columns
@@ -70,7 +71,7 @@ def test_summary_rows_only_for_runs_stating_epsilon(tmp_path):
     assert lb["value"].tolist() == [3.5]                       # the largest bound over the pairs
     # two pairs at 95 % each: the maximum holds with probability >= 90 % (union bound)
     assert out[out["metric"] == "audit_confidence"]["value"].tolist() == pytest.approx([0.90])
-    assert "yes" in open(paths[1]).read()
+    assert "yes" in Path(paths[1]).read_text()
     assert params_label({}) == "default"
 
 

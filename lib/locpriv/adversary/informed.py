@@ -188,7 +188,7 @@ def reporting_node_of_pixels(levels: np.ndarray, codes: np.ndarray, depth: int) 
     for up in range(1, depth + 1):
         keep = levels >= up
         nodes.append((levels[keep] - up, codes[keep] >> (2 * up)))
-    all_nodes = np.unique(np.stack([np.concatenate([l for l, _ in nodes]),
+    all_nodes = np.unique(np.stack([np.concatenate([lv for lv, _ in nodes]),
                                     np.concatenate([c for _, c in nodes])], axis=1), axis=0)
     tree = PrefixTree.from_nodes(depth, all_nodes[:, 0], all_nodes[:, 1])
     side = 1 << depth

@@ -43,7 +43,7 @@ class PersonTargets:
     def __len__(self) -> int:
         return len(self.points)
 
-    def __getitem__(self, sl: slice) -> "PersonTargets":
+    def __getitem__(self, sl: slice) -> PersonTargets:
         return PersonTargets(self.points[sl])
 
     def distance(self, who: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -127,5 +127,5 @@ def add_rows(total: np.ndarray, owner: np.ndarray, rows: np.ndarray) -> None:
     A loop over rows, each a whole (P, Q) surface added in place: np.add.at goes
     element by element and was the slowest step of a person-level attack.
     """
-    for who, row in zip(owner.tolist(), rows):
+    for who, row in zip(owner.tolist(), rows, strict=True):
         total[who] += row

@@ -12,8 +12,8 @@ so an event on it is an output event and the bound is sound.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pandas as pd

@@ -17,8 +17,8 @@ import pandas as pd
 
 from .. import io, mechanisms, seeding
 from ..domain import Grid
-from ..stages.prepare import load_grid
 from ..dp import Guarantee
+from ..stages.prepare import load_grid
 from .cases import audit_params
 from .estimator import audit
 
@@ -155,7 +155,7 @@ TABLE_COLUMNS = ["mechanism", "audit_params", "dataset", "pair", "model", "relat
                  "epsilon_lb", "confidence", "holds", "draws", "event", "k_x", "k_xprime", "seed"]
 
 
-def audit_table(audit_paths: list[str], out_parquet: str, out_csv: str) -> None:
+def audit_table(*, audit_paths: list[str], out_parquet: str, out_csv: str) -> None:
     """Claimed ε vs audited lower bound, one row per mechanism × setting × dataset × pair.
 
     ``holds`` is "yes" when the bound does not exceed the claim; a correct

@@ -7,9 +7,8 @@ import pandas as pd
 
 from ..domain import Domain, Grid
 from ..errors import InputError
-from . import persons
+from . import persons, synthetic
 from . import points as real
-from . import synthetic
 
 # stop the ingest when more of the file than this is unusable (config: max_dropped_fraction)
 DEFAULT_MAX_DROPPED_FRACTION = 0.01
@@ -23,6 +22,13 @@ def domain_of(spec: dict) -> tuple[Domain, str]:
         box, _ = real.projected_box(spec["lonlat_bbox"])
         return Domain.from_list(box), "m"
     return Domain.from_list(spec["bbox"]), spec.get("units", "1")
+
+
+def grid_mapping_of(spec: dict) -> dict | None:
+    """The CF grid-mapping attrs of the dataset's map projection; None where there is none (synthetic or x/y data)."""
+    if spec["source"] != "synthetic" and "lonlat_bbox" in spec:
+        return real.projected_box(spec["lonlat_bbox"])[1].grid_mapping()
+    return None
 
 
 def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.DataFrame, dict]:
@@ -40,7 +46,7 @@ def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.Dat
     box_key = "lonlat_bbox" if "lonlat_bbox" in spec else "bbox"
     col_keys = ("lon_column", "lat_column") if box_key == "lonlat_bbox" else ("x_column", "y_column")
     columns = tuple(spec.get(k, d) for k, d in zip(col_keys, ("lon", "lat") if box_key == "lonlat_bbox"
-                                                          else ("x", "y")))
+                                                          else ("x", "y"), strict=True))
     pts, report, meta = real.load_points(spec["path"], **{box_key: spec[box_key]}, columns=columns,
                                          user_column=spec.get("user_column"))
     limit = float(spec.get("max_dropped_fraction", DEFAULT_MAX_DROPPED_FRACTION))
@@ -63,7 +69,7 @@ def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.Dat
     pts = pts.iloc[order].reset_index(drop=True)
     pts.insert(0, "user", np.arange(len(pts), dtype=np.int64))
     meta.update(source=str(spec["path"]), licence=spec.get("licence", "see the source's SOURCE.md"),
-                users=_users_note(meta, "source_user" in pts), dataset=name, n_users=int(len(pts)))
+                users=_users_note(meta, "source_user" in pts), dataset=name, n_users=len(pts))
     return pts, meta
 
 

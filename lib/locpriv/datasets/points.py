@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import cf
 from ..errors import InputError
 
 EARTH_RADIUS_M = 6_371_008.8  # mean Earth radius (IUGG), metres
@@ -43,6 +44,10 @@ class LocalProjection:
 
     def describe(self) -> str:
         return f"equirectangular about lon0={self.lon0}, lat0={self.lat0}, R={EARTH_RADIUS_M} m"
+
+    def grid_mapping(self) -> dict:
+        """The CF grid-mapping attrs of this projection (``locpriv.cf.equirectangular``)."""
+        return cf.equirectangular(self.lon0, self.lat0, EARTH_RADIUS_M)
 
 
 @dataclass
@@ -147,7 +152,7 @@ def load_points(path: str | Path, *, lonlat_bbox=None, bbox=None, user_column: s
     lonlat = lonlat_bbox is not None
     cols = tuple(columns) if columns else (("lon", "lat") if lonlat else ("x", "y"))
     keys = ("lon_column", "lat_column") if lonlat else ("x_column", "y_column")
-    for c, key in zip(cols, keys):
+    for c, key in zip(cols, keys, strict=True):
         if c not in raw.columns:
             raise InputError(str(path), c, f"column missing (found {list(map(str, raw.columns))})",
                              f"set the dataset's '{key}' to the file's column, or configure "

@@ -81,9 +81,9 @@ def _paths(node, key=()):
     if isinstance(node, dict):
         for k, v in node.items():
             if k == "path" and isinstance(v, str):
-                yield ".".join(map(str, key + (k,))), v
+                yield ".".join(map(str, (*key, k))), v
             else:
-                yield from _paths(v, key + (k,))
+                yield from _paths(v, (*key, k))
 
 
 def problem(path: Path) -> str | None:

@@ -30,7 +30,7 @@ class GaussianMixture:
         out = np.zeros(X.shape)
         inv = np.linalg.inv(self.covs)
         det = np.linalg.det(self.covs)
-        for mean, icov, d in zip(self.means, inv, det):  # K <= 9 components
+        for mean, icov, d in zip(self.means, inv, det, strict=True):  # K <= 9 components
             diff = pts - mean
             quad = np.einsum("pqi,ij,pqj->pq", diff, icov, diff)
             out += np.exp(-0.5 * quad) / (2 * np.pi * np.sqrt(d))

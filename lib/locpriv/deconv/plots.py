@@ -60,9 +60,9 @@ def dataset_figure(*, name: str, cfg: dict, summary_path: str, curve_paths: dict
     table = _metric_table(summary, name, metric)
     fig, axes = plt.subplots(len(ns), 4, figsize=(21, 4.2 * len(ns)), squeeze=False)
     rng = np.random.default_rng(0)   # which test points are drawn as dots: cosmetic, fixed
-    for row, n in zip(axes, ns):
+    for row, n in zip(axes, ns, strict=True):
         test = pd.read_parquet(test_paths[str(n)])
-        for ax, eps in zip(row[:2], ("inf", fig_eps)):
+        for ax, eps in zip(row[:2], ("inf", fig_eps), strict=True):
             curves = pd.read_parquet(curve_paths[(str(n), str(eps))])
             at = table["epsilon"].isna() if eps == "inf" else table["epsilon"] == eps
             sel = table[(table["n"] == _clients(table, str(n))) & at].set_index("method")["value"]

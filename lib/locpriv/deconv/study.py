@@ -151,7 +151,7 @@ def split_run_stage(*, dataset: str, n: str, rep: int, cfg: dict, seed: int, out
     ds = cfg["datasets"][dataset]
     split_stage(dataset=dataset, n=n, rep=rep, ds=ds, seed=seed, out_train=out["train"], out_test=out["test"])
     for label, reports, metrics, curves in zip(epsilon_labels(cfg), out["reports"], out["metrics"],
-                                               out["curves"]):
+                                               out["curves"], strict=True):
         run = {"dataset": dataset, "n": n, "epsilon": label if label == "inf" else float(label), "rep": rep}
         randomize_stage(run=run, ds=ds, seed=seed, train_path=out["train"], out=reports)
         fit_stage(run=run, cfg=cfg, seed=seed, reports_path=reports, train_path=out["train"], test_path=out["test"],

@@ -9,4 +9,4 @@
 
 from .record import ADD_REMOVE, REPLACE_ONE, TRUST_MODELS, Guarantee, no_guarantee
 
-__all__ = ["Guarantee", "TRUST_MODELS", "no_guarantee"]
+__all__ = ["ADD_REMOVE", "REPLACE_ONE", "TRUST_MODELS", "Guarantee", "no_guarantee"]

@@ -21,7 +21,6 @@ import numpy as np
 from .grid import snap_to_grid
 from .sampling import MAX_SCALE, discrete_laplace, exact_scale
 
-
 # below 2^35 the proposal scale stays below the sampler's 2^36
 MAX_SIGMA = MAX_SCALE / 2
 
@@ -39,10 +38,10 @@ def discrete_gaussian(sigma, rng: np.random.Generator) -> np.ndarray:
 
     Rejection from the exact discrete Laplace with scale t ≈ floor(σ) + 1 (``proposal_scale``):
     accept a proposal Y w.p. exp(−(|Y| − σ²/t)² / (2σ²)), <= 1 for every t > 0.  The proposals
-    are exact; the acceptance coin is one float comparison, so the law differs from the discrete Gaussian only by rounding of that
-    probability (relative error <= 2^-52 per proposal).  What matters for DP on doubles: the
-    support is all of Z whatever the input, so no output is reachable from one input and not
-    from another (Mironov 2012).  σ = 0 gives 0.
+    are exact; the acceptance coin is one float comparison, so the law differs from the discrete
+    Gaussian only by rounding of that probability (relative error <= 2^-52 per proposal).  What
+    matters for DP on doubles: the support is all of Z whatever the input, so no output is
+    reachable from one input and not from another (Mironov 2012).  σ = 0 gives 0.
     """
     sigma = np.asarray(sigma, dtype=float)
     if not (np.isfinite(sigma).all() and (sigma >= 0).all() and (sigma < MAX_SIGMA).all()):

@@ -111,7 +111,7 @@ class Guarantee:
         # e^700 is near the largest double; long before it the cap applies (delta >= 1e-300)
         return k * epsilon, min(1.0, k * math.exp(exponent) * delta) if exponent < 700 else 1.0
 
-    def leaked(self, what: str) -> "Guarantee":
+    def leaked(self, what: str) -> Guarantee:
         """This guarantee voided by a private input used without accounting (``what`` names it)."""
         leaks = "; ".join(x for x in (self.non_private_inputs, what) if x)
         return replace(self, epsilon=None, delta=None, other_relations={}, non_private_inputs=leaks,

@@ -145,6 +145,11 @@ def _law(t: int) -> _Law:
     return _Law(sigma, log_c + 63 * math.log(2), bits, c_top, powers, fixed / one)
 
 
+def clear_law_cache() -> None:
+    """Forget every cached law: the cold start of a new process (perf/bench_sampling.py times it)."""
+    _law.cache_clear()
+
+
 def _words(rng: np.random.Generator, n: int) -> np.ndarray:
     """n uniform 64-bit words (numpy's full-range path returns the bit generator's raw words)."""
     return rng.integers(0, 2 ** 64 - 1, size=n, endpoint=True, dtype=np.uint64)
@@ -314,7 +319,7 @@ def discrete_laplace(scale, rng: np.random.Generator, size=None, *, timing_safe:
         _fixed_work_magnitudes(scales, rng, out)
         return out.reshape(shape)
     slow = _fast_magnitudes(scales, rng, out)
-    for i, leading, guess, negative in zip(*slow):         # after every chunk: the stream order is fixed
+    for i, leading, guess, negative in zip(*slow, strict=True):         # after every chunk: the stream order is fixed
         t = scales.t[0 if scales.index is None else scales.index[i]]
         magnitude = _exact_magnitude(int(leading), int(guess), t, rng)
         out[i] = -magnitude if negative else magnitude
@@ -356,7 +361,7 @@ def _fast_magnitudes(scales: _Scales, rng: np.random.Generator, out: np.ndarray)
             slow.append((left + start, leading[left], guess[left], negative[left]))
     if not slow:
         return (), (), (), ()
-    return tuple(np.concatenate(column) for column in zip(*slow))
+    return tuple(np.concatenate(column) for column in zip(*slow, strict=True))
 
 
 def _fixed_work_magnitudes(scales: _Scales, rng: np.random.Generator, out: np.ndarray) -> None:

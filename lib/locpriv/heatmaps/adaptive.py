@@ -75,13 +75,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from .aggregation import SecAgg, ShardedRound, UserPool, noisy_histogram, survive
 from .prefix_tree import PrefixTree
-from .render import RENDERS, smooth, uniform as render  # ``render``: this module's name for it since Alg. 2
+from .render import RENDERS, smooth
+from .render import uniform as render  # ``render``: this module's name for it since Alg. 2
+
+if TYPE_CHECKING:  # scipy.sparse: imported at run time only by the runs that combine
+    from . import consistency
 
 OPTIONS = {"threshold": ("paper", "authors"), "start": ("root", "children"), "combine": ("last", "least_squares"),
            "render": RENDERS}
@@ -223,7 +228,7 @@ class AdaptiveResult:
         counts = last.noisy if self.combine == "last" else self.combined().on(last.tree)
         return (smooth if self.render == "smooth" else render)(last.tree, counts, floor)
 
-    def combined(self) -> "consistency.TreeEstimate":
+    def combined(self) -> consistency.TreeEstimate:
         """Every sub-query's counts combined over the union of the rounds' trees (post-processing)."""
         from . import consistency  # scipy.sparse: imported only by the runs that combine
 

@@ -33,8 +33,8 @@ simulated here (overflow is measured in ``multi_location``).  ``SecAgg.mode``
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -126,7 +126,7 @@ class UserPool:
         self.shard_images = shard_images
 
     @classmethod
-    def from_pixels(cls, x, y, depth: int, sampling: str = "disjoint", shard_size: int | None = None) -> "UserPool":
+    def from_pixels(cls, x, y, depth: int, sampling: str = "disjoint", shard_size: int | None = None) -> UserPool:
         """From per-user pixel indices (one location per user).
 
         ``shard_size`` S: fixed secure-aggregation shards, user i (in the given order) in

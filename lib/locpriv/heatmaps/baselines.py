@@ -161,7 +161,7 @@ def private_spatial_decomposition(population, n_users: int, epsilon: float, rng,
                                   levels=None) -> BaselineResult:
     levels = _levels(population, levels)
     weights = np.array([2.0 ** (level / 3) for level in levels])
-    budgets = dict(zip(levels, epsilon * weights / weights.sum()))
+    budgets = dict(zip(levels, epsilon * weights / weights.sum(), strict=True))
     return _per_level(population, n_users, budgets, rng, secagg, "psd")
 
 

@@ -65,9 +65,9 @@ class TreeEstimate:
 
 def _index(tree: PrefixTree, levels, codes) -> np.ndarray:
     """Position of each (level, code) among ``tree``'s nodes (all must be present)."""
-    keys = PrefixTree._keys(tree.levels, tree.codes)
+    keys = PrefixTree.node_keys(tree.levels, tree.codes)
     order = np.argsort(keys)
-    query = PrefixTree._keys(levels, codes)
+    query = PrefixTree.node_keys(levels, codes)
     pos = order[np.clip(np.searchsorted(keys[order], query), 0, len(keys) - 1)]
     if not np.array_equal(keys[pos], query):
         raise ValueError("a node is missing from the union tree")
@@ -115,7 +115,7 @@ def least_squares(trees: list[PrefixTree], noisy: list[np.ndarray], variances, r
     n_nodes = len(union.levels)
     total = float(reported[-1])
     blocks, rhs, weights = [], [], []
-    for tree, y, var, n_t in zip(trees, noisy, variances, reported):
+    for tree, y, var, n_t in zip(trees, noisy, variances, reported, strict=True):
         if not (np.isfinite(var) and var > 0 and n_t > 0):
             raise ValueError(f"each round needs a noise variance > 0 and a user count > 0, got {var}, {n_t}")
         scale = total / n_t

@@ -64,6 +64,10 @@ def multi_stage(*, cfg: dict, seed: int, out: str) -> None:
     truth = np.bincount(idx, weights=multi_location.normalise_weights(u, w), minlength=side * side)
     config = {"shard_size": multi["shard_size"], "dropout": 0.0}
     rows, sensitivities = [], {}
+
+    def mse_of(wrapped, scale):
+        return metrics.mse((wrapped / scale).reshape(side, side), truth.reshape(side, side))
+
     for scale in multi["scale"]:
         rng = make_rng(seed, "heatmaps-multi", scale)
         contribution = multi_location.encode_users(u, w, scale, rng)
@@ -74,13 +78,11 @@ def multi_stage(*, cfg: dict, seed: int, out: str) -> None:
         sums = multi_location.modular_sums(u, idx, contribution, side * side, multi["epsilon"], sens, multi["bits"],
                                            secagg, rng)
         for bits in multi["bits"]:
-            def mse_of(wrapped):
-                return metrics.mse((wrapped / scale).reshape(side, side), truth.reshape(side, side))
             overflow = multi_location.overflow_count(sums.noisy, bits)
             # without DP noise the error is rounding + wrap-around alone: Table 2's effect of s and bits
             rows.append({"scale": scale, "bits": bits, "sensitivity": sens, "overflow_entries": overflow,
-                         "overflow_fraction": overflow / sums.noisy.size, "mse": mse_of(sums.wrapped[bits]),
-                         "mse_without_noise": mse_of(multi_location.wrapped_sum(sums.exact, bits)),
+                         "overflow_fraction": overflow / sums.noisy.size, "mse": mse_of(sums.wrapped[bits], scale),
+                         "mse_without_noise": mse_of(multi_location.wrapped_sum(sums.exact, bits), scale),
                          "overflow_entries_without_noise": multi_location.overflow_count(sums.exact, bits),
                          "secagg_bytes_per_client": sums.client_bytes[bits] or np.nan})
     meta = {"users": int(u.max()) + 1, "points_read": report.rows_read, "points_dropped": report.dropped,

@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import io
-from .. import figures
+from .. import figures, io
 from ..figures import plt
 from ..secagg import ProtocolParams
 from ..secagg.protocol import client_bytes
@@ -29,7 +28,7 @@ def plot_rounds(*, population_path: str, releases_path: str, out_png: str, dpi: 
     # empty pixels and tiny noisy shares are drawn at the floor: 10^-4 of the largest share
     norm = LogNorm(vmin=top * 1e-4, vmax=top, clip=True)
     fig, axes = plt.subplots(1, len(maps), figsize=(2.7 * len(maps) + 1.2, 3.3), layout="constrained")
-    for t, (ax, image) in enumerate(zip(np.atleast_1d(axes), maps)):
+    for t, (ax, image) in enumerate(zip(np.atleast_1d(axes), maps, strict=True)):
         im = ax.imshow(np.maximum(image, norm.vmin).T, origin="lower", cmap="magma", norm=norm)
         ax.set(title="population" if t == 0 else f"after sub-query {t}", xticks=[], yticks=[])
     fig.colorbar(im, ax=axes, fraction=0.02, pad=0.01, extend="min").set_label(
@@ -43,7 +42,7 @@ def plot_sweeps(*, summary_path: str, base: dict, out_png: str, dpi: int) -> Non
     fig, axes = plt.subplots(1, len(SWEEPS), figsize=(5 * len(SWEEPS), 4.0))
     labels = {"users_per_round": "users per sub-query n [users]", "calibration": "calibration c [no unit]",
               "shard_size": "SecAgg shard size [users]", "dropout": "dropout rate, noise provisioned for it [fraction]"}
-    for ax, key in zip(axes, SWEEPS):
+    for ax, key in zip(axes, SWEEPS, strict=True):
         for method, grp in at_base(table, base, key).groupby("method"):
             mean = grp.groupby(COLUMN[key])["value"].agg(["mean", "std"]).reset_index()
             if len(mean) > 1 or method in ("dp_heatmap", "nonprivate"):

@@ -33,11 +33,11 @@ class PrefixTree:
     codes: np.ndarray    # (K,) node codes
 
     @classmethod
-    def root(cls, depth: int) -> "PrefixTree":
+    def root(cls, depth: int) -> PrefixTree:
         return cls(depth, np.array([0]), np.array([0]))
 
     @classmethod
-    def from_nodes(cls, depth: int, levels, codes) -> "PrefixTree":
+    def from_nodes(cls, depth: int, levels, codes) -> PrefixTree:
         levels = np.asarray(levels, dtype=np.int64)
         codes = np.asarray(codes, dtype=np.int64)
         order = np.lexsort((codes, levels))
@@ -52,7 +52,7 @@ class PrefixTree:
             raise ValueError(f"node levels must be in [0, {self.depth}]")
         if (self.codes < 0).any() or (self.codes >= 4 ** self.levels).any():
             raise ValueError("a node's code must have 2 * level bits")
-        keys = self._keys(self.levels, self.codes)
+        keys = self.node_keys(self.levels, self.codes)
         if len(np.unique(keys)) != len(keys):
             raise ValueError("duplicate nodes in the tree")
         child = self.levels > 0
@@ -60,13 +60,13 @@ class PrefixTree:
             raise ValueError("the tree is not closed under parents (a node's parent is missing)")
 
     @staticmethod
-    def _keys(levels, codes):
+    def node_keys(levels, codes):
         # unique integer per (level, code): codes at level l are < 4^l
         return (np.asarray(codes, dtype=np.int64) << 6) | np.asarray(levels, dtype=np.int64)
 
     def contains(self, levels, codes) -> np.ndarray:
-        keys = np.sort(self._keys(self.levels, self.codes))
-        query = self._keys(levels, codes)
+        keys = np.sort(self.node_keys(self.levels, self.codes))
+        query = self.node_keys(levels, codes)
         pos = np.clip(np.searchsorted(keys, query), 0, len(keys) - 1)
         return keys[pos] == query
 
@@ -85,13 +85,13 @@ class PrefixTree:
         path = interleave(x, y, self.depth)
         levels, codes = self.reporting_nodes()
         index = np.full(path.shape, -1, dtype=np.int64)
-        keys = self._keys(levels, codes)
+        keys = self.node_keys(levels, codes)
         order = np.argsort(keys)
         for level in range(self.depth, -1, -1):  # deepest first; a loop over levels only
             todo = index < 0
             if not todo.any():
                 break
-            query = self._keys(np.full(todo.sum(), level), path[todo] >> (2 * (self.depth - level)))
+            query = self.node_keys(np.full(todo.sum(), level), path[todo] >> (2 * (self.depth - level)))
             pos = np.clip(np.searchsorted(keys[order], query), 0, len(keys) - 1)
             hit = keys[order][pos] == query
             found = np.flatnonzero(todo)[hit]

@@ -37,7 +37,7 @@ from ..secagg import CpuClock, crypto
 from ..seeding import rng as make_rng
 from . import clients, polya
 from .aggregation import SecAgg, UserPool
-from .study import _population, make_secagg, planned_dropout
+from .study import make_secagg, planned_dropout, read_population
 
 DEAL_COLUMNS = {"cell": np.int64, "shard": np.int64, "member": np.int64}
 TABLE_COLUMNS = ["shard", "clients", "survivors", "K", "k", "t", "client_cpu_s", "server_cpu_s", "client_kb_sent",
@@ -68,7 +68,7 @@ def _secagg(scale: dict, secagg: dict | None, shard: int, seed: int) -> SecAgg:
 
 
 def deal_stage(*, population_path: str, scale: dict, seed: int, out: str) -> None:
-    image = _population(population_path)
+    image = read_population(population_path)
     depth = int(image.shape[0]).bit_length() - 1
     if scale["level"] > depth or scale["users"] > image.sum():
         raise InputError(population_path, "image", f"{int(image.sum())} people at depth {depth} cannot give "
@@ -123,7 +123,7 @@ def gather_stage(*, paths: list[str], benchmarks: list[str], out_histogram: str,
     """Σ over shards of their centred sums (the released noisy histogram) and one row per shard with its job's
     wall seconds as Snakemake measured them (``benchmark_wall_s``)."""
     total, rows = None, []
-    for path, bench in zip(paths, benchmarks):
+    for path, bench in zip(paths, benchmarks, strict=True):
         sums = pd.read_parquet(path)
         part = sums.groupby("entry")["sum"].sum().to_numpy()
         total = part if total is None else total + part

@@ -31,14 +31,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import io
+from .. import cf, io
 from ..config import StudySection
 from ..errors import InputError
+from ..secagg import ProtocolParams
 from ..seeding import rng as make_rng
 from ..study import Study
 from . import baselines, metrics
 from .adaptive import AdaptiveParams, render, run_adaptive
-from ..secagg import ProtocolParams
 from .aggregation import SecAgg
 from .guarantee import heatmap_guarantee
 from .prefix_tree import PrefixTree
@@ -130,7 +130,7 @@ def run_dir(run: dict) -> str:
             f"/shard~{run['shard_size']}/dropout~{run['dropout']}/rep~{run['rep']}")
 
 
-def _synthetic_population(pop: dict, seed: int) -> np.ndarray:
+def synthetic_population(pop: dict, seed: int) -> np.ndarray:
     """Hot spots (isotropic Gaussians, widths 1-6 % of the side) holding 80 % of the people, the rest uniform."""
     rng = make_rng(seed, "heatmaps-population", pop["depth"], pop["users"], pop["hotspots"])
     side = 1 << pop["depth"]
@@ -139,7 +139,7 @@ def _synthetic_population(pop: dict, seed: int) -> np.ndarray:
     weights = rng.dirichlet(np.ones(pop["hotspots"]))
     grid = np.arange(side) + 0.5
     density = np.full((side, side), 0.2 / side ** 2)
-    for (cx, cy), w, p in zip(centres, widths, weights):   # a loop over a dozen hot spots, not over pixels
+    for (cx, cy), w, p in zip(centres, widths, weights, strict=True):   # a loop over a dozen hot spots, not over pixels
         blob = np.exp(-0.5 * (((grid - cx) / w)[:, None] ** 2 + ((grid - cy) / w)[None, :] ** 2))
         density += 0.8 * p * blob / blob.sum()
     return rng.multinomial(pop["users"], density.ravel() / density.sum()).reshape(side, side)
@@ -162,17 +162,29 @@ def load_population(path: str) -> np.ndarray:
 
 def ingest_stage(*, cfg: dict, seed: int, out: str) -> None:
     pop = cfg["population"]
-    image = _synthetic_population(pop, seed) if pop["source"] == "synthetic" else load_population(pop["path"])
+    image = synthetic_population(pop, seed) if pop["source"] == "synthetic" else load_population(pop["path"])
+    attrs = {"long_name": "users located in each pixel of the population image", "units": "pixel-2",
+             "source": pop["source"], "path": pop["path"] or "", "users": int(image.sum()),
+             "depth": int(image.shape[0]).bit_length() - 1}
+    io.write_netcdf(pixel_map(image, "users", attrs), out)
+
+
+def pixel_map(image: np.ndarray, name: str, attrs: dict):
+    """``image`` (indexed [x, y]) as the CF variable ``name`` on the pixel grid, dims (y, x): for ``io.write_netcdf``.
+
+    Lengths are in pixels (the image's own unit), so a count or share per pixel is per pixel^2.
+    """
     import xarray as xr  # here, not at the top: the heatmap mechanisms' per-run jobs import this module
 
-    side = image.shape[0]
-    da = xr.DataArray(image, dims=("x", "y"), coords={"x": np.arange(side), "y": np.arange(side)}, name="users")
-    da.attrs.update(source=pop["source"], path=pop["path"] or "", users=int(image.sum()),
-                    depth=int(side).bit_length() - 1)
-    io.write_netcdf(da.to_dataset(), out)
+    coords = {axis: (axis, np.arange(image.shape[0]),
+                     {"long_name": f"pixel {what} of the image ({axis}), at the pixel's centre", "units": "pixel",
+                      "axis": axis.upper()})
+              for axis, what in (("x", "column"), ("y", "row"))}
+    return xr.Dataset({name: (("y", "x"), image.T, attrs)}, coords=coords,
+                      attrs={"projection": "none: a pixel grid (the population image's)"})
 
 
-def _population(path: str) -> np.ndarray:
+def read_population(path: str) -> np.ndarray:
     return io.read_netcdf(path)["users"].to_numpy()
 
 
@@ -208,7 +220,7 @@ PROTOCOL_COLUMNS = {"round": np.int64, "shard": np.int64, "step": object, "sende
 def run_stage(*, run: dict, seed: int, population_path: str, out_map: str, out_transcript: str,
               out_releases: str, out_protocol: str, aggregation: str = "population",
               secagg: dict | None = None, adaptive: dict | None = None) -> None:
-    image = _population(population_path)
+    image = read_population(population_path)
     rng = make_rng(seed, "heatmaps-run", run_dir(run))
     # secrets from the OS; the public graph layout from its own seeded stream (so the transcript is
     # reproducible); neither touches the DP stream, so secure and per_client runs share every DP draw
@@ -244,12 +256,10 @@ def run_stage(*, run: dict, seed: int, population_path: str, out_map: str, out_t
     if protocol is None:
         protocol = pd.DataFrame({k: pd.Series(dtype=v) for k, v in PROTOCOL_COLUMNS.items()})
     io.write_parquet(protocol[list(PROTOCOL_COLUMNS)].astype(PROTOCOL_COLUMNS), out_protocol, metadata=meta)
-    import xarray as xr
-
-    side = heatmap.shape[0]
-    da = xr.DataArray(heatmap, dims=("x", "y"), coords={"x": np.arange(side), "y": np.arange(side)}, name="heatmap")
-    da.attrs.update(method=run["method"], communication=int(communication), epsilon=float(guarantee["epsilon"]))
-    io.write_netcdf(da.to_dataset(), out_map)
+    attrs = {"long_name": f"share of the users located in each pixel, released by {run['method']}",
+             "units": "pixel-2", "method": run["method"], "communication": int(communication),
+             "epsilon": float(guarantee["epsilon"]), **cf.flat("guarantee", guarantee)}
+    io.write_netcdf(pixel_map(heatmap, "heatmap", attrs), out_map)
     io.write_parquet(transcript, out_transcript, metadata=meta)
     io.write_parquet(releases, out_releases, metadata=meta)
 
@@ -259,7 +269,7 @@ def metrics_stage(*, run: dict, population_path: str, map_path: str, transcript_
 
     ``epsilon`` is the run's configured epsilon (NaN for the non-private floor), ``n`` its users per round.
     """
-    truth = _population(population_path)
+    truth = read_population(population_path)
     heatmap = io.read_netcdf(map_path)["heatmap"].to_numpy()
     meta = io.read_parquet_metadata(transcript_path)
     values = {**metrics.all_metrics(heatmap, truth), "communication": float(meta["communication"]),

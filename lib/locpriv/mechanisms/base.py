@@ -126,6 +126,9 @@ class Mechanism:
     trust_model: ClassVar[str] = ""
     # interactive protocols (and central-DP curators) need all of a run's users in one randomize job
     interactive: ClassVar[bool] = False
+    # partial()'s values are counts per unit area (True) or dimensionless sums of kernels or counts
+    # (False): the units aggregate.nc states
+    partial_per_area: ClassVar[bool] = False
     # the server sees no per-user report (a central curator's or an aggregator's release only):
     # the Bayes adversary learns nothing about one user beyond its prior
     aggregate_only: ClassVar[bool] = False

@@ -96,7 +96,7 @@ class HDG(Released):
         reports = lib.client_reports(xy, group, domain_box(grid), variant, g1, g2, s["epsilon"], rng)
         ones = pd.Series([None] * n, dtype=object)
         sums, sizes = {}, {}
-        for j, (name, bits) in enumerate(zip(lib.GROUPS[variant], reports)):
+        for j, (name, bits) in enumerate(zip(lib.GROUPS[variant], reports, strict=True)):
             members = np.flatnonzero(group == j)
             ones.iloc[members] = ones_column(bits).to_numpy()
             sums[name], sizes[name] = bits.sum(axis=0), len(members)

@@ -48,8 +48,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..dp import ADD_REMOVE, REPLACE_ONE, Guarantee
 from ..adversary import informed
+from ..dp import ADD_REMOVE, REPLACE_ONE, Guarantee
 from ..heatmaps.aggregation import AGGREGATIONS, SecAgg, ShardedRound, UserPool
 from ..heatmaps.guarantee import heatmap_guarantee
 from ..params import Param

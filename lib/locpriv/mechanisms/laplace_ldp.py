@@ -4,9 +4,10 @@ Each user clamps its location to the public domain box (counted in the view's
 metadata; clamping is a public map, so the guarantee holds for every input) and
 reports it with Laplace noise b_j = 2 (box side_j) / ε per coordinate (Theorem 1,
 q = 2), sampled exactly as discrete Laplace on a public power-of-two grid
-(``locpriv.laplace_ldp``: ε-LDP for any two locations, proof there).  The server estimates the density by the naive KDE of the reports or by
-the deconvoluting KDE (eq. 5), both in the separable GEMM form; the attack's
-surface is the exact kernel at the report, so its best guess is the report.
+(``locpriv.laplace_ldp``: ε-LDP for any two locations, proof there).  The server estimates the
+density by the naive KDE of the reports or by the deconvoluting KDE (eq. 5), both in the
+separable GEMM form; the attack's surface is the exact kernel at the report, so its best guess
+is the report.
 """
 
 from __future__ import annotations

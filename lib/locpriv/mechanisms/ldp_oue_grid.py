@@ -30,6 +30,7 @@ class OUEGrid(Mechanism):
 
     name = "ldp_oue_grid"
     trust_model = "local"
+    partial_per_area = True   # _cell_surface: bit counts over each cell's area
     params = {"epsilon": EPSILON,
               # each user's bit vector is materialised per shard: 4^6 bits x 5000 users = 20 MB
               "level": Param("level", "int", "grid of 2^level x 2^level cells, or 'auto': the granularity "

@@ -59,6 +59,7 @@ class Released(Mechanism):
     """A single-shard mechanism whose server output is a partition with counts (in view.attrs)."""
 
     interactive = True
+    partial_per_area = True   # release_surface: counts over each cell's area
 
     def partial(self, view, grid):
         return release_surface(view.attrs["release"], grid)

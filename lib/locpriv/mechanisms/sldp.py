@@ -31,8 +31,16 @@ from ..adversary import informed
 from ..params import Param
 from ..quadtree import cell_overlaps
 from ..sldp.margin import MIN_DELTA
-from ..sldp.protocol import (CALIBRATIONS, COUNTS, DEFAULT_THRESHOLD, INDICATOR_STEP, LEAVES, SPLIT_RULES,
-                             child_reports, run_protocol)
+from ..sldp.protocol import (
+    CALIBRATIONS,
+    COUNTS,
+    DEFAULT_THRESHOLD,
+    INDICATOR_STEP,
+    LEAVES,
+    SPLIT_RULES,
+    child_reports,
+    run_protocol,
+)
 from ..sldp.protocol import guarantee as sldp_guarantee
 from .base import clamp_to_domain
 from .partitions import EPSILON, Released, domain_box, level_area

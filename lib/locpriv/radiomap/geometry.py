@@ -16,6 +16,7 @@ every model quantity is a vectorised operation on its ``data`` array.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -61,10 +62,23 @@ class Links:
     matrix: sp.csr_matrix       # (L, M), values z_m(p) > 0
     log10_distance: np.ndarray  # (L,) log10 d(p), the 3-D link length in metres
 
-    @property
+    @cached_property
     def row(self) -> np.ndarray:
-        """Link index of every stored entry (aligned with matrix.data)."""
+        """Link index of every stored entry (aligned with matrix.data); computed once (every epoch needs it)."""
         return np.repeat(np.arange(self.matrix.shape[0]), np.diff(self.matrix.indptr))
+
+    @cached_property
+    def cell(self) -> np.ndarray:
+        """Cell index of every stored entry as intp (numpy gathers with int32 indices ~5x slower)."""
+        return self.matrix.indices.astype(np.intp)
+
+    def row_sums(self, values: np.ndarray) -> np.ndarray:
+        """Per link, the sum of ``values`` over its stored entries (a link over no cell sums to 0)."""
+        ptr = self.matrix.indptr
+        out = np.add.reduceat(values, np.minimum(ptr[:-1], max(len(values) - 1, 0))) if len(values) else \
+            np.zeros(len(ptr) - 1)
+        out[ptr[:-1] == ptr[1:]] = 0.0
+        return out
 
     def to_frame(self) -> pd.DataFrame:
         coo = self.matrix.tocoo()
@@ -72,7 +86,7 @@ class Links:
                              "z": coo.data})
 
     @classmethod
-    def from_frame(cls, entries: pd.DataFrame, log10_distance: np.ndarray, M: int) -> "Links":
+    def from_frame(cls, entries: pd.DataFrame, log10_distance: np.ndarray, M: int) -> Links:
         L = len(log10_distance)
         m = sp.csr_matrix((entries["z"].to_numpy(float),
                            (entries["link"].to_numpy(), entries["cell"].to_numpy())), shape=(L, M))

@@ -6,15 +6,15 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-from .. import io  # noqa: E402
-from .tables import LABEL  # noqa: E402
+from .. import io
+from .tables import LABEL
 
 
-def _save(fig, path, dpi):
+def save_figure(fig, path, dpi):
     with io.atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=dpi, format="png")
     plt.close(fig)
@@ -28,7 +28,7 @@ def mae_curves(mae: pd.DataFrame, path, dpi: int) -> None:
         ax.plot(part["epoch"], part["mae_db"], label=label)
     ax.set(xlabel="epoch", ylabel="radio-map MAE (dB)", title="MAE vs epoch (Table II)")
     ax.legend(fontsize=8)
-    _save(fig, path, dpi)
+    save_figure(fig, path, dpi)
 
 
 def error_vs(attack: pd.DataFrame, by: str, schemes, epoch: int, nus, path, dpi: int, title: str) -> None:
@@ -46,7 +46,7 @@ def error_vs(attack: pd.DataFrame, by: str, schemes, epoch: int, nus, path, dpi:
     ax.set(xlabel=by, ylabel="WCL localisation RMSE (m)", title=title)
     ax.set_xscale("log")
     ax.legend(fontsize=8)
-    _save(fig, path, dpi)
+    save_figure(fig, path, dpi)
 
 
 def gradient_maps(maps: list[tuple[str, np.ndarray]], n: int, path, dpi: int) -> None:
@@ -59,14 +59,14 @@ def gradient_maps(maps: list[tuple[str, np.ndarray]], n: int, path, dpi: int) ->
     norm = Normalize(0.0, max((float(np.abs(g).max()) for _, g in maps), default=1.0) or 1.0)
     for ax in axes.ravel()[len(maps):]:
         fig.delaxes(ax)
-    for ax, (title, g) in zip(axes.ravel(), maps):
+    for ax, (title, g) in zip(axes.ravel(), maps, strict=False):
         im = ax.imshow(np.abs(g).reshape(n, n), origin="lower", cmap="viridis", norm=norm)
         ax.set_title(title, fontsize=9)
         ax.axis("off")
     if maps:
         fig.colorbar(im, ax=axes.ravel()[:len(maps)].tolist(), fraction=0.05, pad=0.02).set_label(
             "uploaded gradient magnitude |g~_m| [dB²/m]", fontsize=9)
-    _save(fig, path, dpi)
+    save_figure(fig, path, dpi)
 
 
 def metric_frame(summary: pd.DataFrame, metric: str, name: str) -> pd.DataFrame:

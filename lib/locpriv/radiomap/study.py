@@ -13,14 +13,15 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .. import io
+from .. import cf, io
 from ..errors import InputError
 from ..seeding import rng as make_rng
 from ..study import Study
 from . import scenario
 from .config import run_dir, run_list, validate_config
+from .geo import GeoSettings
 from .geometry import Links
-from .noise import GeoSettings, guarantee
+from .noise import guarantee
 from .tables import LABEL, attack_frame, history_frame, model_frame, rmse_table, transcript_frame, uploads_from_frame
 from .training import Settings, train
 
@@ -30,8 +31,11 @@ def ingest(cfg: dict, rng, out: dict) -> None:
     grid = scenario.grid_of(cfg)
     c = (np.arange(grid.n) + 0.5) * grid.cell
     io.write_parquet(env["buildings"], out["buildings"], metadata={"n": len(env["buildings"])})
-    io.write_netcdf(xr.Dataset({"h_true": (("y", "x"), env["heights"].reshape(grid.n, grid.n))},
-                               coords={"x": c, "y": c}, attrs={"cell": grid.cell}), out["heights"])
+    # cells are row-major (m = iy * n + ix): the heights reshape to (y, x)
+    heights = {"long_name": "true building height over each cell (0: open ground)", "units": "m"}
+    io.write_netcdf(xr.Dataset({"h_true": (("y", "x"), env["heights"].reshape(grid.n, grid.n), heights)},
+                               coords=cf.coordinates(c, c, "m", projected=False),
+                               attrs={"cell": grid.cell, "projection": cf.NO_PROJECTION}), out["heights"])
     io.write_parquet(env["users"], out["users"])
     io.write_parquet(env["stations"], out["stations"])
     io.write_parquet(env["measurements"], out["pairs"])
@@ -48,7 +52,7 @@ def _read(path, columns):
 
 
 def load_env(cfg: dict, paths) -> dict:
-    heights = io.read_netcdf(paths["heights"])["h_true"].to_numpy().ravel()
+    heights = io.read_netcdf(paths["heights"])["h_true"].transpose("y", "x").to_numpy().ravel()   # m = iy * n + ix
     return {"heights": heights, "users": _read(paths["users"], ["x", "y"]),
             "stations": _read(paths["stations"], ["x", "y", "z"]),
             "measurements": _read(paths["pairs"], ["user", "station"]),
@@ -96,14 +100,15 @@ def settings(cfg: dict, run: dict) -> Settings:
     return Settings(epochs=tr["epochs"], eta_h=tr["eta_h"], eta_theta=tr["eta_theta"], clip=tr["clip"],
                     psi_scale=mo["psi_scale"], h_init=mo["h_init"],
                     theta_init=tuple(mo["theta_init"]), scheme=run["scheme"], mu=run["mu"], rho=run["rho"],
-                    geo=GeoSettings(**cfg["geo"]), theta=tr["theta"])
+                    geo=GeoSettings(**cfg["geo"]), theta=tr["theta"], calibration=tr["calibration"])
 
 
 def train_run(cfg: dict, run: dict, paths, rng, out: dict) -> None:
     pb = load_problem(cfg, paths)
     hist = train(pb, settings(cfg, run), rng, keep_epochs=cfg["attack"]["epochs"])
     M = pb.centres.shape[0]
-    g = guarantee(run["scheme"], run["mu"], M, cfg["delta"], hist.clipped, cfg["training"]["theta"])
+    tr = cfg["training"]
+    g = guarantee(run["scheme"], run["mu"], M, cfg["delta"], tr["epochs"], tr["theta"], tr["calibration"])
     meta = {"run": run, "guarantee": g}
     io.write_parquet(transcript_frame(hist.uploads), out["transcript"], metadata=meta)
     io.write_parquet(model_frame(hist.heights), out["model"], metadata=meta)
@@ -114,8 +119,8 @@ def attack(cfg: dict, paths, transcript_path, out_path) -> None:
     users = load_env(cfg, paths)["users"][["x", "y"]].to_numpy()
     grid = scenario.grid_of(cfg)
     frame = _read(transcript_path, ["epoch", "user", "cell", "gradient"])
-    uploads = uploads_from_frame(frame, len(users), grid.M)
-    io.write_parquet(attack_frame(uploads, grid.centres(), users, cfg["attack"]["nu"]), out_path,
+    epochs, uploads = uploads_from_frame(frame, len(users), grid.M)
+    io.write_parquet(attack_frame(epochs, uploads, grid.centres(), users, cfg["attack"]["nu"]), out_path,
                      metadata=io.read_parquet_metadata(transcript_path))
 
 
@@ -142,7 +147,7 @@ HISTORY_METRICS = ("mae_db", "loss", "clipped_fraction")
 
 def _long(wide: pd.DataFrame, metrics: dict) -> list[dict]:
     """Rows (epoch, nu, metric, value) of a per-epoch table whose columns ``metrics`` renames."""
-    wide = wide.assign(nu=wide["nu"] if "nu" in wide else "").rename(columns=metrics)
+    wide = wide.assign(nu=wide.get("nu", "")).rename(columns=metrics)
     long = wide.melt(id_vars=["epoch", "nu"], value_vars=list(metrics.values()), var_name="metric")
     return long.astype({"epoch": "int64", "value": "float64"}).to_dict("records")
 
@@ -159,7 +164,7 @@ def run_rows(run: dict, guarantee: dict, attack: pd.DataFrame, history: pd.DataF
 def summarise(*, cfg: dict, runs: list[dict], attack_paths, history_paths, transcripts, out: dict) -> None:
     """The tidy summary (``out`` parquet, csv; each run's full guarantee in its metadata) and Fig. 5's maps."""
     parts, guarantees = [], {}
-    for run, a_path, h_path in zip(runs, attack_paths, history_paths):
+    for run, a_path, h_path in zip(runs, attack_paths, history_paths, strict=True):
         g = io.read_parquet_metadata(h_path)["guarantee"]
         guarantees[run_dir(run)] = g
         parts.append(run_rows(run, g, pd.read_parquet(a_path), pd.read_parquet(h_path), cfg["n_users"]))
@@ -181,7 +186,7 @@ def gradient_maps(cfg: dict, runs: list[dict], transcripts) -> tuple[pd.DataFram
     user = cfg["plots"]["example_user"]
     geo_rho = min((r["rho"] for r in runs if r["scheme"] == "radio_geo"), default=None)
     parts, titles = [], []
-    for run, path in zip(runs, transcripts):
+    for run, path in zip(runs, transcripts, strict=True):
         if run["scheme"] == "radio_fedavg" or (run["scheme"] == "radio_geo" and run["rho"] != geo_rho):
             continue
         frame = pd.read_parquet(path, filters=[("epoch", "==", first), ("user", "==", user)])

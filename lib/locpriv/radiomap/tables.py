@@ -14,22 +14,19 @@ LABEL = {"radio_fedavg": "FedAvg", "radio_uniform": "uniform (DPFL)", "radio_geo
 
 def transcript_frame(uploads: dict) -> pd.DataFrame:
     """Each user's uploaded obstacle gradient for the kept epochs; exact zeros omitted."""
-    parts = []
-    for epoch in sorted(uploads):
-        G = uploads[epoch]
-        user, cell = np.nonzero(G)
-        parts.append(pd.DataFrame({"epoch": np.full(len(user), epoch, np.int32), "user": user.astype(np.int32),
-                                   "cell": cell.astype(np.int32), "gradient": G[user, cell]}))
-    return pd.concat(parts, ignore_index=True)
+    epochs = sorted(uploads)
+    G = np.stack([uploads[e] for e in epochs])
+    k, user, cell = np.nonzero(G)
+    return pd.DataFrame({"epoch": np.asarray(epochs, np.int32)[k], "user": user.astype(np.int32),
+                         "cell": cell.astype(np.int32), "gradient": G[k, user, cell]})
 
 
-def uploads_from_frame(frame: pd.DataFrame, n_users: int, M: int) -> dict:
-    out = {}
-    for epoch, part in frame.groupby("epoch", sort=True):
-        G = np.zeros((n_users, M))
-        G[part["user"].to_numpy(), part["cell"].to_numpy()] = part["gradient"].to_numpy()
-        out[int(epoch)] = G
-    return out
+def uploads_from_frame(frame: pd.DataFrame, n_users: int, M: int) -> tuple[np.ndarray, np.ndarray]:
+    """(epochs (E,), uploads (E, N, M)) from a transcript frame."""
+    epochs, k = np.unique(frame["epoch"].to_numpy(), return_inverse=True)
+    G = np.zeros((len(epochs), n_users, M))
+    G[k, frame["user"].to_numpy(), frame["cell"].to_numpy()] = frame["gradient"].to_numpy()
+    return epochs.astype(int), G
 
 
 def model_frame(heights: list) -> pd.DataFrame:
@@ -50,15 +47,14 @@ def history_frame(hist) -> pd.DataFrame:
     return frame
 
 
-def attack_frame(uploads: dict, centres: np.ndarray, users: np.ndarray, nus: list) -> pd.DataFrame:
-    """WCL error (metres) per epoch, nu and user."""
-    parts = []
-    for epoch in sorted(uploads):
-        for nu in nus:
-            err = localisation_error(uploads[epoch], centres, users, float(nu))
-            parts.append(pd.DataFrame({"epoch": np.int32(epoch), "nu": str(nu),
-                                       "user": np.arange(len(users), dtype=np.int32), "error_m": err}))
-    return pd.concat(parts, ignore_index=True)
+def attack_frame(epochs: np.ndarray, uploads: np.ndarray, centres: np.ndarray, users: np.ndarray,
+                 nus: list) -> pd.DataFrame:
+    """WCL error (metres) per epoch, nu and user, from the uploads (E, N, M) of the epochs (E,)."""
+    err = np.stack([localisation_error(uploads, centres, users, float(nu)) for nu in nus], axis=1)   # (E, nu, N)
+    E, K, N = err.shape
+    return pd.DataFrame({"epoch": np.repeat(np.asarray(epochs, np.int32), K * N),
+                         "nu": np.tile(np.repeat(np.array([str(nu) for nu in nus], dtype=object), N), E),
+                         "user": np.tile(np.arange(N, dtype=np.int32), E * K), "error_m": err.ravel()})
 
 
 def rmse_table(attack: pd.DataFrame) -> pd.DataFrame:

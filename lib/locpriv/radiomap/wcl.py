@@ -17,22 +17,22 @@ def parse_nu(value) -> float:
 
 
 def wcl(G: np.ndarray, centres: np.ndarray, nu: float) -> np.ndarray:
-    """(N, 2) estimates sum_m |G_im|^nu c_m / sum_m |G_im|^nu for every row of G (N, M).
+    """(..., 2) estimates sum_m |G_m|^nu c_m / sum_m |G_m|^nu for every row of G (..., M).
 
-    Weights are taken relative to each row's largest |G|, which leaves (18)
-    unchanged and keeps |G|^nu finite for large nu.  nu = inf is the limit of
-    (18): the centroid of the cells attaining the maximum.  A row with no
-    non-zero entry has no estimate (NaN).
+    Any leading shape: (N, M) for one epoch's uploads, (E, N, M) for several at once.  Weights
+    are taken relative to each row's largest |G|, which leaves (18) unchanged and keeps |G|^nu
+    finite for large nu.  nu = inf is the limit of (18): the centroid of the cells attaining the
+    maximum.  A row with no non-zero entry has no estimate (NaN).
     """
     nu = parse_nu(nu)
     A = np.abs(G)
-    top = A.max(axis=1, keepdims=True)
+    top = A.max(axis=-1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        rel = A / top
+        rel = np.divide(A, top, out=A)
         w = (rel == 1.0).astype(float) if np.isinf(nu) else rel ** nu
-        return (w @ centres) / w.sum(axis=1, keepdims=True)
+        return (w @ centres) / w.sum(axis=-1, keepdims=True)
 
 
 def localisation_error(G: np.ndarray, centres: np.ndarray, users: np.ndarray, nu: float) -> np.ndarray:
-    """Distance (metres) between each user's WCL estimate and true position."""
-    return np.linalg.norm(wcl(G, centres, nu) - users, axis=1)
+    """Distance (metres) between each user's WCL estimate and true position, shape G.shape[:-1]."""
+    return np.linalg.norm(wcl(G, centres, nu) - users, axis=-1)

@@ -18,8 +18,19 @@ from cryptography.exceptions import InvalidTag
 
 from . import crypto, pki, shamir
 from .graph import Graph
-from .protocol import (SHARE_LIMBS, ProtocolError, ProtocolParams, UnmaskingRequest, advert_bytes, commitment,
-                       consistency_message, keys_message, pair_seed, self_mask_seed, share_header)
+from .protocol import (
+    SHARE_LIMBS,
+    ProtocolError,
+    ProtocolParams,
+    UnmaskingRequest,
+    advert_bytes,
+    commitment,
+    consistency_message,
+    keys_message,
+    pair_seed,
+    self_mask_seed,
+    share_header,
+)
 
 STEPS = ("advertise_keys", "share_keys", "masked_input", "consistency", "unmasking")
 
@@ -121,7 +132,7 @@ class Client:
         bundles = shares.transpose(1, 0, 2).astype("<i4")               # (holders, 2 secrets, limbs)
         self._held[self.id] = bundles[0].astype(np.int64)
         out = {}
-        for v, bundle in zip(self._peers, bundles[1:]):
+        for v, bundle in zip(self._peers, bundles[1:], strict=True):
             header = share_header(self._session, self.id, v)
             self._channel[v] = crypto.exchange(self._c, self._peers[v][0])
             key = crypto.derive(self._channel[v], header)

@@ -104,7 +104,7 @@ class Graph:
         object.__setattr__(self, "where", where)        # cycle position of each client
 
     @classmethod
-    def build(cls, n: int, kind: str, degree: int | None, layout: np.random.Generator) -> "Graph":
+    def build(cls, n: int, kind: str, degree: int | None, layout: np.random.Generator) -> Graph:
         if kind not in GRAPHS:
             raise ValueError(f"graph must be one of {GRAPHS}, got {kind!r}")
         if n < 2:

@@ -15,8 +15,19 @@ import pandas as pd
 
 from . import crypto, pki, shamir
 from .graph import Graph
-from .protocol import (GCM_TAG_BYTES, SECRETS, SHARE_BYTES, SHARE_LIMBS, ProtocolError, ProtocolParams,
-                       UnmaskingRequest, advert_bytes, commitment, pair_seed, self_mask_seed)
+from .protocol import (
+    GCM_TAG_BYTES,
+    SECRETS,
+    SHARE_BYTES,
+    SHARE_LIMBS,
+    ProtocolError,
+    ProtocolParams,
+    UnmaskingRequest,
+    advert_bytes,
+    commitment,
+    pair_seed,
+    self_mask_seed,
+)
 
 TRANSCRIPT_COLUMNS = {"step": object, "sender": np.int64, "owner": np.int64, "kind": object, "items": np.int64,
                       "bytes": np.int64}
@@ -58,7 +69,7 @@ class Server:
         self.request: UnmaskingRequest | None = None
 
     def check_id(self, u, what: str) -> int:
-        if type(u) is not int and not isinstance(u, np.integer) or not 0 <= u < self.n:
+        if (type(u) is not int and not isinstance(u, np.integer)) or not 0 <= u < self.n:
             raise ProtocolError(f"{what} names unknown client id {u!r} (the shard has ids 0..{self.n - 1})")
         return int(u)
 
@@ -125,7 +136,8 @@ class Server:
         self.transcript.add("masked_input", u, u, "masked_vector", self.dim, self.dim * ((self.params.bits + 7) // 8))
 
     def _holders_alive(self, owner: int, alive: np.ndarray) -> int:
-        return int(alive[owner]) + sum(1 for v in self.neighbours[owner] if alive[v] and owner in self.delivered.get(int(v), ()))
+        return int(alive[owner]) + sum(1 for v in self.neighbours[owner]
+                                       if alive[v] and owner in self.delivered.get(int(v), ()))
 
     def unmasking_request(self) -> UnmaskingRequest:
         """Survivors U3 and dropped U2 \\ U3 — after checking that unmasking is safe and possible."""
@@ -200,7 +212,7 @@ class Server:
     def _rebuild(self, kind: str, owners: list[int]) -> np.ndarray:
         """Secrets of ``owners`` from all their shares; every share beyond t must lie on the polynomial."""
         held = [self.shares[kind].get(u, []) for u in owners]
-        short = [u for u, h in zip(owners, held) if len(h) < self.t]
+        short = [u for u, h in zip(owners, held, strict=True) if len(h) < self.t]
         if short:
             raise ProtocolError(f"client {short[0]} (and {len(short) - 1} more) has fewer than t = {self.t} "
                                 f"answering holders of its {kind} shares: the shard yields no output")
@@ -219,7 +231,7 @@ class Server:
     def _self_masks(self, owners: list[int]) -> np.ndarray:
         """Σ PRG(b_u) over the surviving ``owners``, each rebuilt b_u checked against its commitment."""
         out = np.zeros(self.dim, dtype=np.uint64)
-        for u, seed in zip(owners, self._rebuild("self_seed", owners)):
+        for u, seed in zip(owners, self._rebuild("self_seed", owners), strict=True):
             seed = seed.tobytes()
             if commitment(seed, self.context) != self.adverts[u][2 * crypto.KEY_BYTES:3 * crypto.KEY_BYTES]:
                 raise ProtocolError(f"inconsistent self_seed shares: the seed rebuilt for client {u} does not match "
@@ -230,7 +242,7 @@ class Server:
     def _dropped_masks(self, dropped: list[int]) -> np.ndarray:
         """Σ over dropped d of the masks the survivors that got d's shares added for it, sign(v, d) PRG(s_vd)."""
         out = np.zeros(self.dim, dtype=np.uint64)
-        for d, raw in zip(dropped, self._rebuild("mask_key", dropped)):
+        for d, raw in zip(dropped, self._rebuild("mask_key", dropped), strict=True):
             secret = crypto.private_key(raw.tobytes())
             if crypto.public_bytes(secret) != self.adverts[d][crypto.KEY_BYTES:2 * crypto.KEY_BYTES]:
                 raise ProtocolError(f"inconsistent mask_key shares: the secret rebuilt for client {d} does not "

@@ -105,7 +105,7 @@ def aggregate(vectors: np.ndarray, senders: np.ndarray, n_clients: int, params: 
         if u not in drop.share_keys:
             keys = on("server", server.keys_for, u)
             on("server", server.receive_shares, u, on("client", clients[u].share_keys, *keys))
-    for u, x in zip(senders.tolist(), vectors):
+    for u, x in zip(senders.tolist(), vectors, strict=True):
         u = server.check_id(u, "a masked input")
         inbox = on("server", server.inbox, u)
         on("server", server.receive_masked, u, on("client", clients[u].masked_input, x, inbox))

@@ -27,10 +27,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from sklearn.ensemble import RandomForestClassifier
-from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import f1_score, precision_score, recall_score
-from sklearn.neighbors import KNeighborsClassifier
 
 from .. import laplace_ldp
 from ..dp.grid import release_bounded
@@ -60,7 +56,7 @@ def load_housing(path: str, lonlat_bbox) -> tuple[np.ndarray, np.ndarray, dict]:
     outside = ((xy < lo) | (xy > hi)).any(axis=1)
     value = table["median_house_value"].to_numpy(dtype=float)
     return ((np.clip(xy, lo, hi) - lo) / (hi - lo), (value > np.median(value)).astype(int),
-            {"rows_read": int(len(complete)), "rows_dropped_missing": int((~complete).sum()),
+            {"rows_read": len(complete), "rows_dropped_missing": int((~complete).sum()),
              "rows_clamped_to_box": int(outside.sum())})
 
 
@@ -92,6 +88,11 @@ def privatise(mechanism: str, X: np.ndarray, epsilon: float, cfg: dict, rng: np.
 
 
 def classifiers(seed: int) -> dict:
+    # scikit-learn is the workflow extra's: the rest of this module (the privatised regions) is the library's
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neighbors import KNeighborsClassifier
+
     return {"random_forest": RandomForestClassifier(n_estimators=50, max_depth=8, random_state=seed, n_jobs=1),
             "knn": KNeighborsClassifier(n_neighbors=15, weights="distance"),
             "logistic": LogisticRegression()}
@@ -106,6 +107,8 @@ def _split(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
 def f1_scores(X: np.ndarray, y: np.ndarray, mechanism: str, epsilon: float, cfg: dict,
               rng: np.random.Generator) -> dict[str, float]:
     """70/30 split, mechanism on the training features, F1 per classifier on the test set."""
+    from sklearn.metrics import f1_score
+
     train, test = _split(len(X), rng)
     X_train = privatise(mechanism, X[train], epsilon, cfg, rng)
     seed = int(rng.integers(2 ** 31))
@@ -117,6 +120,8 @@ def k_sensitivity(X: np.ndarray, y: np.ndarray, epsilon: float, k: float, cfg: d
                   rng: np.random.Generator) -> dict[str, float]:
     """App. A.1 (Fig. 6): random-forest precision and recall on SLDP-Quantization data when
     every privacy region must hold at least k users (the split threshold Q = k)."""
+    from sklearn.metrics import precision_score, recall_score
+
     train, test = _split(len(X), rng)
     X_train = privatise("sldp_quantization", X[train], epsilon, {**cfg, "threshold": float(k)}, rng)
     model = classifiers(int(rng.integers(2 ** 31)))["random_forest"].fit(X_train, y[train])

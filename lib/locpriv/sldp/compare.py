@@ -62,7 +62,7 @@ def leaves_table(n: int, epsilons: list[float], reps: int, seed: int, path: str 
     for eps in epsilons:
         for rep in range(reps):
             run = {"task": "range", "n": n, "epsilon": eps, "rep": rep}
-            pts = study._data(run, cfg, seed)
+            pts = study.client_points(run, cfg, seed)
             q = range_queries.anchored_workload(pts, study.UNIT, cfg["range"]["queries"],
                                                 make_rng(seed, "sldp-evaluate", "range", n, eps, rep))
             truth = range_queries.true_counts(q, pts)
@@ -108,16 +108,17 @@ def _authors_namespace(directory: str) -> dict:
     """The authors' module and notebook cells, executed from their checkout ``directory``."""
     import json
     import sys
+
     import numpy as np
     notebook = Path(directory) / AUTHORS_NOTEBOOK
     if not notebook.exists():
         raise SystemExit(f"--authors {directory}: no {AUTHORS_NOTEBOOK}; give a checkout of asuvor/privacy")
     sys.path.insert(0, str(Path(directory)))
-    from sldp_opt_utils import run_dp_quadtree_optimized   # noqa: E402 (their module, from their checkout)
+    from sldp_opt_utils import run_dp_quadtree_optimized  # their module, from their checkout
     namespace = {"np": np, "run_dp_quadtree_optimized": run_dp_quadtree_optimized}
     cells = json.loads(notebook.read_text())["cells"]
     for i in AUTHORS_CELLS:
-        exec("".join(cells[i]["source"]), namespace)        # noqa: S102 (their code, run as published)
+        exec("".join(cells[i]["source"]), namespace)        # their code, run as published
     return namespace
 
 
@@ -129,7 +130,8 @@ def _points(dataset: str, n: int, rep: int, seed: int, path: str | None, authors
     given = {"range": {"n": [n], "epsilon": [1.0]}}
     if dataset == "geolife":
         given["range"].update(path=path, lonlat_bbox=GEOLIFE_BBOX)
-    return study._data({"task": "range", "n": n, "epsilon": 1.0, "rep": rep}, study.validate_config(given), seed)
+    return study.client_points({"task": "range", "n": n, "epsilon": 1.0, "rep": rep}, study.validate_config(given),
+                               seed)
 
 
 def authors_table(ns: list[int], epsilons: list[float], reps: int, seed: int, directory: str,

@@ -49,10 +49,11 @@ OURS = {"hdg": "privmdr_hdg", "tdg": "privmdr_tdg"}
 def workload(dataset: str, n: int, rep: int, seed: int, path: str | None):
     """(grid cells (N, 2) ints, points at their centres, queries (Q, 4), integer queries (Q, 4), truth)."""
     given = {"range": {"n": [n], **({"path": path, "lonlat_bbox": GEOLIFE_BBOX} if path else {})}}
-    pts = study._data({"task": "range", "n": n, "rep": rep}, study.validate_config(given), seed)
+    pts = study.client_points({"task": "range", "n": n, "rep": rep}, study.validate_config(given), seed)
     cells = np.minimum((pts * RESOLUTION).astype(np.int64), RESOLUTION - 1)
     centres = (cells + 0.5) / RESOLUTION
-    q = range_queries.anchored_workload(pts, study.UNIT, QUERIES, make_rng(seed, "hdg-compare-queries", dataset, n, rep))
+    q = range_queries.anchored_workload(pts, study.UNIT, QUERIES,
+                                        make_rng(seed, "hdg-compare-queries", dataset, n, rep))
     lo = np.clip(np.rint(q[:, [0, 2]] * RESOLUTION), 0, RESOLUTION - 1).astype(np.int64)
     hi = np.clip(np.rint(q[:, [1, 3]] * RESOLUTION) - 1, lo, RESOLUTION - 1).astype(np.int64)
     integer = np.stack([lo[:, 0], hi[:, 0], lo[:, 1], hi[:, 1]], axis=1)          # inclusive cell ranges
@@ -88,7 +89,7 @@ def privmdr(path: str, variant: str, cells: np.ndarray, integer_queries: np.ndar
         rq = mods["generate_query"].RangeQuery(query_dimension=2, attribute_num=2, args=args)
         rq.initialize_range_query()
         rq.selected_attribute_list = [0, 1]
-        for node, (lo, hi) in zip(rq.query_attribute_node_list, ((x0, x1), (y0, y1))):
+        for node, (lo, hi) in zip(rq.query_attribute_node_list, ((x0, x1), (y0, y1)), strict=True):
             node.left_interval, node.right_interval = lo, hi
         queries.append(rq)
     with contextlib.redirect_stdout(io.StringIO()):   # the classes print progress
@@ -154,7 +155,7 @@ def _mean_se(values: pd.Series) -> str:
 def summaries(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The recorded tables: ours vs privmdr; HDG vs the baselines (paired); the OUE grid's level rule."""
     keys = ["dataset", "n", "epsilon"]
-    wide = rows.pivot_table(index=keys + ["rep"], columns="method", values="mre")
+    wide = rows.pivot_table(index=[*keys, "rep"], columns="method", values="mre")
     out = {}
     check = []
     for (dataset, n, eps), grp in wide.groupby(level=[0, 1, 2]):

@@ -24,7 +24,6 @@ import pandas as pd
 
 from ..quadtree import cell_codes
 
-
 ALPHA_2 = 0.03    # privmdr choose_granularity.py, alpha_2
 
 

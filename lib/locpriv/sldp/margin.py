@@ -113,7 +113,7 @@ def split_margin(n_parent, scale: float, delta: float, step: float) -> np.ndarra
     delta_1 = (delta - delta_2) * (1 - 1e-3) - 1e-12
     missing = np.array(sorted({int(g) for g in np.unique(grid) if (delta_1, int(g)) not in _CACHE}), dtype=np.int64)
     if missing.size:
-        for g, c in zip(missing, _standardised_quantiles(missing.astype(float), delta_1)):
+        for g, c in zip(missing, _standardised_quantiles(missing.astype(float), delta_1), strict=True):
             _CACHE[(delta_1, int(g))] = float(c)
     c = np.array([_CACHE[(delta_1, int(g))] for g in grid.ravel()]).reshape(grid.shape)
     t = exact_scale(scale / step)                 # steps; the sampler's exact scale

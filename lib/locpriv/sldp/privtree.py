@@ -100,7 +100,8 @@ def privtree(points: np.ndarray, box, epsilon_tree: float, epsilon_count: float,
         prefix = path >> (2 * (max_depth - level))
         in_open_node = np.isin(prefix, nodes)  # points of finished leaves drop out
         counts = np.bincount(np.searchsorted(nodes, prefix[in_open_node]), minlength=nodes.size)
-        noisy = biased_steps(counts, level, theta_steps, delta_steps) + discrete_laplace(lam_steps, rng, size=nodes.size)
+        noisy = (biased_steps(counts, level, theta_steps, delta_steps)
+                 + discrete_laplace(lam_steps, rng, size=nodes.size))
         split = (noisy > theta_steps) & (level < max_depth)
         leaf = ~split
         leaves.append(pd.DataFrame({"level": level, "code": nodes[leaf],

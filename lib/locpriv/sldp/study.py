@@ -21,7 +21,6 @@ Each protocol run records its guarantee (``protocol.guarantee``) in the metadata
 
 from __future__ import annotations
 
-
 from functools import lru_cache
 from pathlib import Path
 
@@ -35,8 +34,8 @@ from ..quadtree import cell_box
 from ..seeding import rng as make_rng
 from ..study import Study
 from . import classify, hdg, ldp_grid, ldp_kdtree, mean, privtree, range_queries
-from .protocol import run_protocol
 from .protocol import guarantee as protocol_guarantee
+from .protocol import run_protocol
 
 TASKS = ("mean", "range")   # tasks with a sample size N; "classify" uses its whole dataset
 # the settings every protocol run reads (the split threshold Q is per task)
@@ -92,7 +91,7 @@ def every_run(cfg: dict) -> list[dict]:
     return runs(cfg) + classify_runs(cfg)
 
 
-def _data(run: dict, cfg: dict, seed: int) -> np.ndarray:
+def client_points(run: dict, cfg: dict, seed: int) -> np.ndarray:
     rng = make_rng(seed, "sldp-data", run["task"], run["n"], run["rep"])
     if run["task"] == "mean":
         box = cfg["mean"]["box"]
@@ -127,7 +126,7 @@ def _real_points(path: str, lonlat_bbox: tuple, n: int, rng: np.random.Generator
 def protocol_stage(*, run: dict, cfg: dict, seed: int, out_partition: str, out_rounds: str,
                    out_reports: str, out_regions: str) -> None:
     """Client data + the interactive protocol; writes the server's transcript and partition."""
-    pts = _data(run, cfg, seed)
+    pts = client_points(run, cfg, seed)
     box = cfg["mean"]["box"] if run["task"] == "mean" else list(UNIT)
     task = run["task"] == "mean"
     # the mean task spends the rest of epsilon on its estimate; a range run may re-release child cells
@@ -157,7 +156,7 @@ def _rows(run: dict, rows: list[dict], n: int) -> pd.DataFrame:
 
 
 def evaluate_stage(*, run: dict, cfg: dict, seed: int, partition_path: str, regions_path: str, out: str) -> None:
-    pts = _data(run, cfg, seed)
+    pts = client_points(run, cfg, seed)
     rng = make_rng(seed, "sldp-evaluate", run["task"], run["n"], run["epsilon"], run["rep"])
     eps = run["epsilon"]
     if run["task"] == "mean":
@@ -257,11 +256,11 @@ def plot_stage(*, summary_path: str, out_png: str, dpi: int) -> None:
     panels = [task for task in ("mean", "range", "classify") if (avg["task"] == task).any()]
     panels += ["k"] if not k_rows.empty else []
     fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 5.2), squeeze=False)
-    axes = dict(zip(panels, axes[0]))
+    axes = dict(zip(panels, axes[0], strict=True))
     if "k" in axes:
         ax = axes["k"]
         for metric, grp in k_rows.groupby("metric"):
-            ax.plot(*zip(*grp.groupby("k")["value"].mean().items()), "o-", label=metric)
+            ax.plot(*zip(*grp.groupby("k")["value"].mean().items(), strict=True), "o-", label=metric)
         ax.set(xlabel="k, minimum users per region [users]", ylabel="random forest on the test set, mean [fraction]",
                title="SLDP hyperparameter k (App. A.1)")
     if "classify" in axes:
@@ -270,7 +269,8 @@ def plot_stage(*, summary_path: str, out_png: str, dpi: int) -> None:
         kinds = sorted({m.split("/")[-1] for m in classified["method"]})
         for method, grp in classified.groupby("method"):
             mech, kind = method.split("/")[0], method.split("/")[-1]
-            ax.plot(grp["epsilon"], grp["value"], ms=4, label=method, **_line_style(mechs.index(mech), kinds.index(kind)))
+            ax.plot(grp["epsilon"], grp["value"], ms=4, label=method,
+                    **_line_style(mechs.index(mech), kinds.index(kind)))
         ax.set(xscale="log", xlabel="epsilon [no unit]", ylabel="F1 on the test set [fraction]",
                title="California housing (§5.2)")
     # Fig. 2: MSE vs N per epsilon; Fig. 4/9: MRE vs epsilon per N
@@ -313,7 +313,7 @@ def plot_partition(*, run: dict, cfg: dict, seed: int, regions_path: str, partit
     whole box per coordinate, the whole epsilon)."""
     from .. import figures
     from ..figures import plt
-    pts = _data(run, cfg, seed)
+    pts = client_points(run, cfg, seed)
     box = cfg["mean"]["box"] if run["task"] == "mean" else list(UNIT)
     rng = make_rng(seed, "sldp-figure-1", run["task"], run["n"], run["epsilon"], run["rep"])
     regions = pd.read_parquet(regions_path)

@@ -18,14 +18,13 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from ..adversary import local_maxima as attacks
-from ..adversary import bayes, informed
-from ..datasets.persons import person_level_epsilon
 from .. import io
+from ..adversary import bayes, informed
+from ..adversary import local_maxima as attacks
+from ..datasets.persons import person_level_epsilon
 from ..seeding import rng as make_rng
 from .prepare import load_grid
 from .run import check_views, configured, n_users_of, shard_size
-
 
 # the attack-bayes file, per target: the population adversary's metrics, the informed adversary's beside them
 BAYES_COLUMNS = {**bayes.RESULT_COLUMNS, **{f"informed_{c}": t for c, t in bayes.RESULT_COLUMNS.items() if c != "user"},

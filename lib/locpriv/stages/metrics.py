@@ -96,7 +96,7 @@ def _column_dtype(dtypes: list) -> str:
     return "object"
 
 
-def summary(metric_paths: list[str], out_parquet: str, out_csv: str, audit_table: str | None = None) -> None:
+def summary(*, metric_paths: list[str], out_parquet: str, out_csv: str, audit_table: str | None = None) -> None:
     """Gather every run's tidy metrics, typed: one row per run and metric.
 
     Columns: dataset, mechanism, trust_model, rep, the parameter columns (sorted; a run lacking
@@ -161,7 +161,7 @@ def per_run(tidy: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         columns=None), params
 
 
-def runs_table(summary_parquet: str, units: dict[str, str], out_csv: str) -> pd.DataFrame:
+def runs_table(*, summary_parquet: str, units: dict[str, str], out_csv: str) -> pd.DataFrame:
     """One row per dataset x mechanism x setting, metrics averaged over repetitions (``runs.csv``).
 
     ``units`` maps each dataset to its distance unit; a metric column carries its unit in its name

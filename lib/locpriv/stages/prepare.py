@@ -6,12 +6,11 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from .. import io, kde
+from .. import cf, io, kde
 from ..datasets import ingest as ds_ingest
 from ..domain import Grid
 from ..seeding import rng as make_rng
 from ..smk import console
-
 
 # Points are sorted by user id; row groups of this size let a shard job read
 # only the groups its user range overlaps (Parquet min/max statistics).
@@ -20,7 +19,7 @@ POINTS_ROW_GROUP = 65_536
 PROJECTION_WARN = 0.01
 
 
-def ingest(name: str, spec: dict, seed: int, out_points: str, out_meta: str) -> None:
+def ingest(*, name: str, spec: dict, seed: int, out_points: str, out_meta: str) -> None:
     rng = make_rng(seed, "ingest", name)
     if spec["source"] == "synthetic":
         frames, metadata_of = ds_ingest.synthetic_batches(name, spec, rng, POINTS_ROW_GROUP)
@@ -47,13 +46,13 @@ def ingest_report(name: str, meta: dict) -> list[str]:
     return lines
 
 
-def encode_grid(spec: dict, grid_spec: dict, out_grid: str) -> None:
+def encode_grid(*, spec: dict, grid_spec: dict, out_grid: str) -> None:
     domain, units = ds_ingest.domain_of(spec)
     grid = Grid.regular(domain, int(grid_spec["P"]), int(grid_spec["Q"]))
-    io.write_netcdf(grid.to_dataset(units), out_grid)
+    io.write_netcdf(grid.to_dataset(units, ds_ingest.grid_mapping_of(spec)), out_grid)
 
 
-def bandwidth(points_path: str, name: str, k: int, seed: int, out_json: str) -> None:
+def bandwidth(*, points_path: str, name: str, k: int, seed: int, out_json: str) -> None:
     pts = pd.read_parquet(points_path, columns=["x", "y"]).to_numpy()
     h = kde.knn_bandwidth(pts, int(k), make_rng(seed, "bandwidth", name, int(k)))
     io.write_json({"h": h, "k": int(k), "sample_fraction": 0.1, "n_points": len(pts),
@@ -65,18 +64,25 @@ def load_grid(path: str) -> Grid:
     return Grid.from_dataset(io.read_nc3(path))
 
 
-def truth(spec: dict, points_path: str, grid_path: str, bandwidth_json: str | None, out_truth: str) -> None:
-    grid = load_grid(grid_path)
-    units = io.read_nc3(grid_path).attrs["units"]
+def truth(*, spec: dict, points_path: str, grid_path: str, bandwidth_json: str | None, out_truth: str) -> None:
+    geometry = io.read_nc3(grid_path)
+    grid = Grid.from_dataset(geometry)
     pts = pd.read_parquet(points_path, columns=["x", "y"]) if spec["source"] != "synthetic" else None
     h = io.read_json(bandwidth_json)["h"] if bandwidth_json else None
     dens, how = ds_ingest.truth_density(spec, grid, pts, h)
-    io.write_netcdf(grid.surface(dens, "density", {"truth": how, "units": f"1/{units}^2"}, units), out_truth)
+    attrs = {"long_name": "true probability density of the users' locations", "units": density_units(geometry),
+             "truth": how}
+    io.write_netcdf(grid.surface(dens, "density", attrs, geometry), out_truth)
+
+
+def density_units(geometry) -> str:
+    """CF units of a density on the grid of the grid file's contents ``geometry``, e.g. 'm-2'."""
+    return cf.per_area(geometry["x"].attrs["units"])
 
 
 
 
-def pooled_kde(points_path: str, n_users: int, h: float, grid_path: str, out_nc: str) -> None:
+def pooled_kde(*, points_path: str, n_users: int, h: float, grid_path: str, out_nc: str) -> None:
     """Exact KDE of the first ``n_users`` users at bandwidth h: [RFF-KDE]'s reference.
 
     [RFF-KDE] §4.2.1 scores every private estimate against 'Federated KDE on the full
@@ -84,8 +90,8 @@ def pooled_kde(points_path: str, n_users: int, h: float, grid_path: str, out_nc:
     bandwidth; its Spearman then isolates what privacy costs, apart from the KDE's
     own smoothing bias against the analytic density.
     """
-    grid = load_grid(grid_path)
-    units = io.read_nc3(grid_path).attrs["units"]
+    geometry = io.read_nc3(grid_path)
+    grid = Grid.from_dataset(geometry)
     total, seen = np.zeros(grid.shape), 0
     # one row per user, sorted by id: the first n users are the first n rows.  pre_buffer=False:
     # pyarrow's pre-buffering keeps every batch read (RSS grew to 2.2 GB at 10^8 users)
@@ -96,6 +102,7 @@ def pooled_kde(points_path: str, n_users: int, h: float, grid_path: str, out_nc:
         if seen == n_users:
             break
     dens = total / (seen * kde.normaliser(h))
-    attrs = {"reference": f"exact Gaussian KDE of users 0..{n_users - 1}, h={h}", "n_users": n_users,
-             "units": f"1/{units}^2"}
-    io.write_netcdf(grid.surface(dens, "density", attrs, units), out_nc)
+    attrs = {"long_name": "exact Gaussian KDE of the users' locations (the non-private reference)",
+             "units": density_units(geometry), "reference": f"exact Gaussian KDE of users 0..{n_users - 1}, h={h}",
+             "n_users": n_users}
+    io.write_netcdf(grid.surface(dens, "density", attrs, geometry), out_nc)

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import os
-import shutil
 import sys
-import tempfile
 
 import numpy as np
 import pandas as pd
 
-from .. import io, mechanisms
+from .. import cf, io, mechanisms
 from ..errors import InputError
 from ..mechanisms.base import Mechanism
 from ..seeding import rng as make_rng
-from .prepare import load_grid
+from .prepare import density_units, load_grid
 
 
 def resolve_params(params: dict, bandwidth_json: str | None) -> dict:
@@ -90,23 +87,6 @@ def check_views(paths: list[str]) -> list[str]:
     return paths
 
 
-@contextlib.contextmanager
-def _atomic_dir(path: str):
-    """Yield a temporary folder beside ``path``, renamed to ``path`` only when the body succeeds."""
-    parent = os.path.dirname(path) or "."
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    os.chmod(tmp, 0o777 & ~io._umask())  # mkdtemp makes 0700; a folder gets what mkdir would
-    try:
-        yield tmp
-        if os.path.isdir(path):
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-    finally:
-        if os.path.isdir(tmp):
-            shutil.rmtree(tmp)
-
-
 def randomize(*, run: dict, seed: int, shards: list[int], users_per_shard: int, points_path: str,
               meta_json: str, grid_path: str, bandwidth_json: str | None, out_dir: str) -> None:
     """The client side of ``shards`` (one job may hold several): ``out_dir/shard~{k}.parquet`` each.
@@ -120,7 +100,7 @@ def randomize(*, run: dict, seed: int, shards: list[int], users_per_shard: int, 
     n = n_users_of(run["params"], meta_json)
     grid = load_grid(grid_path)
     size = shard_size(run["mechanism"], users_per_shard)
-    with _atomic_dir(out_dir) as tmp:
+    with io.atomic_dir(out_dir) as tmp:
         for shard in shards:
             pts = _shard_users(points_path, shard, size, n)
             rng = make_rng(seed, "randomize", *run_seed_keys(run, mech), shard)
@@ -145,11 +125,13 @@ def aggregate(*, run: dict, view_paths: list[str], grid_path: str, bandwidth_jso
         n += len(view)
         if "refusal" in (meta := io.read_parquet_metadata(path)):
             refusals.add(meta["refusal"]["reason"])
-    units = io.read_nc3(grid_path).attrs["units"]
-    attrs = {"n_users": n, "mechanism": mech.name, "params": mech.explicit_settings()}
+    geometry = io.read_nc3(grid_path)
+    attrs = {"long_name": "sum of the users' reports on the grid (the mechanism's aggregate, before normalising)",
+             "units": density_units(geometry) if mech.partial_per_area else "1",
+             "n_users": n, "mechanism": mech.name, **cf.flat("param", mech.explicit_settings())}
     if refusals:
         attrs["refusal"] = "; ".join(sorted(refusals))
-    io.write_netcdf(grid.surface(total, "sum", attrs, units), out_agg)
+    io.write_netcdf(grid.surface(total, "sum", attrs, geometry), out_agg)
 
 
 def estimate(*, run: dict, agg_path: str, grid_path: str, bandwidth_json: str | None, out_est: str) -> None:
@@ -160,11 +142,14 @@ def estimate(*, run: dict, agg_path: str, grid_path: str, bandwidth_json: str | 
     refusal = agg["sum"].attrs.get("refusal")
     # users who refused the query sent nothing: there is no estimate, not a zero one
     dens = np.full(grid.shape, np.nan) if n == 0 else mech.density(agg["sum"].values, n, grid)
-    units = io.read_nc3(grid_path).attrs["units"]
-    attrs = {"mechanism": mech.name, "params": mech.explicit_settings(), "n_users": n,
-             "guarantee": mech.run_guarantee(run["params"]).as_dict(),
-             "units": f"1/{units}^2", **({"refusal": refusal} if refusal else {})}
-    io.write_netcdf(grid.surface(dens, "density", attrs, units), out_est)
+    geometry = io.read_nc3(grid_path)
+    guarantee = mech.run_guarantee(run["params"]).as_dict()
+    # the guarantee as readable attrs (guarantee_epsilon, ...) and, exactly, as the JSON record
+    attrs = {"long_name": f"probability density of the users' locations estimated by {mech.name}",
+             "units": density_units(geometry), "mechanism": mech.name, **cf.flat("param", mech.explicit_settings()),
+             "n_users": n, **cf.flat("guarantee", guarantee), "guarantee": guarantee,
+             **({"refusal": refusal} if refusal else {})}
+    io.write_netcdf(grid.surface(dens, "density", attrs, geometry), out_est)
 
 
 def aggregate_estimate(*, run: dict, view_paths: list[str], grid_path: str, bandwidth_json: str | None,
@@ -173,5 +158,6 @@ def aggregate_estimate(*, run: dict, view_paths: list[str], grid_path: str, band
 
     The estimate reads the aggregate back from its file, exactly as a separate job would.
     """
-    aggregate(run=run, view_paths=check_views(view_paths), grid_path=grid_path, bandwidth_json=bandwidth_json, out_agg=out_agg)
+    aggregate(run=run, view_paths=check_views(view_paths), grid_path=grid_path, bandwidth_json=bandwidth_json,
+              out_agg=out_agg)
     estimate(run=run, agg_path=out_agg, grid_path=grid_path, bandwidth_json=bandwidth_json, out_est=out_est)

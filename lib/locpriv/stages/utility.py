@@ -36,7 +36,7 @@ def workload_hash(queries: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(queries, dtype="<f8").tobytes()).hexdigest()
 
 
-def range_workload(dataset: str, points_path: str, grid_path: str, utility_cfg: dict, seed: int,
+def range_workload(*, dataset: str, points_path: str, grid_path: str, utility_cfg: dict, seed: int,
                    out_parquet: str) -> None:
     rng = make_rng(seed, "range-workload", dataset)
     n, keep = pq.read_metadata(points_path).num_rows, int(utility_cfg["workload_points"])
