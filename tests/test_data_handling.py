@@ -76,6 +76,19 @@ def test_person_cap_is_recorded_and_applied(tmp_path):
     pd.testing.assert_frame_equal(pts, again)  # same seed, same rows
 
 
+def test_person_budget_split_keeps_one_row_per_person_so_person_epsilon_is_epsilon(tmp_path):
+    # issue 28.8: person_budget split -> one seeded row per person per release (person-level eps = eps)
+    f = write_rows(tmp_path / "p.csv", 100)  # persons 0..3 with 25 rows each
+    pts, meta = ingest.real_points("d", spec(f, user_column="user", person_budget="split"), np.random.default_rng(0))
+    assert len(pts) == 4 and (pts["source_user"].value_counts() == 1).all()
+    assert meta["person_cap"] == 1 and meta["rows_over_person_cap"] == 96
+    assert persons.person_level_epsilon(2.0, meta["person_cap"]) == 2.0
+    # group (the default) keeps today's cap x eps
+    _, grouped = ingest.real_points("d", spec(f, user_column="user", person_budget="group", max_points_per_person=10),
+                                    np.random.default_rng(0))
+    assert persons.person_level_epsilon(2.0, grouped["person_cap"]) == 20.0
+
+
 def test_cap_rows_keeps_a_uniform_subset_of_each_person():
     people = np.array(["a"] * 5 + ["b"] * 2 + ["c"])
     kept_a = np.zeros(5)

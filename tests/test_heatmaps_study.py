@@ -98,7 +98,8 @@ def test_heatmaps_study_runs_every_method(make_workdir):
     promised = summary[(summary["metric"] == "guarantee_epsilon") & (summary["dropout"] != 0.2)]
     promised = promised.groupby("method")["value"].first()
     assert promised[["hierarchical", "psd", "count_min"]].isna().all()
-    assert promised["dp_heatmap"] == pytest.approx(1.0) and promised["flat"] == pytest.approx(1.0)
+    # replace-one (n public), as the DAG records it: 2 eps at eps = 1 where no dropout exceeds the plan
+    assert promised["dp_heatmap"] == pytest.approx(2.0) and promised["flat"] == pytest.approx(2.0)
     if GEOLIFE.exists():
         multi = pd.read_parquet(wd / "results/studies/heatmaps/multi_location.parquet").set_index(["scale", "bits"])
         assert multi.loc[(1000.0, 6), "overflow_entries"] > 0 and multi.loc[(10.0, 20), "overflow_entries"] == 0
@@ -108,9 +109,23 @@ def test_heatmaps_study_runs_every_method(make_workdir):
 
 def test_guarantee_names_the_neighbouring_relation():
     g = study.heatmap_guarantee(1.0, 1.25, "secure")
-    assert g["epsilon"] == 1.0 and g["epsilon_replace_one"] == 2.0 and g["achieved_epsilon"] == 1.25
-    assert "add or remove one user" in g["neighbouring"] and "Bonawitz" in g["model"]
-    assert g["guaranteed_epsilon"] == 1.0 and g["non_private_inputs"] == ""
+    assert g["epsilon"] == 1.0 and g["achieved_epsilon"] == 1.25 and "Bonawitz" in g["model"]
+    assert g["non_private_inputs"] == ""
+
+
+def test_study_guarantee_is_the_worst_of_planned_and_achieved_under_the_dags_relation():
+    # issue 28.7: dropouts beyond the plan (achieved 1.25 > planned 1) used to be recorded as 1, and
+    # under add/remove while the DAG's dp_heatmap records replace-one 2 eps for the same mechanism
+    from locpriv import mechanisms
+    from locpriv.dp import ADD_REMOVE
+
+    g = study.heatmap_guarantee(1.0, 1.25, "population")
+    dag = mechanisms.get("dp_heatmap")(epsilon=1.0).guarantee()
+    assert g["neighbouring"] == dag.relation and g["other_relation"] == ADD_REMOVE
+    assert g["guaranteed_epsilon"] == 2.5 and g["guaranteed_epsilon_add_remove"] == 1.25
+    planned = study.heatmap_guarantee(1.0, 1.0, "population")
+    assert planned["guaranteed_epsilon"] == dag.epsilon and planned["guaranteed_epsilon_add_remove"] == \
+        dag.other_relations[ADD_REMOVE]
     leaked = study.heatmap_guarantee(1.0, 1.0, "population", "tree level chosen against the truth")
     assert leaked["guaranteed_epsilon"] is None and leaked["epsilon"] == 1.0   # budget spent, nothing promised
 

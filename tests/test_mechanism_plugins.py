@@ -99,7 +99,7 @@ SETTINGS = {"fedkde": {"h": 0.5}, "rff": {"h": 0.5, "B": 2}, "geoind": {"h": 0.5
             "laplace_ldp": {"h": 0.5, "epsilon": 2.0}, "sldp": {"epsilon": 2.0}, "privtree": {"epsilon": 2.0},
             "ldp_oue_grid": {"epsilon": 2.0}}
 FIELDS = {"model", "epsilon", "delta", "relation", "covers", "discretisation", "note", "non_private_inputs",
-          "other_relations", "trust_model"}
+          "other_relations", "trust_model", "timing"}
 
 
 @pytest.mark.parametrize("name", mechanisms.names())

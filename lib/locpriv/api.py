@@ -4,7 +4,8 @@ In the style of IBM diffprivlib: a mechanism is configured once, its parameters 
 construction (keyword-only, finite, in range; defaults filled), and then used on arrays::
 
     mech = GeoInd(epsilon=5.0, h=0.05)
-    view = mech.randomize(xy, rng=0)          # what the server sees (rng: None | int seed | Generator)
+    view = mech.randomize(xy)                 # what the server sees; fresh OS entropy by default
+    sim = mech.randomize(xy, rng=0)           # an int seed: a reproducible simulation only (replayable noise)
     density = mech.estimate(view, grid=grid)  # a pdf on the grid
     mech.guarantee()                          # the privacy record (model, epsilon, relation, trust model, ...)
 

@@ -276,9 +276,13 @@ def check_values(config: dict) -> None:
         if spec["source"] == "points" and ("lonlat_bbox" in spec) == ("bbox" in spec):
             raise ConfigError(f"config key 'datasets.{name}': give exactly one of 'lonlat_bbox' (lon/lat "
                               "data) or 'bbox' (x/y data)")
-        if "max_points_per_person" in spec and "user_column" not in spec:
-            raise ConfigError(f"config key 'datasets.{name}.max_points_per_person': needs 'user_column' "
-                              "(the column naming each row's person)")
+        for key in ("max_points_per_person", "person_budget"):
+            if key in spec and "user_column" not in spec:
+                raise ConfigError(f"config key 'datasets.{name}.{key}': needs 'user_column' "
+                                  "(the column naming each row's person)")
+        if spec.get("person_budget") == "split" and "max_points_per_person" in spec:
+            raise ConfigError(f"config key 'datasets.{name}.max_points_per_person': person_budget 'split' keeps "
+                              "one row per person; drop the cap, or use person_budget 'group' to keep it")
         for key in ("bbox", "lonlat_bbox"):
             if key in spec:
                 check_box(spec[key], f"datasets.{name}.{key}", lonlat=key == "lonlat_bbox")

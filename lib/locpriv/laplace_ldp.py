@@ -21,8 +21,9 @@ import math
 
 import numpy as np
 
-from .dp.grid import grid_step, release_bounded
+from .dp.grid import finite, grid_step, release_bounded
 from .dp.sampling import exact_scale
+from .dp.sampling import timing_safe_delta as timing_safe_delta_of
 
 
 def _checked(bounds: np.ndarray, epsilon: float) -> np.ndarray:
@@ -78,10 +79,19 @@ def discretisation(bounds: np.ndarray) -> str:
             "noise (Canonne, Kamath & Steinke 2020); the reports lie on the same grid")
 
 
+def timing_safe_delta(epsilon: float, q: int = 2) -> float:
+    """δ of one report drawn with ``timing_safe=True``, valid for every box: its q draws at the largest
+    scale any box gives (``grid_step`` keeps top_j = width_j / Λ_j <= 2048 grid steps), since the
+    per-draw total-variation bound ``dp.sampling.timing_safe_tv`` grows with the scale."""
+    _checked(np.zeros((q, 2)) + [0.0, 1.0], epsilon)   # noqa: RUF005 -- numpy broadcast, not list concatenation
+    return timing_safe_delta_of(np.full(q, exact_scale(2048 * q / epsilon)), epsilon)   # scale top / (ε / q)
+
+
 def randomize(values: np.ndarray, bounds: np.ndarray, epsilon: float, rng: np.random.Generator,
-              names: tuple[str, ...] | None = None) -> np.ndarray:
-    """Noisy reports of values (n, q) (or (n,) for q = 1) in the public bounds (q, 2)."""
-    values = np.asarray(values, dtype=float)
+              names: tuple[str, ...] | None = None, timing_safe: bool = False) -> np.ndarray:
+    """Noisy reports of values (n, q) (or (n,) for q = 1) in the public bounds (q, 2); ``timing_safe``:
+    fixed work per draw (``dp.sampling``), (ε, ``timing_safe_delta``)-LDP whatever the response time shows."""
+    values = finite(values, "values to randomize")
     flat = values.reshape(len(values), -1)
     bounds = _checked(bounds, epsilon)
     outside = (flat < bounds[:, 0]) | (flat > bounds[:, 1])
@@ -90,5 +100,5 @@ def randomize(values: np.ndarray, bounds: np.ndarray, epsilon: float, rng: np.ra
         name = names[j] if names else f"coordinate {j}"
         raise ValueError(f"{int(outside[:, j].sum())} values of {name} lie outside its public bounds "
                          f"{bounds[j].tolist()}; declare bounds that contain the data (Theorem 1 needs them)")
-    out = release_bounded(flat, bounds[:, 0], bounds[:, 1], epsilon / len(bounds), rng)
+    out = release_bounded(flat, bounds[:, 0], bounds[:, 1], epsilon / len(bounds), rng, timing_safe=timing_safe)
     return out.reshape(values.shape)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .dp.grid import finite
+
 
 def interleave(x: np.ndarray, y: np.ndarray, depth: int) -> np.ndarray:
     """Full-depth path codes of pixels (x, y) in [0, 2^depth)^2."""
@@ -42,7 +44,7 @@ def cell_codes(points: np.ndarray, box, depth: int) -> np.ndarray:
     upper edges belong to the last cell."""
     xmin, xmax, ymin, ymax = box
     side = 1 << depth
-    pts = np.asarray(points, dtype=float)
+    pts = finite(points, "quadtree points")
     inside = (pts[:, 0] >= xmin) & (pts[:, 0] <= xmax) & (pts[:, 1] >= ymin) & (pts[:, 1] <= ymax)
     if not inside.all():
         raise ValueError(f"{int((~inside).sum())} points lie outside the quadtree box {list(box)}")

@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from .dp.grid import finite
+
 # Users per GEMM chunk is chosen so that one chunk holds about this many features:
 # the two complex (grid, features) factors then stay in cache-friendly sizes
 # (~2048 x 200 complex = 6.5 MB), measured fastest on the benchmark machine.
@@ -185,10 +187,9 @@ def answer_query(users: RFFUsers, points: np.ndarray, h: float, B: int, policy: 
     per-query argument because users move (Fig. 6) while their frequencies stay.
     A policy violation returns one Refusal instead.
     """
-    points = np.asarray(points, dtype=float)
-    if points.shape != (users.n_users, 2) or not np.isfinite(points).all():
-        raise ValueError(f"points must be a finite ({users.n_users}, 2) array, "
-                         f"got shape {points.shape}")
+    points = finite(points, "points")
+    if points.shape != (users.n_users, 2):
+        raise ValueError(f"points must be a ({users.n_users}, 2) array, got shape {points.shape}")
     reason = query_refusal(users, h, B, policy)
     if reason is not None:
         return Refusal(int(query_id), int(B), float(h), reason)

@@ -51,8 +51,8 @@ def test_one_audit_per_claiming_setting_and_none_without_a_guarantee():
 def test_summary_rows_only_for_runs_stating_epsilon(tmp_path):
     audit = pd.DataFrame({"dataset": "gauss9", "mechanism": "laplace_ldp", "audit_params": "epsilon~4.0",
                           "pair": ["a", "b"], "model": "m", "relation": "r", "claimed_epsilon": 4.0, "delta": 0.0,
-                          "epsilon_lb": [3.1, 3.5], "confidence": 0.95, "draws": 10, "event": "e", "k_x": 1,
-                          "k_xprime": 0, "seed": 1})
+                          "epsilon_lb": [3.1, 3.5], "spent_epsilon": np.nan, "confidence": 0.95, "draws": 10,
+                          "event": "e", "k_x": 1, "k_xprime": 0, "seed": 1})
     part = tmp_path / "part.parquet"
     audit.to_parquet(part)
     paths = [str(tmp_path / n) for n in ("audit.parquet", "audit.csv")]

@@ -1,10 +1,19 @@
 """What an audit case is made of: the :class:`Pair` type and the helpers the mechanisms' cases share.
 
 Each mechanism states its own worst-case neighbouring inputs (``Mechanism.audit_pairs(grid)``, on
-its class beside the guarantee it audits): pairs of samplers (outputs at x and at x′, through the
-mechanism's own client code: ``Mechanism.randomize`` or the per-user randomizer it calls) for its
+its class beside the guarantee it audits): pairs of samplers (outputs at x and at x′) for its
 parameter setting on one public domain.  A mechanism whose guarantee states no ε has none (``[]``);
 one that states an ε and defines none is refused by the config check.
+
+End to end: a sampler runs the mechanism's own client *and* server code on a whole (small,
+constructed) dataset and scores what the mechanism releases -- not one building block of it
+(issue 28: sampling SLDP's ``child_reports``, ldp_kdtree's root OUE bits or the heatmaps' shard
+noise alone missed a protocol drawing the wrong scale, users reporting at every level and a last
+round overspending).  Such a run costs milliseconds, so its draws are capped
+(``END_TO_END_MAX_DRAWS``: enough to refute the planted faults of
+``tests/privacy/test_audit_faults.py`` at the default draws).  A case whose mechanism accounts its
+budget per run (Σ_t ε_t of the heatmaps' sub-queries) returns that as its last column
+(``Pair.accounts``): the stage checks it against the claim at run time.
 
 Every feature the estimator sees is a public function of the released output,
 so an event on it is an output event and the bound is sound.
@@ -25,8 +34,9 @@ Sampler = Callable[[int, np.random.Generator], np.ndarray]
 # Parameters that only change what the server computes from the reports (or the
 # run's size): they cannot change a user's output law, so audits ignore them.
 SERVER_SIDE = {"n", "h", "estimator", "kde"}
-# Central-DP curators run on the whole dataset per draw (~3 ms of CPU), so their draws are capped.
-CENTRAL_MAX_DRAWS = 1_000
+# End-to-end cases run the mechanism on a whole dataset per draw (1-5 ms of CPU), so their draws are
+# capped: 3,000 per input refutes every planted fault of tests/privacy/test_audit_faults.py.
+END_TO_END_MAX_DRAWS = 3_000
 # Users per randomize call for mechanisms whose view is large per user (OUE: 4^level bits each).
 CHUNK = 20_000
 
@@ -44,6 +54,9 @@ class Pair:
     box_free: bool = False
     # the neighbouring relation the pair instantiates, when it is not the guarantee's main one
     relation: str | None = None
+    # the samplers' last column is the ε the draw's run accounted for itself (Σ_t ε_t): checked
+    # against the claim at run time, not shown to the estimator
+    accounts: bool = False
 
 
 def audit_params(params: dict) -> dict:
@@ -62,6 +75,23 @@ def randomized(mech, grid: Grid, xy, columns) -> Sampler:
                  for i in range(0, n, CHUNK)]
         return np.concatenate(parts)
     return sample
+
+
+def per_run(run: Callable[[np.random.Generator], np.ndarray], width: int) -> Sampler:
+    """Sampler: one whole run of the mechanism per draw, ``run(rng)`` its ``width`` features."""
+    def sample(n: int, rng: np.random.Generator) -> np.ndarray:
+        out = np.empty((n, width))
+        for i in range(n):
+            out[i] = run(rng)
+        return out
+    return sample
+
+
+def moved_indicators(out: np.ndarray, a: int, b: int) -> np.ndarray:
+    """The privacy-loss statistic of a one-hot moved from column a (under x) to column b (under x′) of
+    noisy indicators: clip(y_a, 0, 1) − clip(y_b, 0, 1), which is 1 exactly on the event {y_a >= 1,
+    y_b <= 0} where a Laplace pair's loss reaches its maximum (the sum of both coordinates' ε)."""
+    return np.clip(out[:, a], 0, 1) - np.clip(out[:, b], 0, 1)
 
 
 def domain_corners(grid: Grid) -> tuple[np.ndarray, np.ndarray]:

@@ -39,7 +39,9 @@ def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.Dat
     and time and would bias a prefix).  With a ``user_column`` the person is
     kept as ``source_user`` and, with ``max_points_per_person``, each person's
     rows are capped (a seeded uniform subset) so that the person-level ε is at
-    most cap × the record-level ε (:mod:`locpriv.datasets.persons`).
+    most cap × the record-level ε (:mod:`locpriv.datasets.persons`); with
+    ``person_budget: split`` each person keeps one seeded row (cap 1), so the
+    person-level ε is the configured ε.
     Rows dropped for bad or out-of-box coordinates above ``max_dropped_fraction``
     of the file stop the ingest with the counts.
     """
@@ -56,7 +58,9 @@ def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.Dat
                          f"({dropped / report.rows_read:.1%}) dropped ({describe_drops(report.dropped)}), above "
                          f"max_dropped_fraction {limit}", "fix those rows, or raise the dataset's "
                          "'max_dropped_fraction' in the config if dropping them is intended")
-    cap = spec.get("max_points_per_person")
+    # person_budget split: one seeded row per person per release, so the person-level epsilon is the
+    # configured one (group: up to max_points_per_person rows, person-level epsilon cap x epsilon)
+    cap = 1 if spec.get("person_budget") == "split" else spec.get("max_points_per_person")
     if "source_user" in pts:
         meta["persons"] = int(pts["source_user"].nunique())
         if cap is not None:

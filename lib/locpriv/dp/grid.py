@@ -35,9 +35,10 @@ def grid_step(width, cells: int = CELLS):
     return float(step) if step.ndim == 0 else step
 
 
-def _finite(values, what: str) -> np.ndarray:
-    """``values`` as doubles, refusing NaN and infinities: a report of a non-finite input has no ε
-    (NaN used to leave as ±2^63 grid steps through the int64 cast, told apart from every real input)."""
+def finite(values, what: str) -> np.ndarray:
+    """``values`` as doubles, refusing NaN and infinities with one error naming ``what``: a report of a
+    non-finite input has no ε (NaN used to leave as ±2^63 grid steps through the int64 cast, told apart
+    from every real input).  Every randomize path and grid snap calls it on the raw coordinates."""
     values = np.asarray(values, dtype=float)
     bad = ~np.isfinite(values)
     if bad.any():
@@ -57,13 +58,13 @@ def _in_range(k: np.ndarray, what: str, units: str) -> np.ndarray:
 
 def snap_to_grid(values, step, what: str) -> np.ndarray:
     """rint(values / step) as int64 for finite values within 2^52 steps of 0 (one clear error otherwise)."""
-    k = np.rint(_finite(values, what) / step)
+    k = np.rint(finite(values, what) / step)
     return _in_range(k, what, f"{MAX_INDEX * step:g}").astype(np.int64)
 
 
 def snap(values, lo, step, top) -> np.ndarray:
     """Grid index of each (finite) value, clipped to [0, top] (a public, data-independent map)."""
-    k = np.rint((_finite(values, "values to release") - lo) / step)
+    k = np.rint((finite(values, "values to release") - lo) / step)
     return np.clip(k, 0, top).astype(np.int64)
 
 
@@ -76,7 +77,7 @@ def release_on_grid(k, origin, step, sensitivity_steps, epsilon: float, rng: np.
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon}")
     k = np.asarray(k)
     if k.dtype.kind == "f":
-        whole = _finite(k, "grid indices")
+        whole = finite(k, "grid indices")
         if (whole != np.rint(whole)).any():
             raise ValueError("grid indices must be whole numbers (snap values to the grid first)")
     k = _in_range(k.astype(np.int64), "grid indices", f"{MAX_INDEX} steps")

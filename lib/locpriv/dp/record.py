@@ -10,7 +10,8 @@ model implies (``relation``); other relations' values go in ``other_relations``
 names the private data the run used without accounting, if that is why.
 ``trust_model`` says whom the users must trust for the record to hold
 (:data:`TRUST_MODELS`); the location mechanisms state it, records of the studies
-leave it None.
+leave it None.  ``timing`` is the response-time model the record covers
+(:data:`TIMING_BATCH` or :data:`TIMING_FIXED_WORK`); every location mechanism states it.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class Guarantee:
     non_private_inputs: str = ""
     other_relations: dict = field(default_factory=dict)
     trust_model: str | None = None
+    timing: str | None = None
 
     def __post_init__(self):
         if self.epsilon is not None and not self.epsilon >= 0:
@@ -60,12 +62,17 @@ class Guarantee:
         if self.trust_model is not None and self.trust_model not in TRUST_MODELS:
             raise ValueError(f"guarantee trust_model must be one of {list(TRUST_MODELS)} or None, "
                              f"got {self.trust_model!r}")
+        if self.timing not in (None, TIMING_BATCH, TIMING_FIXED_WORK):
+            raise ValueError(f"guarantee timing must be dp.TIMING_BATCH, dp.TIMING_FIXED_WORK or None, "
+                             f"got {self.timing!r}")
 
     def as_dict(self) -> dict:
-        """The record for files; ``trust_model`` only where stated, so the studies' records keep their bytes."""
+        """The record for files; ``trust_model`` and ``timing`` only where stated, so the studies' records
+        keep their bytes."""
         out = asdict(self)
-        if self.trust_model is None:
-            del out["trust_model"]
+        for key in ("trust_model", "timing"):
+            if out[key] is None:
+                del out[key]
         return out
 
     @property

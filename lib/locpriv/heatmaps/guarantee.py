@@ -6,6 +6,8 @@ config validator, jsonschema and yaml: about 0.1 s per job).
 
 from __future__ import annotations
 
+from ..dp.record import ADD_REMOVE, REPLACE_ONE
+
 
 def heatmap_guarantee(epsilon: float, achieved: float, aggregation: str = "population",
                       non_private_inputs: str = "", variant: str = "honest_but_curious") -> dict:
@@ -26,7 +28,14 @@ def heatmap_guarantee(epsilon: float, achieved: float, aggregation: str = "popul
     ``non_private_inputs`` names raw data a method used without accounting (the baselines
     that pick their tree level by MSE against the true population, as the paper evaluates
     them): the budget is still spent, but no epsilon is guaranteed (``guaranteed_epsilon`` None).
+
+    What is guaranteed is the larger of the planned and the achieved level (issue 28: dropouts
+    beyond the plan made the achieved ε larger than the planned one the record used to state),
+    under the relation the DAG's heatmap mechanisms record for the same mechanism: n is public,
+    so replace-one, ``guaranteed_epsilon`` = 2 max(ε, achieved); add/remove beside it
+    (``guaranteed_epsilon_add_remove``).
     """
+    worst = max(float(epsilon), float(achieved))
     sum_model = {"population": "ideal secure aggregation (simulated at population scale)",
                  "per_client": "ideal secure aggregation of per-client vectors mod 2^bits",
                  "secure": {"honest_but_curious": "pairwise-masking secure aggregation, honest-but-curious server "
@@ -38,7 +47,8 @@ def heatmap_guarantee(epsilon: float, achieved: float, aggregation: str = "popul
                                       "choice"}[variant]}[aggregation]
     return {"model": f"epsilon-DP per user, distributed discrete Laplace (Bagdasaryan et al. 2022 Thm 4.2), "
                      f"basic composition over sub-queries; {sum_model}",
-            "neighbouring": "add or remove one user's location (n public); replace-one costs 2 epsilon",
-            "epsilon": float(epsilon), "epsilon_replace_one": 2 * float(epsilon),
-            "achieved_epsilon": float(achieved), "delta": 0.0, "non_private_inputs": non_private_inputs,
-            "guaranteed_epsilon": None if non_private_inputs else float(epsilon)}
+            "neighbouring": REPLACE_ONE, "other_relation": ADD_REMOVE,
+            "epsilon": float(epsilon), "achieved_epsilon": float(achieved), "delta": 0.0,
+            "non_private_inputs": non_private_inputs,
+            "guaranteed_epsilon": None if non_private_inputs else 2 * worst,
+            "guaranteed_epsilon_add_remove": None if non_private_inputs else worst}

@@ -49,8 +49,18 @@ import pandas as pd
 
 from ..adversary import likelihoods
 from ..domain import Domain, Grid
-from ..dp import TRUST_MODELS, Guarantee
+from ..dp import TIMING_BATCH, TIMING_FIXED_WORK, TRUST_MODELS, Guarantee
+from ..dp.grid import finite
 from ..params import USERS, Param, explicit_params, validate_params
+
+# A device answering one user at a time can be timed (issue 28: laplace_ldp's report + CPU time gave
+# an epsilon lower bound of 8.03 against 0.98 from the report alone).  Mechanisms whose client noise
+# has a fixed-work sampler declare this parameter; the record states the timing model either way.
+TIMING = Param("timing", "choice", "response-time model: batch (vectorised noise; one user's response time "
+               "is not covered) or fixed_work (every draw the same work, for a device answering one user at "
+               "a time; delta includes the sampler's distance from exact)", default="batch",
+               choices=("batch", "fixed_work"), omit_default=True)
+
 
 BANDWIDTH = Param("h", "float", "Gaussian kernel bandwidth, in the dataset's distance units, or 'knn' "
                   "for the k-th-nearest-neighbour rule of [RFF-KDE] §4.2.4", low=0.0, special=("knn",),
@@ -64,9 +74,11 @@ def clamp_to_domain(points: pd.DataFrame, grid: Grid) -> tuple[np.ndarray, int]:
     """Locations clamped to the public domain box, and how many moved.
 
     Clamping is a public, data-independent map, so a guarantee stated for inputs in
-    the box holds for every input; the count goes into the view's metadata.
+    the box holds for every finite input; the count goes into the view's metadata.  NaN and
+    infinities are refused (``dp.grid.finite``): clamping would turn inf into a corner and NaN
+    into garbage codes, neither of which the input's owner meant.
     """
-    xy = points[["x", "y"]].to_numpy()
+    xy = finite(points[["x", "y"]].to_numpy(), "locations")
     d = grid.domain
     clamped = np.clip(xy, [d.xmin, d.ymin], [d.xmax, d.ymax])
     return clamped, int((clamped != xy).any(axis=1).sum())
@@ -228,7 +240,16 @@ class Mechanism:
 
         epsilon None where no formal DP holds; ``.map(d_in)`` is its privacy map, ``.as_dict()`` its file form.
         """
-        return dataclasses.replace(self.claim(), trust_model=self.trust_model)
+        return dataclasses.replace(self.claim(), trust_model=self.trust_model, timing=self.timing_model)
+
+    @property
+    def timing_safe(self) -> bool:
+        """Whether the client noise is drawn in fixed-work mode (the ``timing`` parameter, where declared)."""
+        return self.settings.get("timing") == "fixed_work"
+
+    @property
+    def timing_model(self) -> str:
+        return TIMING_FIXED_WORK if self.timing_safe else TIMING_BATCH
 
     @classmethod
     def leaks(cls, raw_params: dict) -> list[str]:

@@ -7,6 +7,8 @@ proof sketch: ``heatmap``).
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..heatmaps.adaptive import OPTIONS, AdaptiveParams, run_adaptive
 from ..params import Param
 from .heatmap import AGGREGATION, DEPTH, SHARD_SIZE, Heatmap, pixels, published, secagg, user_pool
@@ -45,16 +47,31 @@ class DPHeatmap(Heatmap):
         and recorded in the view's metadata as ``communication``)."""
         return float(self.settings["max_rounds"] * 4 ** self.settings["depth"])
 
-    def randomize_points(self, points, grid, rng):
+    def result(self, points, grid, rng):
         s = self.settings
         depth = s["depth"]
-        x, y, moved = pixels(points, grid, depth)
+        x, y, _ = pixels(points, grid, depth)
         config = AdaptiveParams(epsilon=s["epsilon"], users_per_round=len(points), calibration=s["calibration"],
                                 k_sigma=s["k_sigma"], max_rounds=s["max_rounds"], sampling="fixed",
                                 secagg=secagg(s),
                                 **{k: s[k] for k in ("threshold", "start", "collapse_floor", "combine", "render")})
-        result = run_adaptive(user_pool(x, y, depth, s), config, rng)
+        return run_adaptive(user_pool(x, y, depth, s), config, rng)
+
+    def scored(self, result):
+        """Each sub-query's noisy sum of the reporting node holding the lower-left pixel (code 0 at its
+        level; the deepest if several report), 0 after the last sub-query; then the accounted ε."""
+        sums = np.zeros(self.settings["max_rounds"])
+        for t, r in enumerate(result.rounds):
+            mine = np.flatnonzero(r.codes == 0)
+            if mine.size:       # none where the tree dropped the corner's leaf (collapse)
+                sums[t] = r.noisy[mine[np.argmax(r.levels[mine])]]
+        return np.append(sums, max(result.epsilon_spent, result.epsilon_achieved))
+
+    def randomize_points(self, points, grid, rng):
+        depth = self.settings["depth"]
+        moved = pixels(points, grid, depth)[2]
+        result = self.result(points, grid, rng)
         return published(points[["user"]].reset_index(drop=True), result.heatmap(), depth, moved,
                          {"communication": result.communication, "rounds": len(result.rounds),
                           "epsilon_spent": result.epsilon_spent, "epsilon_achieved": result.epsilon_achieved},
-                         result.server_rounds, s["shard_size"])
+                         result.server_rounds, self.settings["shard_size"])

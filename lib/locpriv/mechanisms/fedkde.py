@@ -12,6 +12,7 @@ import numpy as np
 from .. import kde
 from ..adversary import likelihoods
 from ..dp import no_guarantee
+from ..dp.grid import finite
 from ..params import Param
 from .base import BANDWIDTH, Mechanism
 
@@ -39,6 +40,7 @@ class FedKDE(Mechanism):
         return no_guarantee("no privacy: the exact kernel surface reveals the location")
 
     def randomize_points(self, points, grid, rng):
+        finite(points[["x", "y"]].to_numpy(), "locations")
         return points[["user", "x", "y"]].reset_index(drop=True)
 
     def kde_partial(self, view, grid, laplace_b: tuple[float, float] = (0.0, 0.0)) -> np.ndarray:

@@ -181,21 +181,33 @@ class Heatmap(Released):
                                                  pixel[others.rows_of(view["user"].to_numpy())], depth)
         return pieces.to_grid(values), informed.max_log_ratio(values)
 
+    def result(self, points, grid, rng):
+        """The heatmaps library's whole run (clients' shares, shard sums, server) on ``points``."""
+        raise NotImplementedError
+
+    def scored(self, result) -> np.ndarray:
+        """What the audit scores of a run on the tiny population: the release at the target's pixel (the
+        box's lower-left one), then the ε the run accounted (the larger of planned and achieved)."""
+        raise NotImplementedError
+
     def audit_case(self, grid):
-        """One secure-aggregation shard's noisy sum with and without one user (Bagdasaryan et al. 2022
-        Alg. 1, Pólya shares summed to discrete Laplace), one sub-query spending the whole budget (every
-        sub-query spends at most ε)."""
-        from ..audit.cases import Pair
-        from ..heatmaps import polya
+        """The whole run (each user's Pólya share, the shard sums, every sub-query the schedule makes)
+        on a tiny population with and without the target: two users in the upper-right pixel, the target
+        in the lower-left one; ``scored`` reads the release at the target's pixel.  The run's own
+        Σ_t ε_t is checked against the claim (``Pair.accounts``)."""
+        from ..audit import cases
 
-        shard, epsilon = [self.settings["shard_size"]], self.settings["epsilon"]
+        lo, hi = cases.domain_corners(grid)
+        other = pd.DataFrame({"user": [1, 2], "x": hi[0], "y": hi[1]})   # two: a secure shard needs >= 2
+        both = pd.concat([pd.DataFrame({"user": [0], "x": [lo[0]], "y": [lo[1]]}), other], ignore_index=True)
+        width = len(self.scored(self.result(other, grid, np.random.default_rng(0))))
 
-        def shard_sum(extra):
-            # the noise noisy_histogram adds for a full shard (no dropout: the DAG simulates none),
-            # drawn for n independent sub-queries at the whole budget
-            return lambda n, rng: (extra + polya.sharded_aggregate_noise(shard, shard, n, epsilon, 1, rng))[:, None]
-        return [Pair("one shard's noisy sum with and without one user", shard_sum(1), shard_sum(0), box_free=True,
-                     relation=ADD_REMOVE)]
+        def released(points):
+            return cases.per_run(lambda rng: self.scored(self.result(points, grid, rng)), width)
+        return [cases.Pair("whole run on a tiny population with and without the target (corner pixel)",
+                           released(both), released(other), lambda out: np.clip(out[:, :-1], 0, 1).sum(axis=1),
+                           max_draws=cases.END_TO_END_MAX_DRAWS, box_free=True, relation=ADD_REMOVE,
+                           accounts=True)]
 
 
 class Baseline(Heatmap):
@@ -204,11 +216,19 @@ class Baseline(Heatmap):
     params = {"epsilon": EPSILON, "depth": DEPTH, "shard_size": SHARD_SIZE, "aggregation": AGGREGATION}
     library = None     # the heatmaps library's function (population, n_users, epsilon, rng, secagg)
 
+    def result(self, points, grid, rng):
+        depth = self.settings["depth"]
+        x, y, _ = pixels(points, grid, depth)
+        return self.library(user_pool(x, y, depth, self.settings), len(points), self.settings["epsilon"], rng,
+                            secagg(self.settings))
+
+    def scored(self, result):
+        return np.array([result.heatmap[0, 0], max(result.epsilon, result.achieved_epsilon)])
+
     def randomize_points(self, points, grid, rng):
         depth = self.settings["depth"]
-        x, y, moved = pixels(points, grid, depth)
-        result = self.library(user_pool(x, y, depth, self.settings), len(points), self.settings["epsilon"], rng,
-                              secagg(self.settings))
+        moved = pixels(points, grid, depth)[2]
+        result = self.result(points, grid, rng)
         return published(points[["user"]].reset_index(drop=True), result.heatmap, depth, moved,
                          {"communication": result.communication, "epsilon_achieved": result.achieved_epsilon,
                           **result.detail}, result.server_rounds, self.settings["shard_size"])

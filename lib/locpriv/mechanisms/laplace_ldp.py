@@ -18,7 +18,7 @@ from .. import laplace_ldp
 from ..adversary import informed, likelihoods
 from ..dp import Guarantee
 from ..params import Param
-from .base import BANDWIDTH, as_grid, clamp_to_domain
+from .base import BANDWIDTH, TIMING, as_grid, clamp_to_domain
 from .fedkde import KDE, FedKDE
 
 
@@ -41,17 +41,21 @@ class LaplaceLDP(FedKDE):
               "estimator": Param("estimator", "choice", "server density estimator: naive KDE of the "
                                  "reports or the deconvoluting KDE ([Deconv-LDP] eq. 5)", default="deconv",
                                  choices=("naive", "deconv")),
-              "kde": KDE}
+              "kde": KDE, "timing": TIMING}
 
     def claim(self):
+        eps = self.settings["epsilon"]
+        fixed = ("; timing: fixed work per draw, delta = (1 + e^eps) x the sampler's total-variation bound at the "
+                 "largest scale any box gives (laplace_ldp.timing_safe_delta)") if self.timing_safe else ""
         return Guarantee(
-            model="epsilon-LDP", epsilon=self.settings["epsilon"], delta=0.0, relation="any two inputs (local)",
+            model="(epsilon, delta)-LDP" if self.timing_safe else "epsilon-LDP", epsilon=eps,
+            delta=laplace_ldp.timing_safe_delta(eps) if self.timing_safe else 0.0, relation="any two inputs (local)",
             covers="each user's location (clamped to the public domain box first)",
             discretisation="each coordinate snapped to the public grid of step = largest power of two <= "
                            "box side / 1024, plus exact discrete Laplace noise of scale 2 (side / step) / "
                            "epsilon grid steps (Canonne, Kamath & Steinke 2020); reports on that grid",
             note="Farokhi 2020 Theorem 1 with q = 2; the sampler rounds its scale up, so the exact "
-                 "epsilon is slightly below the recorded one")
+                 "epsilon is slightly below the recorded one" + fixed)
 
     def variance(self, domain) -> np.ndarray:
         """Per-coordinate (x, y) variance of a report around the user's snapped location.
@@ -68,7 +72,8 @@ class LaplaceLDP(FedKDE):
     def randomize_points(self, points, grid, rng):
         clamped, moved = clamp_to_domain(points, grid)
         epsilon = self.settings["epsilon"]
-        noisy = laplace_ldp.randomize(clamped, _bounds(grid), epsilon, rng, names=("x", "y"))
+        noisy = laplace_ldp.randomize(clamped, _bounds(grid), epsilon, rng, names=("x", "y"),
+                                      timing_safe=self.timing_safe)
         view = points[["user"]].reset_index(drop=True)
         view["x"], view["y"] = noisy[:, 0], noisy[:, 1]
         view.attrs["clamped_to_box"] = moved

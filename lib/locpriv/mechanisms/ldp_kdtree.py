@@ -61,19 +61,22 @@ class LDPKDTree(Released):
     def communication(self, grid):
         return float(2 ** (self.settings["height"] - 1) * self.settings["buckets"])   # the deepest group's bits
 
-    def randomize_points(self, points, grid, rng):
+    def tree(self, xy, grid, rng) -> kd.KDTreeResult:
+        """The whole protocol (every group's OUE reports, the server's medians) on locations ``xy``."""
         s = self.settings
+        return kd.ldp_kdtree(xy, domain_box(grid), s["epsilon"], s["height"], rng, s["buckets"], keep_reports=True)
+
+    def randomize_points(self, points, grid, rng):
         xy, moved = clamp_to_domain(points, grid)
-        res = kd.ldp_kdtree(xy, domain_box(grid), s["epsilon"], s["height"], rng, s["buckets"], keep_reports=True)
+        res = self.tree(xy, grid, rng)
         ones = pd.Series([None] * len(xy), dtype=object)
-        for level, bits in enumerate(res.reports):
-            members = np.flatnonzero(res.group == level)
+        for members, bits in zip(res.members, res.reports, strict=True):
             ones.iloc[members] = ones_column(bits).to_numpy()
         view = pd.DataFrame({"user": points["user"].to_numpy(), "level": res.group, "ones": ones})
         view.attrs["release"] = {**{k: res.leaves[k].tolist() for k in ("x0", "x1", "y0", "y1", "count")},
                                  "splits": np.concatenate(res.splits).tolist()}
         view.attrs["clamped_to_box"] = moved
-        view.attrs["noise"] = {"epsilon": s["epsilon"]}   # every group's OUE epsilon
+        view.attrs["noise"] = {"epsilon": self.settings["epsilon"]}   # every group's OUE epsilon
         return view
 
     def partial(self, view, grid):
@@ -111,15 +114,34 @@ class LDPKDTree(Released):
         return weight / (weight.sum(axis=(1, 2), keepdims=True) * grid.cell_area)
 
     def audit_case(self, grid):
-        """One user's OUE report at the root, its location in the first vs the last bucket (a deeper
-        level's report is the same OUE over more values)."""
-        from ..audit.cases import Pair
-        from ..sldp.ldp_grid import oue_bits
+        """The whole protocol on a small dataset, the target (user 0) near the lower-left vs the
+        upper-right corner: per depth, the target's two bits at x's and x′'s (node, bucket) values
+        under the released splits (−1 where it sent no report at that depth), as the server sees them;
+        statistic Σ_depths (bit at x − bit at x′).  Other users: a public 4 x height lattice."""
+        from ..audit import cases
 
-        buckets, epsilon = self.settings["buckets"], self.settings["epsilon"]
-        last = buckets - 1
+        lo, hi = cases.domain_corners(grid)
+        height, box = self.settings["height"], domain_box(grid)
+        ticks = (np.arange(4 * height) + 0.5) / (4 * height)
+        others = lo + np.column_stack([ticks, ticks[::-1]]) * (hi - lo)
+        pair = np.array([lo + 0.01 * (hi - lo), lo + 0.99 * (hi - lo)])
 
-        def report(value):
-            return lambda n, rng: oue_bits(np.full(n, value), buckets, epsilon, rng)[:, [0, last]]
-        return [Pair("one user in the first vs the last bucket at the root: their two bits", report(0),
-                     report(last), lambda out: 2 * out[:, 0] + out[:, 1], box_free=True)]
+        def released(target):
+            xy = np.vstack([target, others])
+
+            def run(rng):
+                res = self.tree(xy, grid, rng)
+                out = np.full((height, 2), -1.0)
+                for level, (members, bits) in enumerate(zip(res.members, res.reports, strict=True)):
+                    row = np.flatnonzero(members == 0)
+                    if row.size:
+                        out[level] = bits[row[0], kd.values(pair, res.splits[:level], box, self.settings["buckets"])]
+                return out.ravel()
+            return cases.per_run(run, 2 * height)
+
+        def statistic(out):
+            bits = np.maximum(out.reshape(len(out), height, 2), 0)
+            return (bits[:, :, 0] - bits[:, :, 1]).sum(axis=1)
+        return [cases.Pair("whole protocol, target near the lower-left vs the upper-right corner",
+                           released(pair[0]), released(pair[1]), statistic,
+                           max_draws=cases.END_TO_END_MAX_DRAWS, box_free=True)]

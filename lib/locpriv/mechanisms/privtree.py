@@ -12,7 +12,6 @@ user (2 eps, n is public), add/remove beside it.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from ..adversary import informed
 from ..quadtree import cell_codes
@@ -38,10 +37,14 @@ class PrivTree(Released):
     def communication(self, grid):
         return 2.0    # each user hands its location to the curator
 
+    def tree(self, xy, grid, rng):
+        """The curator's released leaves (level, code, count) of locations ``xy``: budget halves."""
+        eps = self.settings["epsilon"]
+        return privtree_lib.privtree(xy, domain_box(grid), eps / 2, eps / 2, rng)
+
     def randomize_points(self, points, grid, rng):
         xy, moved = clamp_to_domain(points, grid)
-        eps = self.settings["epsilon"]
-        leaves = privtree_lib.privtree(xy, domain_box(grid), eps / 2, eps / 2, rng)
+        leaves = self.tree(xy, grid, rng)
         view = self.with_release(points[["user"]].reset_index(drop=True), leaves, moved)
         view.attrs["noise"] = leaves.attrs["noise"]   # what the curator drew with (published with the tree)
         return view
@@ -77,22 +80,26 @@ class PrivTree(Released):
         return likelihood.evaluate(mine, grid)
 
     def audit_case(self, grid):
-        """A dataset with and without one user (add/remove: the central relation a curator's pair instantiates)."""
+        """A dataset with and without one user (add/remove: the central relation a curator's pair
+        instantiates): one user at the centre, the added one in the lower-left corner.  Scored: the
+        released count of the leaf holding the corner (where the added point's count and its split
+        decisions show), the number of leaves and the corner leaf's level."""
         from ..audit import cases
         from ..dp import ADD_REMOVE
 
         lo, hi = cases.domain_corners(grid)
-        base = pd.DataFrame({"user": [0], "x": [(lo[0] + hi[0]) / 2], "y": [(lo[1] + hi[1]) / 2]})
-        plus = pd.concat([base, pd.DataFrame({"user": [1], "x": [lo[0]], "y": [lo[1]]})], ignore_index=True)
+        box = domain_box(grid)
+        base = np.array([(lo + hi) / 2])
+        plus = np.vstack([base, lo])
+        corner = cell_codes(lo[None, :], box, privtree_lib.MAX_DEPTH)[0]
 
-        def released(points):
-            def sample(n, rng):
-                out = np.empty((n, 3))
-                for i in range(n):
-                    r = self.randomize(points, rng=rng, domain=grid).attrs["release"]
-                    level, count = np.asarray(r["level"]), np.asarray(r["count"], dtype=float)
-                    out[i] = len(level), count.sum(), level.max()
-                return out
-            return sample
-        return [cases.Pair("dataset with and without one user (corner)", released(plus), released(base),
-                           max_draws=cases.CENTRAL_MAX_DRAWS, box_free=True, relation=ADD_REMOVE)]
+        def released(xy):
+            def run(rng):
+                leaves = self.tree(xy, grid, rng)
+                level = leaves["level"].to_numpy()
+                mine = np.flatnonzero(leaves["code"].to_numpy() == corner >> (2 * (privtree_lib.MAX_DEPTH - level)))
+                return np.array([leaves["count"].iloc[mine[0]], len(leaves), level[mine[0]]])
+            return cases.per_run(run, 3)
+        return [cases.Pair("dataset with and without one user (corner): the corner leaf's count",
+                           released(plus), released(base), lambda out: out[:, 0],
+                           max_draws=cases.END_TO_END_MAX_DRAWS, box_free=True, relation=ADD_REMOVE)]

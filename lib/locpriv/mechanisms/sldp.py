@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from ..adversary import informed
 from ..params import Param
-from ..quadtree import cell_overlaps
+from ..quadtree import cell_codes, cell_overlaps
 from ..sldp.margin import MIN_DELTA
 from ..sldp.protocol import (
     CALIBRATIONS,
@@ -38,7 +38,6 @@ from ..sldp.protocol import (
     INDICATOR_STEP,
     LEAVES,
     SPLIT_RULES,
-    child_reports,
     run_protocol,
 )
 from ..sldp.protocol import guarantee as sldp_guarantee
@@ -82,12 +81,17 @@ class SLDP(Released):
     def communication(self, grid):
         return 4.0 * self.settings["max_depth"]   # at most 4 noisy indicators per round answered
 
-    def randomize_points(self, points, grid, rng):
+    def protocol(self, xy, grid, rng, keep_reports: bool = False, keep_user_reports: bool = False):
+        """The whole protocol (clients and server) as configured on locations ``xy`` in the box
+        (``keep_user_reports``: every user's indicators, what the informed adversary reads)."""
         s = self.settings
+        return run_protocol(xy, domain_box(grid), s["epsilon"], s["threshold"], s["max_depth"], s["delta"], rng,
+                            split_rule=s["split_rule"], keep_reports=keep_reports, calibration=s["calibration"],
+                            leaves=s["leaves"], counts=s["counts"], keep_user_reports=keep_user_reports)
+
+    def randomize_points(self, points, grid, rng):
         xy, moved = clamp_to_domain(points, grid)
-        res = run_protocol(xy, domain_box(grid), s["epsilon"], s["threshold"], s["max_depth"], s["delta"], rng,
-                           split_rule=s["split_rule"], keep_reports=False, calibration=s["calibration"],
-                           leaves=s["leaves"], counts=s["counts"], keep_user_reports=True)
+        res = self.protocol(xy, grid, rng, keep_user_reports=True)
         region = res.user_cell.sort_values("user")
         reports = res.user_reports
         # each user's noisy indicators, 4 per round answered, in grid steps: the rest of what it sent
@@ -127,13 +131,40 @@ class SLDP(Released):
         return informed.pieces_on_grid(level, code, values, grid), informed.max_log_ratio(values)
 
     def audit_case(self, grid):
-        """One user moved between two children in a round (Kroshnin & Suvorikova 2025, Alg. 1: its four
-        noisy indicators)."""
-        from ..audit.cases import Pair
+        """The whole protocol on a constructed dataset, the target user moved inside its privacy region.
 
-        epsilon, calibration = self.settings["epsilon"], self.settings["calibration"]
+        ceil(Q) users sit in the upper-right root child, the target (user 0) in the lower-left child
+        (x) or the lower-right one (x′).  Two root children hold no one, so the ideal partition (every
+        child >= Q) stops at the root: U* is the whole box and x, x′ both lie in it.  The protocol's
+        release as the server sees it is scored: the target's round-1 indicators for x's and x′'s
+        children (``moved_indicators``), the level of its region and the number of rounds it answered.
+        A split of the root (probability <= δ) is part of the law the audit samples (Q > 0, so the
+        empty children always stop the ideal partition at the root).
+        """
+        from ..audit import cases
 
-        def child(c):
-            return lambda n, rng: child_reports(np.full(n, c), epsilon, rng, calibration)
-        return [Pair("one user moved between two children in a round",
-                     child(0), child(3), lambda out: out[:, 0] - out[:, 3], box_free=True)]
+        lo, hi = cases.domain_corners(grid)
+        crowd = max(int(np.ceil(self.settings["threshold"])), 1)
+        base = np.repeat([lo + 0.75 * (hi - lo)], 1 + crowd, axis=0)
+        box, depth = domain_box(grid), self.settings["max_depth"]
+
+        def released(where):
+            xy = base.copy()
+            xy[0] = lo + where * (hi - lo)
+            child = int(cell_codes(xy[:1], box, depth)[0] >> (2 * (depth - 1)))
+
+            def run(rng):
+                res = self.protocol(xy, grid, rng, keep_reports=True)
+                mine = res.reports[(res.reports["user"] == 0) & (res.reports["round"] == 1)]
+                y = np.zeros(4)
+                y[mine["code"].to_numpy() & 3] = mine["y"].to_numpy()
+                region = res.user_cell.iloc[0]
+                return np.array([*y, region["level"], region["fixed_round"]])
+            return child, run
+
+        cx, run_x = released(np.array([0.25, 0.25]))
+        cxp, run_xp = released(np.array([0.75, 0.25]))
+        return [cases.Pair("whole protocol, target moved between root children inside U* = the box "
+                           f"({crowd} users elsewhere)", cases.per_run(run_x, 6), cases.per_run(run_xp, 6),
+                           lambda out: cases.moved_indicators(out, cx, cxp),
+                           max_draws=cases.END_TO_END_MAX_DRAWS, box_free=True)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dp import Guarantee
+from ..dp.grid import finite
 from .base import Mechanism
 
 
@@ -31,6 +32,7 @@ class Zero(Mechanism):
                          note="the response is independent of the location")
 
     def randomize_points(self, points, grid, rng):
+        finite(points[["x", "y"]].to_numpy(), "locations")   # bad input is refused even where nothing is sent
         return points[["user"]].reset_index(drop=True)
 
     def partial(self, view, grid):

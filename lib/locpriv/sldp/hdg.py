@@ -55,6 +55,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..dp.grid import finite
 from .ldp_grid import granularity_2d, oue_bits, oue_probabilities, round_granularity
 
 ALPHA_1 = 0.7            # privmdr choose_granularity.py (alpha_2: ldp_grid.ALPHA_2)
@@ -129,6 +130,7 @@ def client_reports(xy: np.ndarray, group: np.ndarray, box, variant: str, g1: int
                    rng: np.random.Generator) -> list[np.ndarray]:
     """Every user's OUE bits over its group's grid: one (N_j, domain) bool array per group, each
     in user order (``group`` indexes ``GROUPS[variant]``)."""
+    xy = finite(xy, "HDG locations")
     out = []
     for j, name in enumerate(GROUPS[variant]):
         members = np.flatnonzero(group == j)

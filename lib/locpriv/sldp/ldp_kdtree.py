@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..dp.grid import finite
 from .ldp_grid import oue_bits, oue_probabilities
 
 DEFAULT_BUCKETS = 20     # the transcribed CALC_MED's bucket count
@@ -49,6 +50,7 @@ class KDTreeResult:
     splits: list[np.ndarray]       # splits[l][i]: split coordinate of node i at depth l (axis l mod 2)
     group: np.ndarray              # each user's group = the depth it reported at
     reports: list[np.ndarray]      # per depth: the group's OUE bits (N_l, 2^l x buckets), in user order
+    members: list[np.ndarray]      # per depth: who reported (the server knows whose report is whose)
 
 
 def node_boxes(splits: list[np.ndarray], box) -> np.ndarray:
@@ -124,6 +126,11 @@ def debiased(bits_sum: np.ndarray, n_group: int, epsilon: float) -> np.ndarray:
     return (bits_sum - n_group * q) / (p - q)
 
 
+def level_members(group: np.ndarray, level: int) -> np.ndarray:
+    """The users reporting at depth ``level``: its group only, so each user sends one report (its ε)."""
+    return np.flatnonzero(group == level)
+
+
 def ldp_kdtree(points: np.ndarray, box, epsilon: float, height: int, rng: np.random.Generator,
                buckets: int = DEFAULT_BUCKETS, keep_reports: bool = False) -> KDTreeResult:
     """The released kd-tree of ``points`` (N, 2) in ``box``: 2^height leaves with counts."""
@@ -131,12 +138,13 @@ def ldp_kdtree(points: np.ndarray, box, epsilon: float, height: int, rng: np.ran
         raise ValueError(f"height must be an integer in [1, 12], got {height!r}")
     if not (isinstance(buckets, (int, np.integer)) and buckets >= 2):
         raise ValueError(f"buckets must be an integer >= 2, got {buckets!r}")
-    points = np.asarray(points, dtype=float)
+    points = finite(points, "LDP-KDTree locations")
     n = len(points)
     group = rng.permutation(n) % height            # public and data-independent
-    splits, reports = [], []
+    splits, reports, who = [], [], []
     for level in range(height):
-        members = np.flatnonzero(group == level)
+        members = level_members(group, level)
+        who.append(members)
         # client side: each member encodes its (node, bucket) under the public tree so far
         bits = oue_bits(values(points[members], splits, box, buckets), (2 ** level) * buckets, epsilon, rng)
         if keep_reports:
@@ -151,4 +159,4 @@ def ldp_kdtree(points: np.ndarray, box, epsilon: float, height: int, rng: np.ran
     boxes = node_boxes(splits, box)
     leaves = pd.DataFrame({"x0": boxes[:, 0], "x1": boxes[:, 1], "y0": boxes[:, 2], "y1": boxes[:, 3],
                            "count": np.stack([c1, c2], axis=1).ravel()})
-    return KDTreeResult(leaves=leaves, splits=splits, group=group, reports=reports)
+    return KDTreeResult(leaves=leaves, splits=splits, group=group, reports=reports, members=who)

@@ -40,6 +40,7 @@ from ..quadtree import cell_codes
 
 STEP = 2.0 ** -8
 UNIT = round(1 / STEP)      # grid steps per count
+MAX_DEPTH = 20              # code width (PrivTree stops long before: the bias grows by δ per level)
 
 
 def constants(epsilon_tree: float) -> tuple[float, float]:
@@ -63,7 +64,8 @@ def biased_steps(count, depth, theta_steps: int, delta_steps: int) -> np.ndarray
                       theta_steps - delta_steps)
 
 
-def noise_parameters(epsilon_tree: float, epsilon_count: float, theta: float = 0.0, max_depth: int = 20) -> dict:
+def noise_parameters(epsilon_tree: float, epsilon_count: float, theta: float = 0.0,
+                     max_depth: int = MAX_DEPTH) -> dict:
     """What the curator's noise is drawn with, in integer grid steps of STEP (published with the release).
 
     ``split_scale``: the split noise's discrete Laplace scale as the sampler uses it
@@ -83,7 +85,7 @@ def noise_parameters(epsilon_tree: float, epsilon_count: float, theta: float = 0
 
 
 def privtree(points: np.ndarray, box, epsilon_tree: float, epsilon_count: float, rng: np.random.Generator,
-             theta: float = 0.0, max_depth: int = 20) -> pd.DataFrame:
+             theta: float = 0.0, max_depth: int = MAX_DEPTH) -> pd.DataFrame:
     """Leaves (level, code, count) with discrete-Laplace-noised counts on the grid STEP.
 
     ``max_depth`` only bounds the code width (PrivTree stops with probability 1

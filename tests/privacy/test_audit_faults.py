@@ -1,0 +1,118 @@
+"""Planted faults the run-time audit must refute at its default draws (issue 28 item 3).
+
+Each test plants one fault in the mechanism's own code (the building block the release goes
+through), leaves the recorded claim untouched, runs the audit stage's ``audit_setting`` at
+``DEFAULT_DRAWS`` (each end-to-end case capped at ``cases.END_TO_END_MAX_DRAWS`` whole runs per
+input) and requires the table to say the claim does not hold.  The five faults are the ones the
+building-block audit of main missed (the bounds it gave in parentheses): SLDP's protocol drawing
+Alg. 1's printed Laplace(1/ε) (0.53 vs 1), ``heatmap_flat`` spending 4ε (0.98 vs 1), ``ldp_kdtree``
+users reporting at every depth (0.96 vs 1), ``dp_heatmap``'s last sub-query overspending by ε
+(0.98 vs 1) and PrivTree's leaf-count noise divided by 4 (1.40 vs 2).
+
+Each bound holds w.p. >= 95 % for a correct mechanism (α = 0.05, Clopper–Pearson on a held-out
+half); with the fixed seed each outcome is deterministic.  The unplanted runs of the same cases
+(tests/privacy/test_audit_mechanisms.py) stay below their claims with power >= half the claim.
+"""
+
+import numpy as np
+import pytest
+
+from locpriv import mechanisms
+from locpriv.audit.stage import DEFAULT_DRAWS, audit_setting, holds
+from locpriv.domain import Domain, Grid
+from locpriv.heatmaps import adaptive, baselines
+from locpriv.sldp import ldp_kdtree, privtree, protocol
+
+SEED = 20261123
+UNIT = {"unit": Grid.regular(Domain(0, 1, 0, 1), 10, 10)}
+
+
+def _refuted(name, given):
+    params = dict(mechanisms.get(name)(**given).settings)
+    table = audit_setting(name, params, UNIT, DEFAULT_DRAWS, SEED)
+    table["holds"] = holds(table)
+    # one pair over its claim refutes the setting (the summary's audit_epsilon_lb is the largest bound)
+    assert (table["holds"] != "yes").any(), table.to_string()
+    return table
+
+
+def test_sldp_protocol_drawing_the_printed_laplace_is_refuted(monkeypatch):
+    # the protocol run drawing every round's indicators at Laplace(1/ε) (Alg. 1 as printed: 2ε per
+    # round) while the record says ε; child_reports itself is untouched, so a case sampling that
+    # building block at the configured calibration (main's) sees nothing
+    real = protocol.run_protocol
+
+    def printed(*args, **kwargs):
+        return real(*args, **{**kwargs, "calibration": "paper"})
+    monkeypatch.setattr("locpriv.mechanisms.sldp.run_protocol", printed)
+    table = _refuted("sldp", {"epsilon": 1.0, "split_rule": "all_children", "delta": 0.001})
+    assert table["epsilon_lb"].max() > 1.3
+
+
+def test_heatmap_flat_spending_four_epsilon_is_refuted(monkeypatch):
+    real = baselines.noisy_histogram
+    monkeypatch.setattr(baselines, "noisy_histogram",
+                        lambda s, enc, dim, eps, sens, rng, **kw: real(s, enc, dim, 4 * eps, sens, rng, **kw))
+    table = _refuted("heatmap_flat", {"epsilon": 1.0, "shard_size": 1000})
+    assert table["epsilon_lb"].max() > 2.0
+
+
+def test_ldp_kdtree_users_reporting_at_every_depth_is_refuted(monkeypatch):
+    monkeypatch.setattr(ldp_kdtree, "level_members", lambda group, level: np.arange(len(group)))
+    table = _refuted("ldp_kdtree", {"epsilon": 1.0})
+    assert table["epsilon_lb"].max() > 2.0
+
+
+def test_dp_heatmap_last_subquery_overspending_is_refuted(monkeypatch):
+    # the tiny population's schedule is one sub-query (the last): its noise drawn at ε_t + ε
+    real = adaptive.noisy_histogram
+    monkeypatch.setattr(adaptive, "noisy_histogram",
+                        lambda s, enc, dim, eps, sens, rng, **kw: real(s, enc, dim, eps + 1.0, sens, rng, **kw))
+    table = _refuted("dp_heatmap", {"epsilon": 1.0, "shard_size": 1000})
+    assert table["epsilon_lb"].max() > 1.3
+
+
+def test_dp_heatmap_schedule_spending_beyond_the_claim_is_refuted_at_run_time(monkeypatch):
+    # an accounting fault the noise does not show: the run's transcript records Σ_t ε_t = 1.5 ε
+    real = adaptive.run_adaptive
+
+    def overspent(pool, params, rng, start=None):
+        result = real(pool, params, rng, start)
+        result.transcript["epsilon"] *= 1.5
+        return result
+    monkeypatch.setattr("locpriv.mechanisms.dp_heatmap.run_adaptive", overspent)
+    table = _refuted("dp_heatmap", {"epsilon": 1.0, "shard_size": 1000})
+    assert table["spent_epsilon"].to_numpy() == pytest.approx(1.5)
+    assert (table["holds"] == "NO: runs spent more than the claim").all()
+
+
+def test_privtree_leaf_count_noise_divided_by_four_is_refuted(monkeypatch):
+    real = privtree.release_on_grid
+    monkeypatch.setattr(privtree, "release_on_grid",
+                        lambda k, origin, step, sens, eps, rng: real(k, origin, step, sens, 4 * eps, rng))
+    table = _refuted("privtree", {"epsilon": 2.0})
+    assert table["epsilon_lb"].max() > 2.5
+
+
+# Faults the building-block audit already caught: still refuted by the cases as they are now.
+DOUBLED = [
+    ("laplace_ldp", {"h": 0.5, "epsilon": 1.0}, "locpriv.laplace_ldp.randomize", 2),
+    ("geoind", {"h": 0.5, "epsilon": 1.0}, "locpriv.planar_laplace.perturb", 1),
+    ("ldp_oue_grid", {"epsilon": 1.0, "level": 2}, "locpriv.mechanisms.ldp_oue_grid.oue_bits", 2),
+    ("hdg", {"epsilon": 1.0}, "locpriv.sldp.hdg.oue_bits", 2),
+]
+
+
+@pytest.mark.parametrize("name,given,target,where", DOUBLED, ids=[d[0] for d in DOUBLED])
+def test_client_noise_at_twice_the_claimed_epsilon_is_refuted(monkeypatch, name, given, target, where):
+    # ``where``: the position of epsilon among the planted function's positional arguments
+    module, attr = target.rsplit(".", 1)
+    real = getattr(__import__(module, fromlist=[attr]), attr)
+
+    def doubled(*args, **kwargs):
+        args = list(args)
+        args[where] = 2 * args[where]
+        return real(*args, **kwargs)
+    monkeypatch.setattr(target, doubled)
+    table = _refuted(name, given)
+    assert table["epsilon_lb"].max() > 1.3 * table["claimed_epsilon"].max()
