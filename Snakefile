@@ -63,6 +63,8 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+# every table of TABLES as an HTML page for the report (the main DAG's and the studies')
+include: "workflow/rules/tables.smk"
 
 
 # the main DAG's rules, where the config has experiments (a studies-only config has no grid,

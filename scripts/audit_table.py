@@ -3,4 +3,4 @@ from locpriv.smk import logged
 
 with logged(snakemake):
     audit_table(audit_paths=list(snakemake.input), out_parquet=snakemake.output.parquet,
-                out_csv=snakemake.output.csv, out_html=snakemake.output.html)
+                out_csv=snakemake.output.csv)

@@ -8,6 +8,8 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+# every figure a test draws, directly or in a workflow job, must pass locpriv.figures.problems
+os.environ.setdefault("LOCPRIV_STRICT_FIGURES", "1")
 # the real datasets (not shipped; see locpriv.datasets.registry); tests that need them skip without
 DATA = Path(os.environ.get("LOCPRIV_DATA", ROOT.parent / "shared/data"))
 

@@ -156,7 +156,7 @@ def test_posterior_at_the_true_cell_beats_the_uniform_prior(name, given, n):
     """
     _, _, _, lik, (i, j) = _attack(name, given, n=n)
     uniform = np.full(GRID.shape, 1 / np.prod(GRID.shape))
-    with np.errstate(divide="ignore"):   # a cell the report rules out: log 0 = -inf
+    with np.errstate(divide="ignore"):
         post = bayes.posterior(uniform, np.log(lik))
     at_true = post[np.arange(len(i)), i, j]
     se = at_true.std(ddof=1) / math.sqrt(len(at_true))
@@ -179,8 +179,9 @@ def test_fedkde_is_located_to_grid_resolution():
     xy = np.random.default_rng(5).uniform(-3, 3, (users, 2))
     pts = pd.DataFrame({"user": np.arange(users), "x": xy[:, 0], "y": xy[:, 1]})
     mech = mechanisms.get("fedkde")(h=0.5)
-    log_lik = mech.log_likelihood(mech.randomize(pts, domain=GRID), GRID)
-    res = bayes.bayes_attack([(slice(0, users), log_lik)], prior, GRID, pts["user"].to_numpy(), xy, r=0.0)
+    lik = mech.likelihood(mech.randomize(pts, domain=GRID), GRID)
+    with np.errstate(divide="ignore"):
+        res = bayes.bayes_attack([(slice(0, users), np.log(lik))], prior, GRID, pts["user"].to_numpy(), xy, r=0.0)
     half_diag = np.hypot(GRID.x[1] - GRID.x[0], GRID.y[1] - GRID.y[0]) / 2
     assert (res["expected_error"] <= half_diag + 1e-12).all()
     np.testing.assert_allclose(res["expected_error"], res["guess_error"])
@@ -195,9 +196,11 @@ def test_aggregate_only_mechanisms_leave_the_prior(name):
 
 
 def test_every_mechanism_declares_a_likelihood():
+    base = mechanisms.Mechanism
     for name in mechanisms.names():
         cls = mechanisms.get(name)
-        assert cls.aggregate_only or cls.likelihood is not mechanisms.Mechanism.likelihood, name
+        assert (cls.aggregate_only or cls.log_likelihood is not base.log_likelihood
+                or cls.likelihood is not base.likelihood), name
 
 
 def test_population_prior_needs_mass():
@@ -207,21 +210,48 @@ def test_population_prior_needs_mass():
 
 def test_a_person_no_single_cell_explains_falls_back_to_the_mixture_of_their_reports():
     """Exact reports in two cells rule out every cell together: the mixture, counted; else the product."""
-    from locpriv.adversary.bayes import person_likelihoods
+    from locpriv.adversary.bayes import person_log_likelihoods
 
     lik = np.zeros((4, 3, 3))
     lik[0, 0, 0] = lik[1, 2, 2] = 1.0          # person 0: exact reports in two different cells
     lik[2] = lik[3] = np.full((3, 3), 0.5)     # person 1: two flat reports ...
     lik[3, 1, 1] = 2.0                          # ... the second favouring the centre
     with np.errstate(divide="ignore"):
-        log_joint, moved = person_likelihoods([(slice(0, 4), np.log(lik))], np.array([0, 0, 1, 1]), 2)
-    joint = np.exp(log_joint - log_joint.reshape(2, -1).max(axis=1)[:, None, None])
+        joint, moved = person_log_likelihoods([(slice(0, 4), np.log(lik))], np.array([0, 0, 1, 1]), 2,
+                                              np.ones((3, 3), dtype=bool))
     assert moved == 1
     expected_mixture = np.zeros((3, 3))
-    expected_mixture[0, 0] = expected_mixture[2, 2] = 1.0
-    np.testing.assert_allclose(joint[0], expected_mixture)
-    product = lik[2] * lik[3]
-    np.testing.assert_allclose(joint[1], product / product.max())
+    expected_mixture[0, 0] = expected_mixture[2, 2] = 1.0    # the sum of normalised likelihoods: a constant apart
+    np.testing.assert_allclose(np.exp(joint[0]), expected_mixture)
+    np.testing.assert_allclose(joint[1], np.log(lik[2] * lik[3]))
+
+
+def test_a_person_explained_only_where_the_prior_is_zero_falls_back_to_the_mixture():
+    """The product is finite at one cell the prior rules out: over the allowed cells it is 0, so the mixture."""
+    from locpriv.adversary.bayes import person_log_likelihoods
+
+    log_lik = np.full((2, 2, 2), -np.inf)
+    log_lik[:, 0, 0] = 0.0                      # both reports allow only cell (0, 0) together ...
+    log_lik[0, 1, 1] = log_lik[1, 0, 1] = 0.0   # ... and one other cell each
+    allowed = np.ones((2, 2), dtype=bool)
+    allowed[0, 0] = False
+    with np.errstate(divide="ignore"):
+        joint, moved = person_log_likelihoods([(slice(0, 2), log_lik)], np.array([0, 0]), 1, allowed)
+    assert moved == 1
+    np.testing.assert_allclose(np.exp(joint[0]), [[1.0, 0.5], [0.0, 0.5]])
+
+
+def test_the_posterior_is_formed_in_log_space_over_the_cells_the_prior_allows():
+    """A likelihood peaked where the prior is 0 and 2000 nats lower elsewhere: the linear form underflows
+    to 0 on every allowed cell; the log form keeps the exact ratio between the allowed cells."""
+    prior = np.array([[0.0, 0.5], [0.25, 0.25]])
+    log_lik = np.array([[[0.0, -2000.0], [-2001.0, -np.inf]]])
+    post = bayes.posterior(prior, log_lik)
+    e = math.exp(-1.0) * 0.25
+    # offsets of ~2000 nats: ~1e-13 relative rounding
+    np.testing.assert_allclose(post[0], [[0.0, 0.5 / (0.5 + e)], [e / (0.5 + e), 0.0]], rtol=1e-11)
+    with pytest.raises(ValueError, match="likelihood is 0 wherever the prior is positive"):
+        bayes.posterior(prior, np.array([[[0.0, -np.inf], [-np.inf, -np.inf]]]))
 
 
 def test_posterior_of_a_far_report_is_formed_over_the_cells_the_prior_allows():
@@ -233,6 +263,7 @@ def test_posterior_of_a_far_report_is_formed_over_the_cells_the_prior_allows():
     prior[:2, :2] = 0.25                                   # the population lives in one corner
     mech = mechanisms.get("geoind")(h=0.5, epsilon=400.0)
     view = pd.DataFrame({"user": [0], "x": [GRID.x[-1]], "y": [GRID.y[-1]]})   # reported at the far corner
+    view.attrs["noise"] = {"epsilon": 400.0}                                      # as randomize records it
     assert (mech.likelihood(view, GRID)[0][prior > 0] == 0).all()              # the linear values underflow
     post = bayes.posterior(prior, mech.log_likelihood(view, GRID))
     assert post[0, 1, 1] == pytest.approx(1.0) and post[0][prior == 0].sum() == 0

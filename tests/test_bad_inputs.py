@@ -463,7 +463,7 @@ def test_frontier_levels_are_in_the_dataset_unit():
              "unitless": {"source": "points", "bbox": [0, 50, 0, 40]}}
     domains = {"km": Domain(0, 50, 0, 40), "metres": Domain(0, 5000, 0, 4000), "lonlat": Domain(0, 1, 0, 1),
                "unitless": Domain(0, 50, 0, 40)}
-    got = frontier.dataset_levels(specs, levels, domains)
+    got = {name: list(v.values()) for name, v in frontier.dataset_levels(specs, levels, domains).items()}
     assert got["km"] == pytest.approx([0.25, 0.5, 1.0])
     assert got["metres"] == got["lonlat"] == [250.0, 500.0, 1000.0]
     assert got["unitless"] == pytest.approx([4.0, 20.0])   # fractions of the 40-unit shorter side

@@ -211,7 +211,9 @@ def _likelihood_over_exact(variant, claimed_epsilon):
     assert (r["g1"], r["g2"]) == ((16, 2) if variant == "hdg" else (4, 4))
     names = hdg.GROUPS[variant]
     rows = np.concatenate([np.flatnonzero(view["group"].to_numpy() == j)[:2] for j in range(len(names))])
-    lik = locpriv.HDG(epsilon=claimed_epsilon, variant=variant).likelihood(view.iloc[rows], grid)
+    rows_view = view.iloc[rows]
+    rows_view.attrs["noise"] = {"epsilon": claimed_epsilon}   # the likelihood reads the epsilon the view records
+    lik = locpriv.HDG(epsilon=claimed_epsilon, variant=variant).likelihood(rows_view, grid)
     # a 16 x 16 sub-grid of each grid cell: exact averages, as 1/16, 1/4, 1/2 and 1/10 are multiples of 1/160
     sub = (np.arange(16) + 0.5) / 160
     out = []

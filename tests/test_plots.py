@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from conftest import TINY, assert_figure, run_snakemake, write_config
-from locpriv import io, plots
+from locpriv import figures, io, plots
 from locpriv.domain import Domain, Grid
 from locpriv.stages.metrics import runs_table
 
@@ -44,7 +44,7 @@ def test_log_axis_ticks_are_the_data_values_written_plainly():
     fig, ax = plt.subplots()
     ax.plot([2, 8, 1000, 20000], [1, 2, 3, 4])
     ax.set_xscale("log")
-    plots._log_ticks(ax, [2, 8, 1000, 20000])
+    figures.log_ticks(ax, [2, 8, 1000, 20000])
     fig.canvas.draw()
     labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
     minor = [t.get_text() for t in ax.get_xticklabels(minor=True) if t.get_text()]
@@ -53,19 +53,17 @@ def test_log_axis_ticks_are_the_data_values_written_plainly():
 
 
 def test_tradeoff_legend_names_the_swept_parameter(tmp_path, monkeypatch):
-    seen = []
-    real_legend = plt.Axes.legend
-
-    def spy(ax, *args, **kwargs):
-        seen.extend(text for text in ax.get_legend_handles_labels()[1])
-        return real_legend(ax, *args, **kwargs)
-
-    monkeypatch.setattr(plt.Axes, "legend", spy)
+    figs = []
+    real_save = figures.save
+    monkeypatch.setattr(figures, "save", lambda fig, path, dpi: figs.append(fig) or real_save(fig, path, dpi))
     plots.tradeoff(summary_path=str(_summary(tmp_path)), out_png=str(tmp_path / "t.png"), settings={"dpi": 40})
     assert_figure(tmp_path / "t.png")
+    (legend,) = figs[0].legends           # one legend for every panel, beside them, not over the points
+    seen = [t.get_text() for t in legend.get_texts()]
     assert "laplace_ldp over epsilon (estimator=deconv)" in seen
     assert "laplace_ldp over epsilon (estimator=naive)" in seen
     assert not any("(" in label and "'" in label for label in seen), seen
+    assert not any(ax.get_legend() for ax in figs[0].axes)
 
 
 def test_surfaces_grid_has_colour_bars_and_a_robust_scale(tmp_path, monkeypatch):
@@ -133,9 +131,9 @@ def test_runs_table_with_mixed_units_names_the_unit_column(tmp_path):
     io.write_parquet(tidy, tmp_path / "two.parquet")
     table = runs_table(summary_parquet=str(tmp_path / "two.parquet"), units={"g": "1", "city": "m"},
                        out_csv=str(tmp_path / "runs.csv"))
-    assert "privacy_Z [distance_unit]" in table and set(table["distance_unit"]) == {"box unit", "m"}
+    assert "privacy_Z [distance_unit]" in table and set(table["distance_unit"]) == {"domain units", "m"}
     one = runs_table(summary_parquet=str(_summary(tmp_path)), units={"g": "1"}, out_csv=str(tmp_path / "one.csv"))
-    assert "privacy_Z [box unit]" in one and "ise" not in one   # no ISE rows in this summary
+    assert "privacy_Z [domain units]" in one and "ise" not in one   # no ISE rows in this summary
 
 
 @pytest.mark.workflow

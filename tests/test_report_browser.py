@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import select
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ import pytest
 from PIL import Image
 
 from conftest import TINY, run_snakemake, write_config
+from locpriv.frontier import TRUST_MODELS
 
 pytestmark = [pytest.mark.workflow, pytest.mark.heavy]
 
@@ -42,6 +44,7 @@ class Browser:
 
         self.proc = subprocess.Popen(
             [CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--remote-debugging-pipe",
+             "--disable-background-networking", "--disable-dev-shm-usage", "--hide-scrollbars",
              f"--user-data-dir={profile}", "about:blank"],
             preexec_fn=wire, close_fds=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_browser)
@@ -146,22 +149,64 @@ def report(tmp_path_factory):
                        "privtree": {"n": [600], "epsilon": [2]}, "dp_heatmap": {"n": [600], "epsilon": [2]}}}}}
     write_config(wd, config)
     run_snakemake(wd, "--cores", "2")
-    run_snakemake(wd, "--report", "report.html")
+    made = run_snakemake(wd, "--report", "report.html")
+    (wd / "report.log").write_text(made.stdout + made.stderr)
     return wd
 
 
-def test_report_opens_on_the_frontier_without_console_errors(report, tmp_path):
+def test_report_opens_on_the_recommendation_without_console_errors(report):
+    """The first page a reader sees holds the answer: the recommendation table, in view."""
+    browser = Browser(report / "profile")
+    try:
+        browser.send("Page.navigate", {"url": (report / "report.html").as_uri()}, page=True)
+        browser.wait_for("Page.loadEventFired")
+        browser.poll("document.querySelector('table.lp-table') !== null", "the recommendation table")
+        text = browser.evaluate("document.body.innerText")
+        table = browser.evaluate("""(() => {
+            const t = document.querySelector('table.lp-table'), r = t.getBoundingClientRect();
+            return {top: r.top, left: r.left, bottom: r.bottom, right: r.right, rows: t.tBodies[0].rows.length,
+                    head: [...t.tHead.rows[0].cells].map(c => c.textContent.trim()),
+                    first: [...t.tBodies[0].rows[0].cells].map(c => c.innerText.trim())}; })()""")
+        messages = browser.evaluate("document.querySelectorAll('.system-message').length")
+        landing = browser.screenshot()
+        # kept beside the report: the test's reader looks at it
+        Image.fromarray((landing * 255).astype(np.uint8)).save(report / "landing.png")
+        errors = browser.errors()
+    finally:
+        browser.close()
+    assert errors == [], errors
+    assert messages == 0, "a caption or the landing text did not render as reStructuredText"
+    assert "Which mechanism gives the most useful map" in text and text.index("1. Frontier") < text.index("2. Summary")
+    # one row per dataset x N x level (gauss9, N = 600, three levels), a column per trust model present
+    assert table["head"][:3] == ["dataset", "N", "adversary's expected error at least"]
+    trusts = table["head"][3:]   # in the frontier's order; the fixture's mechanisms span these at least
+    assert trusts == [t for t in TRUST_MODELS if t in trusts] and {"distributed", "central"} <= set(trusts)
+    assert table["rows"] == 3 and table["first"][:2] == ["gauss9", "600"]
+    assert table["top"] < HEIGHT and table["left"] < WIDTH, f"the table is off the first screen: {table}"
+    assert _not_blank(landing)[1] > 0.02, "the landing page rendered blank"
+
+
+def test_tables_are_shown_not_downloaded_and_job_parameters_read_plainly(report):
+    log = (report / "report.log").read_text()
+    assert not re.findall(r".*(?:Warning|WARNING/|ERROR/).*", log), "snakemake --report warned"
+    html = (report / "report.html").read_text()
+    results = json.loads(re.search(r"var results = (\{.*?\});\n", html, re.S).group(1))
+    names = {r["name"]: r for r in results.values()}
+    assert {"recommendation.html", "frontier.html", "runs.html", "ingest.html", "audit.html"} <= set(names)
+    assert all(names[n]["mime_type"] == "text/html" for n in names if n.endswith(".html"))
+    assert not [n for n in names if n.endswith((".csv", ".parquet"))], "a table the report can only download"
+    params = {n: r["job_properties"]["params"] for n, r in names.items()}
+    assert not [n for n, p in params.items() if re.search(r"\b[0-9a-f]{16}\b", p)], "a code hash in job parameters"
+    assert not [n for n, p in params.items() if re.search(r"\d\.\d*0000000\d|\d\.\d*9999999\d", p)], params
+    assert "source of locpriv.frontier" in params["frontier.png"]
+
+
+def test_frontier_figure_opens_from_its_section(report, tmp_path):
     browser = Browser(tmp_path / "profile")
     try:
         browser.send("Page.navigate", {"url": (report / "report.html").as_uri()}, page=True)
         browser.wait_for("Page.loadEventFired")
         browser.poll("document.body.innerText.includes('1. Frontier')", "the '1. Frontier' section")
-        text = browser.evaluate("document.body.innerText")
-        # the landing text leads with the frontier and the recommendation table
-        assert "Which mechanism gives the most useful map" in text and text.index("1. Frontier") < text.index(
-            "2. Summary")
-        landing = browser.screenshot()
-        Image.fromarray((landing * 255).astype(np.uint8)).save(tmp_path / "landing.png")
         # open the frontier figure as a reader would: its section in the menu, then the figure's "show" icon
         assert browser.evaluate("""(() => {
             const hit = [...document.querySelectorAll('a')].filter(e => e.textContent.trim() === '1. Frontier');
@@ -180,12 +225,11 @@ def test_report_opens_on_the_frontier_without_console_errors(report, tmp_path):
             const r = img.getBoundingClientRect();
             return [r.left, r.top, r.right, r.bottom, img.naturalWidth, img.naturalHeight]; })()""")
         shot = browser.screenshot()
-        Image.fromarray((shot * 255).astype(np.uint8)).save(tmp_path / "frontier.png")
+        Image.fromarray((shot * 255).astype(np.uint8)).save(report / "frontier-view.png")
         errors = browser.errors()
     finally:
         browser.close()
     assert errors == [], errors
-    assert _not_blank(landing)[1] > 0.02, "the landing page rendered blank"
     left, top, right, bottom = (int(round(v)) for v in box[:4])
     left, top = max(left, 0), max(top, 0)
     right, bottom = min(right, WIDTH), min(bottom, HEIGHT)

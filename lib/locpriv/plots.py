@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-import matplotlib.ticker
 import numpy as np
 import pandas as pd
 
-from . import io
+from . import figures, io, units
+from .figures import plt
+from .frontier import ADVERSARIES, ADVERSARY_NAMES
 from .stages.metrics import per_run
 
 
 def save_figure(fig, path, settings):
-    with io.atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=int(settings.get("dpi", 110)), format="png",
-                    metadata={"Software": None})  # no version stamp: same data, same bytes
-    plt.close(fig)
+    figures.save(fig, path, int(settings.get("dpi", 110)))
 
 
 def _no_data(out_png: str, settings: dict, what: str) -> None:
@@ -31,60 +26,98 @@ def _no_data(out_png: str, settings: dict, what: str) -> None:
     save_figure(fig, out_png, settings)
 
 
-def _log_ticks(ax, values, axis: str = "x") -> None:
-    """A log axis ticked at the data's own values, written plainly ("20000", not "2×10⁴")."""
-    values = sorted({float(v) for v in values if np.isfinite(v) and v > 0})
-    target = ax.xaxis if axis == "x" else ax.yaxis
-    target.set_major_locator(matplotlib.ticker.FixedLocator(values))
-    target.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-    target.set_minor_formatter(matplotlib.ticker.NullFormatter())
-
-
 def _variants(wide: pd.DataFrame, params: list[str]) -> pd.Series:
     """Each run's label: its mechanism and the parameters that vary among that mechanism's runs
     (defaults every run shares would only lengthen the legend)."""
     def label(group):
-        varied = [p for p in params if p != "n" and group[p].nunique(dropna=False) > 1]
+        varied = [p for p in params if p != "n" and group[p].map(_plain).nunique() > 1]
         return group.apply(lambda row: row["mechanism"] + (
-            " (" + ", ".join(f"{p}={row[p]}" for p in varied) + ")" if varied else ""), axis=1)
+            " (" + ", ".join(f"{p}={_plain(row[p])}" for p in varied) + ")" if varied else ""), axis=1)
     return pd.concat([label(group) for _, group in wide.groupby("mechanism", sort=False)]).reindex(wide.index)
+
+
+def _plain(v) -> str:
+    """A parameter value as a reader writes it: 2, not 2.0; nothing for a missing one."""
+    if v is None or (not isinstance(v, str) and pd.isna(v)):   # NaN, or pd.NA in a nullable integer column
+        return ""
+    try:
+        return f"{float(v):g}"
+    except (TypeError, ValueError):
+        return str(v)
 
 
 def wide_metrics(summary_path: str) -> tuple[pd.DataFrame, list[str]]:
     """The tidy summary as one row per run (metrics as columns) and its parameter columns."""
     wide, columns = per_run(pd.read_parquet(summary_path))
-    # the guarantee's text columns describe a run, they are not settings to tell runs apart by
-    return wide.dropna(subset=["answered"]), [c for c in columns if not c.startswith("guarantee_")]
+    # the guarantee's text columns and the trust model describe a run, they are not settings to tell runs apart by
+    return wide.dropna(subset=["answered"]), [c for c in columns if not c.startswith("guarantee_")
+                                              and c != "trust_model"]
+
+
+def _natural(text: str) -> list:
+    """Sort key reading numbers as numbers: "epsilon=4" before "epsilon=16"."""
+    return [(0, float(part), "") if part and part[0].isdigit() else (1, 0.0, part)
+            for part in re.split(r"(\d+(?:\.\d+)?)", text)]
+
+
+def _shared_unit(settings: dict, datasets) -> str:
+    """The datasets' common distance unit for an axis label ("distance units" when they differ)."""
+    names = {units.long_name(settings.get("units", {}).get(ds, "")) for ds in datasets}
+    return names.pop() if len(names) == 1 else "distance units"
 
 
 def metrics_vs_n(*, summary_path: str, out_png: str, settings: dict) -> None:
-    """Spearman with the truth and privacy score Z against the number of users."""
+    """Utility and the adversary's error per mechanism setting, at each number of users N.
+
+    One row per mechanism setting (a dot plot, not a line per setting: with two or three N values
+    18 lines lie on top of each other), its N values as markers joined by a line: open the smallest
+    N, filled and larger the bigger ones.  Left: Spearman with the truth; right: the frontier's
+    adversary's expected error (``settings["adversary"]``).
+    """
     wide, params = wide_metrics(summary_path)
     if wide.empty:
         return _no_data(out_png, settings, "the summary holds no runs")
+    adversary = settings.get("adversary", "informed")
+    privacy = f"{ADVERSARIES[adversary]}_expected_error"
+    if privacy not in wide:
+        raise ValueError(f"{summary_path}: no {privacy} metric for the privacy column (frontier.adversary: "
+                         f"{adversary}); re-run the attack stage with this version")
     wide["variant"] = _variants(wide, params)
     datasets = sorted(wide["dataset"].unique())
-    fig, axes = plt.subplots(len(datasets), 2, figsize=(14, 3.8 * len(datasets)), squeeze=False)
-    # one colour per mechanism, one line style / marker per variant of it: a legend of 15+ lines stays readable
-    mechs = sorted(wide["mechanism"].unique())
-    # a palette of 10 or 20 colours for fewer mechanisms: zip stops at the last mechanism
-    colours = dict(zip(mechs, plt.get_cmap("tab10" if len(mechs) <= 10 else "tab20").colors, strict=False))
-    styles = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ("-", "v"), ("--", "P")]
+    colours = figures.colours(wide["mechanism"])
+    variants = sorted(wide["variant"].unique(), key=_natural)
+    ns = sorted(wide["n_users"].unique())
+    sizes = dict(zip(ns, np.linspace(30, 70, len(ns)), strict=True))
+    height = 0.26 * len(variants) + 1.4
+    fig, axes = plt.subplots(len(datasets), 2, figsize=(13, height * len(datasets)), squeeze=False,
+                             sharey=True, layout="constrained")
+    rows = {v: k for k, v in enumerate(variants)}
     for row, ds in zip(axes, datasets, strict=True):
         sub = wide[wide["dataset"] == ds]
-        for (mech, variant), grp in sub.groupby(["mechanism", "variant"], sort=True):
-            k = sorted(sub.loc[sub["mechanism"] == mech, "variant"].unique()).index(variant)
-            ls, marker = styles[k % len(styles)]
-            mean = grp.groupby("n_users")[["spearman", "privacy_Z"]].mean().sort_index()
-            for ax, col in zip(row, ("spearman", "privacy_Z"), strict=True):
-                ax.plot(mean.index, mean[col], ls=ls, marker=marker, ms=4, color=colours[mech], label=variant)
-        row[0].set(title=f"{ds}: Spearman vs truth", xlabel="users N", ylabel="Spearman", xscale="log")
-        row[1].set(title=f"{ds}: privacy score Z", xlabel="users N", ylabel="Z (distance units)",
-                   xscale="log")
-        for ax in row:
-            _log_ticks(ax, sub["n_users"])
-        row[1].legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.tight_layout(rect=(0, 0, 0.82, 1))   # the right margin holds the legends
+        unit = units.long_name(settings.get("units", {}).get(ds, ""))
+        for ax, col in zip(row, ("spearman", privacy), strict=True):
+            for variant, grp in sub.groupby("variant", sort=False):
+                mean = grp.groupby("n_users")[col].mean().sort_index()
+                y = np.full(len(mean), rows[variant])
+                colour = colours[grp["mechanism"].iloc[0]]
+                ax.plot(mean.to_numpy(), y, "-", color=colour, lw=1.4, zorder=2)
+                for n, v in mean.items():
+                    ax.scatter([v], [rows[variant]], s=sizes[n], zorder=3, color=colour,
+                               facecolor="white" if n == ns[0] and len(ns) > 1 else colour, linewidths=1.4)
+            ax.grid(axis="x", alpha=0.3)
+            ax.set_yticks(range(len(variants)), variants, fontsize=9)
+            ax.set_ylim(len(variants) - 0.5, -0.5)
+        row[0].set(title=f"{ds}: utility")
+        row[0].set_xlabel("Spearman correlation with the true density [rank corr.]  (higher is better)")
+        row[1].set(title=f"{ds}: privacy against the {ADVERSARY_NAMES[adversary].split(' (')[0]}")
+        row[1].set_xlabel(f"expected error in locating a user [{unit}]  (more private →)")
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], ls="none", marker="o", ms=np.sqrt(sizes[n]), color="0.3",
+                      mfc="white" if k == 0 and len(ns) > 1 else "0.3", label=f"N = {n:g}")
+               for k, n in enumerate(ns)]
+    fig.legend(handles=handles, loc="outside upper center", ncols=len(ns), fontsize=9, frameon=False,
+               title="users (marker)", title_fontsize=9)
     save_figure(fig, out_png, settings)
 
 
@@ -113,24 +146,35 @@ def surfaces(*, truth_path: str, estimate_paths: list[str], labels: list[str], o
                                    for lab, p in zip(labels, estimate_paths, strict=True)]
     ncol = min(SURFACE_COLUMNS, len(panels))
     nrow = -(-len(panels) // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 3.4 * nrow), squeeze=False)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.9 * ncol, 3.7 * nrow), squeeze=False)
     extent = [float(truth.x[0]), float(truth.x[-1]), float(truth.y[0]), float(truth.y[-1])]
-    units = truth.attrs.get("units", "")
-    units = "" if units in ("1/1^2", "1") else units      # a unitless box: no "[1/1^2]"
-    for ax, (label, da) in zip(axes.ravel(), panels, strict=False):   # the last row may have spare axes
+    unit = units.name(truth.x.attrs.get("units", ""))
+    per_area = "1/m²" if unit == "m" else f"per squared {unit.removesuffix('s')}"
+    for k, (ax, (label, da)) in enumerate(zip(axes.ravel(), panels, strict=False)):   # the last row may have spare axes
         values = np.asarray(da.values, dtype=float)
         if not np.isfinite(values).any():   # a refused query: no estimate to draw
             ax.text(0.5, 0.5, "no estimate\n(query refused)", ha="center", va="center", transform=ax.transAxes)
+            ax.axis("off")
         else:
             im = ax.imshow(values.T, origin="lower", extent=extent, cmap=settings.get("cmap", "viridis"),
                            vmin=0.0, vmax=_robust_max(values), aspect="equal")
             bar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03, extend="max")
-            bar.ax.tick_params(labelsize=7)
-            bar.set_label(f"density [{units}]" if units else "density", fontsize=7)
-        ax.set_title(textwrap.fill(label, 34), fontsize=8)
-        ax.tick_params(labelsize=7)
+            bar.ax.tick_params(labelsize=8)
+            bar.set_label(f"density [{per_area}]", fontsize=8)
+        ax.set_title(textwrap.fill(label, 34), fontsize=9)
+        ax.tick_params(labelsize=8)
+        # every map has the same extent: coordinates on the left column and the lowest map of each column
+        col = k % ncol
+        if col == 0:
+            ax.set_ylabel(f"y [{units.long_name(unit)}]", fontsize=8)
+        else:
+            ax.tick_params(labelleft=False)
+        if k + ncol >= len(panels):
+            ax.set_xlabel(f"x [{units.long_name(unit)}]", fontsize=8)
+        else:
+            ax.tick_params(labelbottom=False)
     for ax in axes.ravel()[len(panels):]:
-        ax.axis("off")
+        fig.delaxes(ax)
     fig.tight_layout()
     save_figure(fig, out_png, settings)
 
@@ -158,13 +202,15 @@ def tradeoff(*, summary_path: str, out_png: str, settings: dict) -> None:
     cells = sorted({(ds, n) for ds, n in zip(wide["dataset"], wide["n_users"], strict=True)})
     datasets = sorted({ds for ds, _ in cells})
     ncol = max(sum(1 for ds2, _ in cells if ds2 == ds) for ds in datasets)
-    fig, axes = plt.subplots(len(datasets), ncol, figsize=(3.6 * ncol, 3.3 * len(datasets)),
-                             squeeze=False)
+    fig, axes = plt.subplots(len(datasets), ncol, figsize=(4.6 * ncol + 3.2, 4.0 * len(datasets)),
+                             squeeze=False, layout="constrained")
+    labels = []   # (axes, x, y, text, colour): placed once the layout is final
     for r, ds in enumerate(datasets):
         ns = [n for ds2, n in cells if ds2 == ds]
+        unit = units.long_name(settings.get("units", {}).get(ds, ""))
         for c, ax in enumerate(axes[r]):
             if c >= len(ns):
-                ax.axis("off")
+                fig.delaxes(ax)
                 continue
             sub = wide[(wide["dataset"] == ds) & (wide["n_users"] == ns[c])]
             for mech, key, style in (("rff", "B", "o-"), ("geoind", "epsilon", "s--"),
@@ -173,22 +219,33 @@ def tradeoff(*, summary_path: str, out_png: str, settings: dict) -> None:
                 if grp.empty:
                     continue
                 # other swept parameters (e.g. h) give separate curves
-                varied = [p for p in params if p not in (key, "n") and grp[p].nunique(dropna=False) > 1]
+                varied = [p for p in params if p not in (key, "n") and grp[p].map(_plain).nunique() > 1]
                 for values, part in (grp.groupby(varied, sort=True, dropna=False) if varied else [((), grp)]):
                     mean = _mean_by(part, key)
-                    label = ", ".join(f"{p}={v}" for p, v in zip(varied, values, strict=True))
-                    ax.plot(mean["privacy_Z"], mean[UTILITY], style, ms=3,
-                            label=f"{mech} over {key}" + (f" ({label})" if label else ""))
-                    for k, row in mean.iterrows():
-                        ax.annotate(f"{k:g}", (row["privacy_Z"], row[UTILITY]), fontsize=6)
+                    label = ", ".join(f"{p}={_plain(v)}" for p, v in zip(varied, np.atleast_1d(values), strict=True))
+                    line, = ax.plot(mean["privacy_Z"], mean[UTILITY], style, ms=4,
+                                    label=f"{mech} over {key}" + (f" ({label})" if label else ""))
+                    labels += [(ax, row["privacy_Z"], row[UTILITY], f"{k:g}", line.get_color())
+                               for k, row in mean.iterrows()]
             for mech, marker in (("fedkde", "*"), ("zero", "X")):
                 grp = sub[sub["mechanism"] == mech]
                 if not grp.empty:
-                    ax.plot(grp["privacy_Z"].mean(), grp[UTILITY].mean(), marker, ms=9, label=mech)
-            ax.set(title=f"{ds}, N = {int(ns[c])}", xlabel="privacy score Z (higher = more private)",
-                   ylabel="Spearman vs same users' exact KDE")
-            ax.legend(fontsize=6)
-    fig.tight_layout()
+                    ax.plot(grp["privacy_Z"].mean(), grp[UTILITY].mean(), marker, ms=10, label=mech)
+            ax.set(title=f"{ds}, N = {int(ns[c])}", xlabel=f"privacy score Z [{unit}]  (more private →)",
+                   ylabel="Spearman vs the same users' exact KDE [rank corr.]")
+            ax.grid(alpha=0.3)
+    handles = {}
+    for ax in fig.axes:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(lab, h)
+    fig.legend(handles.values(), handles.keys(), loc="outside right upper", fontsize=9, frameon=False,
+               title="numbers at the points: B or epsilon", title_fontsize=9)
+    fig.canvas.draw()
+    fig.set_layout_engine("none")
+    for ax in fig.axes:
+        mine = [lab for lab in labels if lab[0] is ax]
+        figures.place_labels(ax, [m[1] for m in mine], [m[2] for m in mine], [m[3] for m in mine],
+                             colours=[m[4] for m in mine])
     save_figure(fig, out_png, settings)
 
 
@@ -201,7 +258,8 @@ def gain_per_cost(*, summary_path: str, out_png: str, settings: dict) -> None:
     """
     wide, _ = wide_metrics(summary_path)
     rff = wide[(wide["mechanism"] == "rff") & (wide["answered"] == 1)]
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    unit = _shared_unit(settings, rff["dataset"].unique())
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for (ds, n), grp in rff.groupby(["dataset", "n_users"], sort=True):
         mean = _mean_by(grp, "B")
         if 1 not in mean.index or len(mean) < 2:
@@ -210,9 +268,11 @@ def gain_per_cost(*, summary_path: str, out_png: str, settings: dict) -> None:
         later = mean[mean.index > 1]
         gain = (later[UTILITY] - base[UTILITY]) / (base["privacy_Z"] - later["privacy_Z"])
         ax.plot(later.index, gain, "o-", ms=3, label=f"{ds}, N = {int(n)}")
-    ax.set(xlabel="features per user B", ylabel="Spearman gain per unit Z cost", xscale="log",
+    ax.set(xlabel="features per user B [count]",
+           ylabel=f"Spearman gain per unit Z cost [rank corr. per {unit.removesuffix('s')}]", xscale="log",
            title="RFF: performance gain per privacy cost (vs B = 1)")
-    _log_ticks(ax, pd.to_numeric(rff["B"]))
-    ax.legend(fontsize=7)
+    figures.log_ticks(ax, pd.to_numeric(rff["B"]))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=9)
     fig.tight_layout()
     save_figure(fig, out_png, settings)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import figures
+from .figures import plt
 from .kde import kde_sum
-from .plots import plt, save_figure
 from .rff import draw_users, rff_sum, rff_surfaces
 
 # Fig. 3's mixture (§3.4): N(-10, 2^2), N(0, 2^2), N(5, 2^2) in ratio 1:3:1 on [-15, 15].
@@ -40,6 +41,7 @@ def plot_fig3_convergence(*, path: str, rng: np.random.Generator, h: float = 1.0
     sample = FIG3_MEANS[comp] + FIG3_SD * rng.standard_normal(n_max)
     fig, axes = plt.subplots(2, 2, figsize=(10, 6.4), sharex=True)
     for ax, (n, B), tag in zip(axes.ravel(), FIG3_PANELS, "abcd", strict=True):
+        ax.set_ylabel("density [1/domain unit]")
         x = sample[:n]
         pts = np.column_stack([x, np.zeros(n)])
         exact = kde_sum(pts, grid, np.zeros(1), h)[:, 0] / n
@@ -48,9 +50,11 @@ def plot_fig3_convergence(*, path: str, rng: np.random.Generator, h: float = 1.0
                 label=f"RFF KDE, B={B}")
         ax.set_title(f"({tag}) N={n} samples, B={B} feature{'s' * (B > 1)}")
         ax.legend(fontsize=8)
+    for ax in axes[1]:
+        ax.set_xlabel("location x [domain units]")
     fig.suptitle(f"RFF KDE converges to KDE (1-D mixture 1:3:1 at -10, 0, 5, sd 2; h={h:g})")
     fig.tight_layout()
-    save_figure(fig, path, {"dpi": dpi})
+    figures.save(fig, path, dpi)
 
 
 def plot_user_surfaces(*, path: str, rng: np.random.Generator, B_list=(1, 2, 8), h: float = 0.5,
@@ -71,7 +75,11 @@ def plot_user_surfaces(*, path: str, rng: np.random.Generator, B_list=(1, 2, 8),
         im = ax.imshow(surf.T, origin="lower", extent=(-5, 5, -5, 5), cmap="viridis")
         ax.plot(0, 0, marker="x", color="r", ms=8)
         ax.set_title(f"B = {B}")
-        fig.colorbar(im, ax=ax, fraction=0.046)
+        ax.set_xlabel("x [domain units]")
+        fig.colorbar(im, ax=ax, fraction=0.046).set_label("response: sum of B cosine features [no unit]")
+    axes[0, 0].set_ylabel("y [domain units]")
+    for ax in axes[0, 1:]:
+        ax.tick_params(labelleft=False)
     fig.suptitle(f"One user's response surface at (0, 0) (x), h={h:g}")
     fig.tight_layout()
-    save_figure(fig, path, {"dpi": dpi})
+    figures.save(fig, path, dpi)

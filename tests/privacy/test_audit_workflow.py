@@ -55,8 +55,8 @@ def test_summary_rows_only_for_runs_stating_epsilon(tmp_path):
                           "event": "e", "k_x": 1, "k_xprime": 0, "seed": 1})
     part = tmp_path / "part.parquet"
     audit.to_parquet(part)
-    paths = [str(tmp_path / n) for n in ("audit.parquet", "audit.csv", "audit.html")]
-    audit_table(audit_paths=[str(part)], out_parquet=paths[0], out_csv=paths[1], out_html=paths[2])
+    paths = [str(tmp_path / n) for n in ("audit.parquet", "audit.csv")]
+    audit_table(audit_paths=[str(part)], out_parquet=paths[0], out_csv=paths[1])
     rows = [("laplace_ldp", "0.55", 4.0), ("laplace_ldp", "knn", float("nan")), ("fedkde", "0.55", float("nan"))]
     # as the summary gathers run_metrics' rows: typed parameters (a column holding 'knn' is text, a
     # parameter a mechanism lacks is missing), plus per-run guarantee text columns
@@ -71,7 +71,7 @@ def test_summary_rows_only_for_runs_stating_epsilon(tmp_path):
     assert lb["value"].tolist() == [3.5]                       # the largest bound over the pairs
     # two pairs at 95 % each: the maximum holds with probability >= 90 % (union bound)
     assert out[out["metric"] == "audit_confidence"]["value"].tolist() == pytest.approx([0.90])
-    assert "yes" in Path(paths[2]).read_text()
+    assert "yes" in Path(paths[1]).read_text()
     assert params_label({}) == "default"
 
 

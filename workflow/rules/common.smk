@@ -16,7 +16,7 @@ from locpriv import sanity as lpsanity
 from locpriv.adversary import bayes as lpbayes
 from locpriv.audit import stage as lpaudit
 from locpriv.datasets import ingest as lpingest
-from locpriv.fingerprint import code_fingerprint
+from locpriv.fingerprint import code_fingerprint, code_label
 from locpriv.stages import utility as lputility
 
 try:
@@ -121,7 +121,9 @@ def dataset_units(wc):
 def frontier_levels(wc):
     domains = {ds: lpingest.domain_of(spec)[0] for ds, spec in run_datasets().items()}
     return lpfrontier.dataset_levels(
-        run_datasets(), lpfrontier.settings(config)["levels"], domains
+        run_datasets(),
+        lpfrontier.settings(config)["levels"],
+        domains,
     )
 
 
@@ -300,6 +302,60 @@ def check_users_kept():
 SUMMARY_PLOTS = ["metrics_vs_n", "tradeoff", "gain_per_cost"]
 
 
+def summary_plot_settings(wc):
+    # the figures' settings, the frontier's adversary (the privacy column of metrics_vs_n) and
+    # each dataset's distance unit (axis labels)
+    return {
+        **config["plots"],
+        "adversary": lpfrontier.settings(config)["adversary"],
+        "units": dataset_units(wc),
+    }
+
+
+# The report shows HTML and only offers a CSV as a download: each table a reader decides from is also
+# written as an HTML page (locpriv.report_tables), captioned and filed in its report section.
+TABLES = {  # table: its report section, page title and csv_to_html's options
+    "summary/runs": {
+        "section": "2. Summary",
+        "title": "runs.csv: one row per mechanism and setting",
+        # the metrics in view: parameters as one column, the guarantee's long texts at the end
+        "options": {
+            "settings": True,
+            "last": [
+                "epsilon_relation",
+                "epsilon_model",
+                "epsilon_non_private_inputs",
+            ],
+        },
+    },
+    "summary/ingest": {
+        "section": "2. Summary",
+        "title": "ingest.csv: rows read, dropped and kept per dataset",
+        "options": {},
+    },
+    "audit/audit": {
+        "section": "Privacy audit",
+        "title": "Privacy audit: claimed epsilon against its empirical lower bound (audit.csv)",
+        "options": {
+            "hide": ["k_x", "k_xprime", "seed"],
+            "first": [
+                "mechanism",
+                "audit_params",
+                "dataset",
+                "claimed_epsilon",
+                "epsilon_lb",
+                "holds",
+            ],
+        },
+    },
+    "studies/heatmaps/table1": {
+        "section": "Location heatmaps (distributed DP)",
+        "title": "[DDP-Heatmaps] Table 1 at the base setting (table1.csv)",
+        "options": {},
+    },
+}
+
+
 def surface_runs(dataset):
     """Per mechanism, the run with the most users (rep 0) on this dataset."""
     best = {}
@@ -317,8 +373,13 @@ def surface_estimates(wc):
 
 
 def surface_labels(wc):
+    # numbers as a reader writes them: epsilon=2, not epsilon=2.0
     return [
-        f"{run.mechanism}: " + ", ".join(f"{k}={v}" for k, v in run.params.items())
+        f"{run.mechanism}: "
+        + ", ".join(
+            f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+            for k, v in run.params.items()
+        )
         for run in surface_runs(wc.dataset)
     ]
 
@@ -348,14 +409,25 @@ def plot_targets():
 def summary_targets():
     if not RUNS:
         return []
-    tables = ["metrics.parquet", "metrics.csv", "runs.csv", "ingest.csv"]
-    return [results(f"summary/{name}") for name in tables]
+    tables = [
+        "metrics.parquet",
+        "metrics.csv",
+        "runs.csv",
+        "runs.html",
+        "ingest.csv",
+        "ingest.html",
+    ]
+    audit = [results("audit/audit.html")] if AUDITS else []
+    return [results(f"summary/{name}") for name in tables] + audit
 
 
 def frontier_targets():
-    return (
-        [results("summary/frontier.csv"), results("plots/frontier.png")] if RUNS else []
-    )
+    names = [
+        "summary/frontier.csv",
+        "summary/frontier.html",
+        "summary/recommendation.html",
+    ]
+    return [results(p) for p in (*names, "plots/frontier.png")] if RUNS else []
 
 
 # `snakemake --report report.html` after an interrupted run, before any run or after a run of
@@ -363,6 +435,10 @@ def frontier_targets():
 REPORT_MODE = workflow.is_main_process and any(
     a.split("=")[0] == "--report" for a in sys.argv
 )
+if REPORT_MODE:
+    # the report lists each result's job parameters for a reader: name the code, not its hash
+    # (rule files are parsed after this one, so their params see this binding)
+    code_fingerprint = code_label
 
 
 def default_targets(*groups):

@@ -27,17 +27,26 @@ rule frontier:
         results("summary/metrics.parquet"),
     output:
         # update(): a failed run restores the previous table and figure instead of deleting them
-        csv=update(
-            report(
-                results("summary/frontier.csv"),
-                caption="../report/frontier_table.rst",
-                category="1. Frontier",
-            )
-        ),
+        csv=update(results("summary/frontier.csv")),
         png=update(
             report(
                 results("plots/frontier.png"),
                 caption="../report/frontier.rst",
+                category="1. Frontier",
+            )
+        ),
+        html=update(
+            report(
+                results("summary/frontier.html"),
+                caption="../report/frontier_table.rst",
+                category="1. Frontier",
+            )
+        ),
+        # the recommendation alone, also shown on the report's first page (workflow.rst)
+        recommendation=update(
+            report(
+                results("summary/recommendation.html"),
+                caption="../report/recommendation.rst",
                 category="1. Frontier",
             )
         ),

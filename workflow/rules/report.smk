@@ -22,7 +22,7 @@ rule plot_summary:
     conda:
         "../../envs/locpriv.yaml"
     params:
-        settings=config["plots"],
+        settings=summary_plot_settings,
         code=code_fingerprint("locpriv.plots"),
     script:
         "../../scripts/plot_summary.py"

@@ -43,22 +43,24 @@ def prior(kind: str, truth: np.ndarray) -> np.ndarray:
     return mass / mass.sum()
 
 
-def posterior(prior_cells: np.ndarray, log_likelihood: np.ndarray) -> np.ndarray:
-    """pi(c) L_i(c), normalised per user: (n, P, Q), from log L_i (``Mechanism.log_likelihood``).
+def posterior(prior_cells: np.ndarray, log_lik: np.ndarray) -> np.ndarray:
+    """pi(c) L_i(c) normalised per user over the cells the prior allows: (n, P, Q).
 
-    Formed in logs and scaled per user by its largest term over the cells the prior allows,
-    so a report far from all of them (every L_i(c) there below the smallest double, e.g. a
-    Laplace report of high epsilon in a sparse box) keeps the posterior its likelihood ratios
-    give; the product of the linear values would be 0 everywhere.
+    Formed in log space from ``log_lik`` (log L_i(c), -inf where a report rules a cell
+    out): log pi(c) + log L_i(c) is shifted by its maximum over the cells with
+    pi(c) > 0 before exponentiating, so a likelihood peaked where the prior is 0 (or
+    spanning more than the float range) does not underflow to 0 on the cells that
+    matter.  Cells with pi(c) = 0 get posterior 0.
     """
+    allowed = prior_cells > 0
     with np.errstate(divide="ignore"):
-        joint = np.log(prior_cells)[None] + log_likelihood
-    top = joint.reshape(len(joint), -1).max(axis=1)
+        log_joint = np.where(allowed, np.log(prior_cells), -np.inf)[None] + log_lik
+    top = log_joint.reshape(len(log_joint), -1).max(axis=1)
     if not np.isfinite(top).all():
         raise ValueError(f"{int((~np.isfinite(top)).sum())} users' likelihood is 0 wherever the prior is positive: "
                          "the mechanism's likelihood does not cover its own reports")
-    post = np.exp(joint - top[:, None, None])
-    return post / post.reshape(len(post), -1).sum(axis=1)[:, None, None]
+    joint = np.exp(log_joint - top[:, None, None])
+    return joint / joint.reshape(len(joint), -1).sum(axis=1)[:, None, None]
 
 
 class MedianGuess:
@@ -117,37 +119,40 @@ def bayes_batch(post: np.ndarray, grid: Grid, true_xy, r: float,
             "hit_r": (post * (dist <= r)).sum(axis=(1, 2))}
 
 
-def person_likelihoods(log_likelihood_batches, owner: np.ndarray, n_persons: int) -> tuple[np.ndarray, int]:
-    """(n_persons, P, Q): the log of each person's likelihood of all their reports, up to a constant.
+def person_log_likelihoods(log_lik_batches, owner: np.ndarray, n_persons: int,
+                           allowed: np.ndarray) -> tuple[np.ndarray, int]:
+    """(n_persons, P, Q): each person's log-likelihood of all their reports, up to a constant.
 
     The adversary models a person as staying in one cell c while sending all their
     reports, each randomised independently, so log P(reports | c) = sum_i log L_i(c).
     A person who moved can have reports that no single cell explains (e.g. exact
-    reports in two cells): for them the product is zero everywhere, and the adversary
-    falls back to a mixture, the mean of their reports' normalised likelihoods (the
-    target is one of their places, equally likely).  Returns the likelihoods and how
-    many persons needed the fallback.  ``owner[t]`` is the person (0..n_persons-1) of
-    report t, in the batches' order.
+    reports in two cells): for them the sum is -inf on every cell the prior allows
+    (``allowed``), and the adversary falls back to a mixture, the sum of their
+    reports' normalised likelihoods (the target is one of their places, equally
+    likely; the sum is k times the mean, a constant the posterior normalises away).
+    Returns the log-likelihoods and how many persons needed the fallback.
+    ``owner[t]`` is the person (0..n_persons-1) of report t, in the batches' order.
     """
-    log_joint = mixture = None
-    with np.errstate(divide="ignore", invalid="ignore"):   # a zero likelihood is a cell the report rules out
-        for sl, log_lik in log_likelihood_batches:
-            if log_joint is None:
-                log_joint = np.zeros((n_persons, *log_lik.shape[1:]))
-                mixture = np.zeros_like(log_joint)
-            add_rows(log_joint, owner[sl], log_lik)
-            lik = np.exp(log_lik - log_lik.reshape(len(log_lik), -1).max(axis=1)[:, None, None])
-            add_rows(mixture, owner[sl], lik / lik.reshape(len(lik), -1).sum(axis=1)[:, None, None])
-        moved = ~np.isfinite(log_joint.reshape(n_persons, -1).max(axis=1))
-        log_joint[moved] = np.log(mixture[moved])
-    return log_joint, int(moved.sum())
+    log_lik = mixture = None
+    for sl, part in log_lik_batches:
+        if log_lik is None:
+            log_lik = np.zeros((n_persons, *part.shape[1:]))
+            mixture = np.zeros_like(log_lik)
+        add_rows(log_lik, owner[sl], part)
+        top = part.reshape(len(part), -1).max(axis=1)
+        share = np.exp(part - top[:, None, None])
+        add_rows(mixture, owner[sl], share / share.reshape(len(share), -1).sum(axis=1)[:, None, None])
+    moved = ~np.where(allowed[None], np.isfinite(log_lik), False).reshape(n_persons, -1).any(axis=1)
+    with np.errstate(divide="ignore"):   # a zero mixture weight is a cell none of their reports allows
+        log_lik[moved] = np.log(mixture[moved])
+    return log_lik, int(moved.sum())
 
 
-def bayes_attack(log_likelihood_batches, prior_cells: np.ndarray, grid: Grid, users: np.ndarray,
+def bayes_attack(log_lik_batches, prior_cells: np.ndarray, grid: Grid, users: np.ndarray,
                  true_xy, r: float) -> pd.DataFrame:
     """One row per user from an iterable of (slice, log-likelihood (n, P, Q)) batches."""
     median = MedianGuess(grid)
     parts = [pd.DataFrame({"user": users[sl],
                            **bayes_batch(posterior(prior_cells, log_lik), grid, true_xy[sl], r, median)})
-             for sl, log_lik in log_likelihood_batches]
+             for sl, log_lik in log_lik_batches]
     return pd.concat(parts, ignore_index=True)

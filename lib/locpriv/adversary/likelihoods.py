@@ -2,8 +2,8 @@
 
 Log-densities are exact for the mechanism's report law (each integrates / sums to
 one over reports; tested), evaluated with the user at a grid-cell centre.  The
-mechanism plugins call these and rescale each user's row (``row_scaled``), since the
-posterior needs the likelihood only up to a factor constant over cells.
+mechanisms return them as their ``log_likelihood`` (the posterior is formed in log
+space, ``bayes.posterior``); ``row_scaled`` gives the linear form, scaled per row.
 """
 
 from __future__ import annotations

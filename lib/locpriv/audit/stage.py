@@ -184,7 +184,7 @@ def holds(table: pd.DataFrame) -> np.ndarray:
                     np.where(table["epsilon_lb"] <= claim, "yes", "NO: claim refuted"))
 
 
-def audit_table(*, audit_paths: list[str], out_parquet: str, out_csv: str, out_html: str) -> None:
+def audit_table(*, audit_paths: list[str], out_parquet: str, out_csv: str) -> None:
     """Claimed ε vs audited lower bound, one row per mechanism × setting × dataset × pair.
 
     ``holds`` is "yes" when neither the bound nor the accounted ε (``spent_epsilon``) exceeds the
@@ -198,6 +198,3 @@ def audit_table(*, audit_paths: list[str], out_parquet: str, out_csv: str, out_h
     io.write_parquet(table, out_parquet)
     with io.atomic_path(out_csv) as tmp:
         table.to_csv(tmp, index=False, float_format="%.6g")
-    shown = table.drop(columns=["k_x", "k_xprime", "seed"])
-    with io.atomic_path(out_html) as tmp, open(tmp, "w") as fh:
-        fh.write(shown.to_html(index=False, float_format=lambda v: f"{v:.4g}"))

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..plots import plt, save_figure
+from .. import figures
+from ..figures import plt
 from .study import NOISELESS
 
 SCATTER_POINTS = 2000
@@ -43,8 +44,8 @@ def _curves_panel(ax, curves: pd.DataFrame, test: pd.DataFrame, rng, title: str,
         ax.plot(curves["x"], curves["truth"], "k-", lw=1.2, label="true curve")
     ax.plot(curves["x"], curves["kernel"], "C0-", lw=1.5, label=f"kernel (deconvoluting NW), {scores['kernel']}")
     ax.plot(curves["x"], curves["baseline"], "C1--", lw=1.5, label=f"{base}, {scores[base]}")
-    ax.set(title=title, xlabel="x")
-    ax.legend(fontsize=6)
+    ax.set(title=title, xlabel="covariate x [data units]", ylabel="response y [data units]")
+    ax.legend(fontsize=8)
 
 
 def dataset_figure(*, name: str, cfg: dict, summary_path: str, curve_paths: dict, test_paths: dict,
@@ -74,8 +75,9 @@ def dataset_figure(*, name: str, cfg: dict, summary_path: str, curve_paths: dict
         ax.plot(curves["x"], curves["density_naive"], "k--", label="LDP data, kernel K (naive)")
         ax.plot(curves["x"], curves["density_deconv"], "k-", label="LDP data, adjusted kernel (eq. 5)")
         dens = cfg["datasets"][name]["density"]
-        ax.set(title=f"density, epsilon = {fig_eps:g} ({dens['kernel']} kernel, h = {dens['h']})", xlabel="x")
-        ax.legend(fontsize=6)
+        ax.set(title=f"density, epsilon = {fig_eps:g} ({dens['kernel']} kernel, h = {dens['h']})",
+               xlabel="covariate x [data units]", ylabel="density [1/data unit]")
+        ax.legend(fontsize=8)
         ax = row[3]
         sub = table[table["n"] == _clients(table, str(n))]
         private = sub[sub["epsilon"].notna()].sort_values("epsilon")
@@ -85,8 +87,9 @@ def dataset_figure(*, name: str, cfg: dict, summary_path: str, curve_paths: dict
             ref = sub[sub["epsilon"].isna() & (sub["method"] == method)]["value"]
             if len(ref):
                 ax.axhline(float(ref.iloc[0]), color=style[:2], lw=0.8, ls=":", label=f"{method}, noiseless")
-        ax.set(xscale="log", xlabel="privacy budget epsilon",
-               ylabel="test log-likelihood" if binary else "test MSE", title=f"{metric} vs epsilon (mean over reps)")
-        ax.legend(fontsize=6)
+        ax.set(xscale="log", xlabel="privacy budget epsilon [no unit]",
+               ylabel="test log-likelihood [nats per client]" if binary else "test MSE [squared units of y]",
+               title=f"{metric} vs epsilon (mean over reps)")
+        ax.legend(fontsize=8)
     fig.tight_layout()
-    save_figure(fig, out_png, {"dpi": dpi})
+    figures.save(fig, out_png, dpi)

@@ -80,7 +80,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .aggregation import SecAgg, UserPool, noisy_histogram, survive
+from .aggregation import SecAgg, ShardedRound, UserPool, noisy_histogram, survive
 from .prefix_tree import PrefixTree
 from .render import RENDERS, smooth
 from .render import uniform as render  # ``render``: this module's name for it since Alg. 2
@@ -178,6 +178,7 @@ class RoundRelease:
     tree: PrefixTree
     noise_variance: float            # of each entry: the discrete-Laplace variance summed over the shards
     n_reported: int                  # users summed (survivors; public to the server)
+    server: ShardedRound | None = None   # fixed shards: each shard's noisy sum (what the server learns)
 
 
 @dataclass
@@ -199,6 +200,13 @@ class AdaptiveResult:
     def epsilon_achieved(self) -> float:
         """Σ_t achieved ε_t under the realised dropouts (exact or a valid upper bound per round)."""
         return float(self.transcript["achieved_epsilon"].sum())
+
+    @property
+    def server_rounds(self) -> list[ShardedRound]:
+        """Every sub-query's shard sums on its public tree (fixed shards only, ``UserPool.from_pixels``)."""
+        if any(r.server is None for r in self.rounds):
+            raise ValueError("shard sums are kept only with fixed shards (UserPool.from_pixels(..., shard_size=S))")
+        return [r.server for r in self.rounds]
 
     @property
     def communication(self) -> int:
@@ -275,14 +283,14 @@ def run_adaptive(population, params: AdaptiveParams, rng: np.random.Generator,
         last = t == params.max_rounds - 1 or not changed or left < (1 + params.expansion) * target
         eps_t = left if last else target
         spent = params.epsilon if last else spent + eps_t
-        survivors = survive(pool.draw(n, rng), depth, params.secagg, rng)
+        survivors = survive(pool.draw(n, rng), depth, params.secagg, rng, pool.shard_images)
         release = noisy_histogram(survivors, tree.encode, len(levels), eps_t, 1, rng, secagg=params.secagg)
         if release.protocol_transcript is not None:
             logs.append(release.protocol_transcript.assign(round=t))
         tau = params.split_threshold(n, eps_t, params.epsilon - spent)
         shares = float((survivors.shard_survivors / survivors.shard_n_dp).sum())  # Σ_j k_j / n_dp_j (polya)
         rounds.append(RoundRelease(levels, codes, release.noisy, tree, shares * dlap_std(eps_t) ** 2,
-                                   survivors.n_survivors))
+                                   survivors.n_survivors, release.sharded_round(levels, codes)))
         row = dict(round=t, epsilon=eps_t, epsilon_target=target, epsilon_cumulative=spent,
                    achieved_epsilon=release.achieved_epsilon, n_users=n, n_survivors=survivors.n_survivors,
                    vector_length=len(levels), n_nodes=len(tree.levels), threshold=tau,

@@ -16,6 +16,13 @@ first array axis, as in the reference code's ``image[x, y]``).  A sub-query:
    one entry per (pixel, index), never one per user) and adds the exact law of
    the sum of all survivors' Pólya noise shares (``polya.sharded_aggregate_noise``).
 
+Fixed shards (``UserPool.from_pixels(..., shard_size=S)``, the location DAG's
+users): user u sits in shard u // S in every sub-query, and step 3 is done per shard
+(each shard's own noise, ``polya.aggregate_noise``); the release then also holds
+each shard's noisy sum (``Release.shard_sums``): what the aggregation server
+learns, which the informed adversary (``locpriv.adversary.informed``) reads.
+Without fixed shards only the total is drawn (users are exchangeable within a pixel).
+
 Ideal aggregation: the modular reduction of §4 is post-processing and is not
 simulated here (overflow is measured in ``multi_location``).  ``SecAgg.mode``
 "per_client" and "secure" replace steps 2–3 by one vector per client
@@ -103,7 +110,7 @@ class UserPool:
     under "disjoint" that is conservative (each user is in one sub-query only).
     """
 
-    def __init__(self, image, sampling: str = "disjoint"):
+    def __init__(self, image, sampling: str = "disjoint", shard_images: np.ndarray | None = None):
         image = np.asarray(image)
         if image.ndim != 2 or image.shape[0] != image.shape[1] or image.shape[0] & (image.shape[0] - 1):
             raise ValueError(f"population image must be 2^D x 2^D, got shape {image.shape}")
@@ -115,17 +122,32 @@ class UserPool:
         self.remaining = image.astype(np.int64).ravel().copy()
         self.sampling = sampling
         self._fixed: np.ndarray | None = None
+        # (n_shards, pixels) users per fixed shard, or None (shards are dealt per sub-query)
+        self.shard_images = shard_images
 
     @classmethod
-    def from_pixels(cls, x, y, depth: int, sampling: str = "disjoint") -> UserPool:
-        """From per-user pixel indices (one location per user)."""
+    def from_pixels(cls, x, y, depth: int, sampling: str = "disjoint", shard_size: int | None = None) -> UserPool:
+        """From per-user pixel indices (one location per user).
+
+        ``shard_size`` S: fixed secure-aggregation shards, user i (in the given order) in
+        shard i // S in every sub-query; only with ``sampling="fixed"`` (every user
+        answers every sub-query).
+        """
         x = np.asarray(x, dtype=np.int64)
         y = np.asarray(y, dtype=np.int64)
         side = 1 << depth
         if x.shape != y.shape or (x < 0).any() or (y < 0).any() or (x >= side).any() or (y >= side).any():
             raise ValueError(f"user pixels must be equal-shape integers in [0, {side})")
-        counts = np.bincount(x * side + y, minlength=side * side)
-        return cls(counts.reshape(side, side), sampling)
+        pixel = x * side + y
+        counts = np.bincount(pixel, minlength=side * side)
+        if shard_size is None:
+            return cls(counts.reshape(side, side), sampling)
+        if sampling != "fixed":
+            raise ValueError("fixed shards need sampling='fixed' (every user answers every sub-query)")
+        shard = np.arange(len(pixel)) // shard_size
+        shards = np.bincount(shard * side * side + pixel,
+                             minlength=(int(shard.max(initial=0)) + 1) * side * side).reshape(-1, side * side)
+        return cls(counts.reshape(side, side), sampling, shards)
 
     @property
     def size(self) -> int:
@@ -159,6 +181,7 @@ class Survivors:
     shard_survivors: np.ndarray
     shard_n_dp: np.ndarray
     clients: clients.ClientShards | None = None   # per-client modes only
+    shard_counts: np.ndarray | None = None        # fixed shards: (n_shards, pixels) survivors per shard
 
     @property
     def n_survivors(self) -> int:
@@ -169,9 +192,14 @@ class Survivors:
         return nz >> self.depth, nz & ((1 << self.depth) - 1), self.counts[nz]
 
 
-def survive(sample: np.ndarray, depth: int, secagg: SecAgg, rng: np.random.Generator) -> Survivors:
+def survive(sample: np.ndarray, depth: int, secagg: SecAgg, rng: np.random.Generator,
+            shard_images: np.ndarray | None = None) -> Survivors:
+    """The survivors of ``sample`` (flat per-pixel counts); ``shard_images`` (fixed shards, see
+    ``UserPool.from_pixels``) must split the sample into ``secagg``'s shard sizes."""
     n = int(sample.sum())
     sizes = secagg.shard_sizes(n)
+    if shard_images is not None:
+        return _survive_fixed(shard_images, sample, depth, secagg, sizes)
     if secagg.mode != "population":
         dealt = clients.deal(sample, secagg.shard_size, secagg.dropout_rate, rng)
         return Survivors(np.bincount(dealt.pixel, minlength=len(sample)), depth, n,
@@ -184,6 +212,47 @@ def survive(sample: np.ndarray, depth: int, secagg: SecAgg, rng: np.random.Gener
     return Survivors(counts, depth, n, kept, secagg.n_dp(sizes))
 
 
+def _survive_fixed(shard_images: np.ndarray, sample: np.ndarray, depth: int, secagg: SecAgg, sizes: np.ndarray
+                   ) -> Survivors:
+    """Survivors of fixed shards: every user (no dropout is simulated with fixed shards).
+
+    Per-client modes deal each shard's users in pixel order (users in one pixel are
+    exchangeable, so which of them is which changes no law).
+    """
+    if secagg.dropout_rate > 0:
+        raise ValueError("fixed shards are simulated without dropout: set dropout_rate to 0")
+    if not (np.array_equal(shard_images.sum(axis=0), sample) and np.array_equal(shard_images.sum(axis=1), sizes)):
+        raise ValueError(f"fixed shards of {shard_images.sum(axis=1).tolist()} users do not split the sample into "
+                         f"shard_size={secagg.shard_size} shards {sizes.tolist()}")
+    dealt = None
+    if secagg.mode != "population":
+        shard, pixel = np.nonzero(shard_images)
+        reps = shard_images[shard, pixel]
+        shard, pixel = np.repeat(shard, reps), np.repeat(pixel, reps)
+        member = np.concatenate([np.arange(size) for size in sizes.tolist()])
+        dealt = clients.ClientShards(pixel, shard, member, sizes)
+    return Survivors(sample, depth, int(sample.sum()), sizes, secagg.n_dp(sizes), dealt, shard_images)
+
+
+@dataclass(frozen=True)
+class ShardedRound:
+    """What the aggregation server learns in one sub-query over fixed shards.
+
+    ``levels``, ``codes``: the vector's entries, the reporting nodes of the sub-query's
+    public prefix tree in the vector's order (a pixel reports to its deepest prefix
+    among them); ``sums`` (n_shards, K): each shard's noisy sum; ``epsilon``,
+    ``sensitivity``: the noise's a = exp(−ε/Δ); ``r`` (n_shards,): each shard's noise is
+    Pólya(r_j, a) − Pólya(r_j, a), r_j = k_j / n_dp_j (1: discrete Laplace).
+    """
+
+    levels: np.ndarray
+    codes: np.ndarray
+    epsilon: float
+    sensitivity: int
+    sums: np.ndarray
+    r: np.ndarray
+
+
 @dataclass(frozen=True)
 class Release:
     noisy: np.ndarray          # what the server sees: exact + aggregate noise
@@ -191,6 +260,24 @@ class Release:
     epsilon: float
     achieved_epsilon: float    # per user, this sub-query (an upper bound when exact evaluation is too costly)
     protocol_transcript: pd.DataFrame | None = None   # secure mode: every message the server received
+    # fixed shards: what the server learns, each shard's noisy sum (n_shards, dim), and each shard's
+    # Pólya parameter r_j = k_j / n_dp_j (its noise is Pólya(r_j, a) − Pólya(r_j, a), a = exp(−ε/Δ))
+    shard_sums: np.ndarray | None = None
+    shard_r: np.ndarray | None = None
+    sensitivity: int = 1
+
+    def sharded_round(self, levels: np.ndarray, codes: np.ndarray) -> ShardedRound | None:
+        """The shard sums with the reporting nodes (level, code) the vector's entries are (fixed shards only)."""
+        if self.shard_sums is None:
+            return None
+        return ShardedRound(np.asarray(levels), np.asarray(codes), self.epsilon, self.sensitivity, self.shard_sums,
+                            self.shard_r)
+
+
+def _histogram(index: np.ndarray, weight: np.ndarray, dim: int) -> np.ndarray:
+    """Σ over pixels of weight × the pixel's encoded vector (``index`` (P,) or (P, m))."""
+    weights = np.broadcast_to(weight.reshape((-1,) + (1,) * (index.ndim - 1)), index.shape)
+    return np.bincount(index.ravel(), weights=weights.ravel(), minlength=dim).astype(np.int64)
 
 
 def noisy_histogram(survivors: Survivors, encode: Callable, dim: int, epsilon: float, sensitivity: int,
@@ -201,24 +288,37 @@ def noisy_histogram(survivors: Survivors, encode: Callable, dim: int, epsilon: f
     ``encode(x, y)`` maps pixels to vector indices, shape (P,) for a one-hot or
     (P, m) when each user adds 1 at m indices (then sensitivity is usually m).
     Survivors drawn in a per-client mode are summed client by client with
-    ``secagg``'s mode, bits and protocol (``clients.client_sum``).
+    ``secagg``'s mode, bits and protocol (``clients.client_sum``).  Fixed shards
+    (``survivors.shard_counts``): each shard's sum is drawn on its own (its true
+    histogram plus ``polya.aggregate_noise`` for its survivors; with one shard, the
+    very draws of the exchangeable path) and kept in ``Release.shard_sums``.
     """
     x, y, weight = survivors.pixels()
     index = np.asarray(encode(x, y), dtype=np.int64)
-    weights = np.broadcast_to(weight.reshape((-1,) + (1,) * (index.ndim - 1)), index.shape)
-    exact = np.bincount(index.ravel(), weights=weights.ravel(), minlength=dim).astype(np.int64)
+    exact = _histogram(index, weight, dim)
     achieved = round_achieved_epsilon(survivors, epsilon, sensitivity, max_support)
+    fixed = survivors.shard_counts is not None
+    shard_r = survivors.shard_survivors / survivors.shard_n_dp if fixed else None
     if survivors.clients is None:
-        noise = polya.sharded_aggregate_noise(survivors.shard_survivors, survivors.shard_n_dp, dim, epsilon,
-                                              sensitivity, rng)
-        return Release(exact + noise, exact, float(epsilon), achieved)
+        if not fixed:
+            noise = polya.sharded_aggregate_noise(survivors.shard_survivors, survivors.shard_n_dp, dim, epsilon,
+                                                  sensitivity, rng)
+            return Release(exact + noise, exact, float(epsilon), achieved)
+        sums = np.zeros((len(survivors.shard_counts), dim), dtype=np.int64)
+        for j, k in enumerate(survivors.shard_survivors.tolist()):
+            if k:   # a shard with no survivor sends nothing
+                sums[j] = _histogram(index, survivors.shard_counts[j][survivors.counts > 0], dim) + \
+                    polya.aggregate_noise(k, dim, epsilon, sensitivity, int(survivors.shard_n_dp[j]), rng)
+        return Release(sums.sum(axis=0), exact, float(epsilon), achieved, shard_sums=sums, shard_r=shard_r,
+                       sensitivity=int(sensitivity))
     if secagg is None or secagg.mode == "population":
         raise ValueError("survivors drawn client by client need the SecAgg (per_client or secure) that drew them")
     side = 1 << survivors.depth
     client_index = np.asarray(encode(survivors.clients.pixel // side, survivors.clients.pixel % side), dtype=np.int64)
+    sums = np.zeros((len(survivors.shard_counts), dim), dtype=np.int64) if fixed else None
     noisy, transcript = clients.client_sum(survivors.clients, client_index, dim, epsilon, sensitivity,
-                                           survivors.shard_n_dp, secagg, rng)
-    return Release(noisy, exact, float(epsilon), achieved, transcript)
+                                           survivors.shard_n_dp, secagg, rng, shard_sums=sums)
+    return Release(noisy, exact, float(epsilon), achieved, transcript, sums, shard_r, int(sensitivity))
 
 
 def round_achieved_epsilon(survivors: Survivors, epsilon: float, sensitivity: int, max_support: int) -> float:

@@ -3,7 +3,10 @@
 Every private baseline samples n users from the population image, adds the
 distributed discrete-Laplace noise of §4 (``aggregation.noisy_histogram``, Pólya
 shares per shard, dropout as configured) and returns a normalised map plus its
-communication: integers one user sends, summed over sub-queries.
+communication: integers one user sends, summed over sub-queries.  ``flat`` and
+``hierarchical`` also take a ``UserPool``; with fixed shards (the location DAG's,
+``UserPool.from_pixels(..., shard_size=S)``) their result's ``server_rounds`` hold
+each sub-query's shard sums, what the aggregation server learns.
 
 * ``flat``: one-hot over the 4^D finest pixels, budget ε.
 * ``hierarchical``: one one-hot per level l in ``levels`` (default 1..D; the root
@@ -44,7 +47,7 @@ import pandas as pd
 from ..quadtree import deinterleave, interleave
 from . import metrics
 from .adaptive import render
-from .aggregation import SecAgg, UserPool, noisy_histogram, survive
+from .aggregation import SecAgg, ShardedRound, UserPool, noisy_histogram, survive
 from .prefix_tree import PrefixTree
 
 MERSENNE_31 = (1 << 31) - 1
@@ -62,6 +65,7 @@ class BaselineResult:
     achieved_epsilon: float
     detail: dict = field(default_factory=dict)
     protocol_transcript: pd.DataFrame | None = None
+    server_rounds: list[ShardedRound] = field(default_factory=list)   # fixed shards: what the server learns
 
 
 def _transcripts(releases) -> pd.DataFrame | None:
@@ -84,9 +88,20 @@ def _level_encoder(level: int, depth: int):
     return lambda x, y: interleave(x, y, depth) >> (2 * (depth - level))
 
 
+def _pool(population) -> UserPool:
+    """A population image, or a ``UserPool`` as given (e.g. with fixed shards)."""
+    return population if isinstance(population, UserPool) else UserPool(population)
+
+
 def _sample(population, n_users: int, secagg: SecAgg, rng):
-    pool = UserPool(population)
-    return survive(pool.draw(n_users, rng), pool.depth, secagg, rng)
+    pool = _pool(population)
+    return survive(pool.draw(n_users, rng), pool.depth, secagg, rng, pool.shard_images)
+
+
+def _level_round(release, level: int):
+    """The release's shard sums on level ``level``'s 4^level cells (fixed shards only), as a list."""
+    server = release.sharded_round(np.full(4 ** level, level), np.arange(4 ** level))
+    return [] if server is None else [server]
 
 
 def _best_level(estimates: dict[int, np.ndarray], depth: int, truth) -> tuple[int, np.ndarray]:
@@ -100,24 +115,35 @@ def flat(population, n_users: int, epsilon: float, rng, secagg: SecAgg = SecAgg(
     depth = survivors.depth
     release = noisy_histogram(survivors, _level_encoder(depth, depth), 4 ** depth, epsilon, 1, rng, secagg=secagg)
     return BaselineResult("flat", render_level(depth, release.noisy, depth), 4 ** depth, epsilon,
-                          release.achieved_epsilon, protocol_transcript=_transcripts([release]))
+                          release.achieved_epsilon, protocol_transcript=_transcripts([release]),
+                          server_rounds=_level_round(release, depth))
 
 
 def _per_level(population, n_users, budgets: dict[int, float], rng, secagg, name) -> BaselineResult:
+    truth = _image_of(population).copy()    # before the draw: a disjoint pool loses its sampled users
     survivors = _sample(population, n_users, secagg, rng)
     depth = survivors.depth
     releases = {level: noisy_histogram(survivors, _level_encoder(level, depth), 4 ** level, eps, 1, rng,
                                        secagg=secagg) for level, eps in budgets.items()}
-    best, image = _best_level({level: r.noisy for level, r in releases.items()}, depth, population)
+    best, image = _best_level({level: r.noisy for level, r in releases.items()}, depth, truth)
     # the same users answer every level: their budgets (and achieved levels) compose
     return BaselineResult(name, image, sum(4 ** level for level in budgets), float(sum(budgets.values())),
                           sum(r.achieved_epsilon for r in releases.values()), {"best_level": best},
-                          _transcripts(list(releases.values())))
+                          _transcripts(list(releases.values())),
+                          [server for level, r in releases.items() for server in _level_round(r, level)])
+
+
+def _image_of(population) -> np.ndarray:
+    """The population image (of a pool: the users it still holds)."""
+    if isinstance(population, UserPool):
+        side = 1 << population.depth
+        return population.remaining.reshape(side, side)
+    return population
 
 
 def _levels(population, levels):
     if levels is None:
-        levels = range(1, int(np.shape(population)[0]).bit_length())  # 1..D for a 2^D image
+        levels = range(1, int(np.shape(_image_of(population))[0]).bit_length())  # 1..D for a 2^D image
     levels = list(levels)
     if not levels:
         raise ValueError("levels must name at least one quadtree level")

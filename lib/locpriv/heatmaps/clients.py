@@ -121,8 +121,13 @@ def shard_total(index: np.ndarray, member: np.ndarray, n_clients: int, dim: int,
 
 
 def client_sum(shards: ClientShards, index: np.ndarray, dim: int, epsilon: float, sensitivity: float,
-               n_dp: np.ndarray, config, rng: np.random.Generator) -> tuple[np.ndarray, pd.DataFrame | None]:
-    """Σ over shards of each shard's centred modular sum, and the servers' transcripts (secure mode)."""
+               n_dp: np.ndarray, config, rng: np.random.Generator,
+               shard_sums: np.ndarray | None = None) -> tuple[np.ndarray, pd.DataFrame | None]:
+    """Σ over shards of each shard's centred modular sum, and the servers' transcripts (secure mode).
+
+    ``shard_sums`` (n_shards, dim), if given, receives each shard's centred sum (what the
+    server learns of the shard; a row stays 0 for a shard nobody reports in).
+    """
     total = np.zeros(dim, dtype=np.int64)
     logs = []
     call = crypto.random_bytes(config.entropy, 1, 16).tobytes() if config.mode == "secure" else b""
@@ -133,7 +138,10 @@ def client_sum(shards: ClientShards, index: np.ndarray, dim: int, epsilon: float
         context = call + b"|shard|" + int(j).to_bytes(4, "little")
         shard_sum, log = shard_total(index[mine], shards.member[mine], int(n_clients), dim, epsilon, sensitivity,
                                      int(n_dp[j]), config, context, rng)
-        total += centred(shard_sum, config.protocol.bits)
+        centred_sum = centred(shard_sum, config.protocol.bits)
+        total += centred_sum
+        if shard_sums is not None:
+            shard_sums[j] = centred_sum
         if log is not None:
             logs.append(log.assign(shard=j))
     return total, (pd.concat(logs, ignore_index=True) if logs else None)

@@ -7,50 +7,52 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import io
-from ..plots import plt, save_figure
+from .. import figures, io
+from ..figures import plt
 from ..secagg import ProtocolParams
 from ..secagg.protocol import client_bytes
 from .study import SWEEPS, round_maps
 from .tables import COLUMN, at_base
 
 
-def _log_image(ax, image, title):
-    positive = image[image > 0]
-    floor = positive.min() if positive.size else 1e-12
-    ax.imshow(np.log10(np.maximum(image, floor)).T, origin="lower", cmap="magma")
-    ax.set(title=title, xticks=[], yticks=[])
-
-
 def plot_rounds(*, population_path: str, releases_path: str, out_png: str, dpi: int) -> None:
+    """The population and the server's map after each sub-query, on one logarithmic colour scale
+    (every map is normalised to sum 1, so their colours compare) with one colour bar."""
+    from matplotlib.colors import LogNorm
+
     truth = io.read_netcdf(population_path)["users"].to_numpy()
     depth = int(truth.shape[0]).bit_length() - 1
-    maps = round_maps(releases_path, depth)
-    fig, axes = plt.subplots(1, len(maps) + 1, figsize=(2.6 * (len(maps) + 1), 2.9))
-    _log_image(axes[0], truth / truth.sum(), "population (log10)")
-    for t, (ax, image) in enumerate(zip(axes[1:], maps, strict=True)):
-        _log_image(ax, image, f"after sub-query {t + 1}")
-    fig.tight_layout()
-    save_figure(fig, out_png, {"dpi": dpi})
+    maps = [truth / truth.sum(), *round_maps(releases_path, depth)]
+    positive = np.concatenate([m[m > 0] for m in maps])
+    top = float(positive.max()) if positive.size else 1.0
+    # empty pixels and tiny noisy shares are drawn at the floor: 10^-4 of the largest share
+    norm = LogNorm(vmin=top * 1e-4, vmax=top, clip=True)
+    fig, axes = plt.subplots(1, len(maps), figsize=(2.7 * len(maps) + 1.2, 3.3), layout="constrained")
+    for t, (ax, image) in enumerate(zip(np.atleast_1d(axes), maps, strict=True)):
+        im = ax.imshow(np.maximum(image, norm.vmin).T, origin="lower", cmap="magma", norm=norm)
+        ax.set(title="population" if t == 0 else f"after sub-query {t}", xticks=[], yticks=[])
+    fig.colorbar(im, ax=axes, fraction=0.02, pad=0.01, extend="min").set_label(
+        "share of users per pixel [fraction, log scale]")
+    figures.save(fig, out_png, dpi)
 
 
 def plot_sweeps(*, summary_path: str, base: dict, out_png: str, dpi: int) -> None:
     table = pd.read_parquet(summary_path)
     table = table[table["metric"] == "mse"]
-    fig, axes = plt.subplots(1, len(SWEEPS), figsize=(5 * len(SWEEPS), 3.8))
-    labels = {"users_per_round": "users per sub-query n", "calibration": "calibration c",
-              "shard_size": "SecAgg shard size", "dropout": "dropout rate (noise provisioned for it)"}
+    fig, axes = plt.subplots(1, len(SWEEPS), figsize=(5 * len(SWEEPS), 4.0))
+    labels = {"users_per_round": "users per sub-query n [users]", "calibration": "calibration c [no unit]",
+              "shard_size": "SecAgg shard size [users]", "dropout": "dropout rate, noise provisioned for it [fraction]"}
     for ax, key in zip(axes, SWEEPS, strict=True):
         for method, grp in at_base(table, base, key).groupby("method"):
             mean = grp.groupby(COLUMN[key])["value"].agg(["mean", "std"]).reset_index()
             if len(mean) > 1 or method in ("dp_heatmap", "nonprivate"):
                 ax.errorbar(mean[COLUMN[key]], mean["mean"], yerr=mean["std"].fillna(0), fmt="o-", ms=3,
                             capsize=2, label=method)
-        ax.set(xlabel=labels[key], ylabel="MSE (normalised maps)", yscale="log",
+        ax.set(xlabel=labels[key], ylabel="MSE of the normalised maps [no unit]", yscale="log",
                xscale="log" if key in ("users_per_round", "shard_size", "calibration") else "linear")
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=8)
     fig.tight_layout()
-    save_figure(fig, out_png, {"dpi": dpi})
+    figures.save(fig, out_png, dpi)
 
 
 def plot_multi(*, multi_path: str, out_png: str, dpi: int) -> None:
@@ -60,13 +62,14 @@ def plot_multi(*, multi_path: str, out_png: str, dpi: int) -> None:
         axes[0].plot(grp["bits"], grp["overflow_fraction"], "o-", label=f"scale s = {scale:g}")
         axes[1].plot(grp["bits"], grp["mse_without_noise"], "o-", label=f"scale s = {scale:g}")
         axes[2].plot(grp["bits"], grp["mse"], "o-", label=f"scale s = {scale:g}")
-    axes[0].set(xlabel="SecAgg clip bits (m = 2^bits)", ylabel="wrapped noisy shard-sum entries (fraction)")
-    axes[1].set(xlabel="SecAgg clip bits (m = 2^bits)", ylabel="MSE, rounding + wrap-around only", yscale="log")
-    axes[2].set(xlabel="SecAgg clip bits (m = 2^bits)", ylabel="MSE with DP noise", yscale="log")
+    bits = "SecAgg clip bits, m = 2^bits [bits]"
+    axes[0].set(xlabel=bits, ylabel="wrapped noisy shard-sum entries [fraction]")
+    axes[1].set(xlabel=bits, ylabel="MSE, rounding + wrap-around only [no unit]", yscale="log")
+    axes[2].set(xlabel=bits, ylabel="MSE with DP noise [no unit]", yscale="log")
     for ax in axes:
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8)
     fig.tight_layout()
-    save_figure(fig, out_png, {"dpi": dpi})
+    figures.save(fig, out_png, dpi)
 
 
 STEP_LABELS = {"advertise_keys": "public keys and seed commitment", "share_keys": "sealed key shares",
@@ -95,9 +98,9 @@ def plot_secagg_cost(*, protocol_path: str, transcript_path: str, out_png: str, 
     ax.plot(table.index, table.sum(axis=1), "k-", lw=2, label="total sent by one client")
     ax.plot(vector.index, vector.to_numpy() * 4, "k:", marker="s", ms=4,
             label="plain heatmap vector, K x 32 bits")
-    ax.set(xlabel="sub-query (round)", ylabel="bytes sent per client (mean)", yscale="log",
+    ax.set(xlabel="sub-query (round) [index]", ylabel="bytes sent per client, mean [bytes]", yscale="log",
            xticks=list(table.index), title="secure aggregation: what one client sends")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8)
     sizes = np.unique(np.geomspace(10, 10_000, 25).astype(int))
     dim = int(vector.max())
     for graph, dropout, style in (("complete", 0.0, "C3-"), ("harary", 0.0, "C0-"), ("harary", 0.1, "C0--")):
@@ -105,8 +108,8 @@ def plot_secagg_cost(*, protocol_path: str, transcript_path: str, out_png: str, 
         total = [sum(client_bytes(int(n), dim, params).values()) for n in sizes]
         by_n.plot(sizes, total, style, label=f"{graph}" + (f", planned dropout {dropout:.0%}" if dropout else ""))
     by_n.axhline(dim * 4, color="k", ls=":", label=f"plain vector, K = {dim}")
-    by_n.set(xlabel="shard size n (clients)", ylabel="bytes one client sends", xscale="log", yscale="log",
+    by_n.set(xlabel="shard size n [clients]", ylabel="bytes one client sends [bytes]", xscale="log", yscale="log",
              title="per-client bytes vs shard size (m = 2^32)")
-    by_n.legend(fontsize=7)
+    by_n.legend(fontsize=8)
     fig.tight_layout()
-    save_figure(fig, out_png, {"dpi": dpi})
+    figures.save(fig, out_png, dpi)

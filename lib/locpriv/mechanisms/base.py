@@ -24,7 +24,11 @@ broadcast grid):
 * ``density(total, n_users, grid)`` – the merged partials as a density on the grid (a pdf);
   ``estimate(view, grid=)`` and ``fit_estimate(xy, rng=, grid=)`` chain the steps on one view;
 * ``surfaces(view, grid)`` – per-user surfaces the server could rebuild (the local-maxima attack);
-* ``likelihood(view, grid)`` – P(view row | user in grid cell c) (the Bayes adversary);
+* ``log_likelihood(view, grid)`` – log P(view row | user in grid cell c) (the population Bayes
+  adversary; a plugin may implement ``likelihood`` instead, whose log is taken);
+  ``informed_log_likelihood(view, grid, others)`` – the informed adversary's, which knows every
+  other user's location (DP's threat model, ``locpriv.adversary.informed``), with the invariant
+  statistic that ties it to the guarantee;
 * ``guarantee()`` – the :class:`~locpriv.dp.Guarantee` (a subclass implements ``claim()``; the
   record's ``trust_model`` is the class's), ``run_guarantee(raw_params)`` – the guarantee of a
   workflow run as configured, ``audit_pairs(grid)`` – the empirical audit's neighbouring inputs
@@ -43,6 +47,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from ..adversary import likelihoods
 from ..domain import Domain, Grid
 from ..dp import TIMING_BATCH, TIMING_FIXED_WORK, TRUST_MODELS, Guarantee
 from ..dp.grid import finite
@@ -361,23 +366,54 @@ class Mechanism:
         """The per-user surfaces (n, P, Q) the server could rebuild from the view."""
         raise NotImplementedError
 
-    def likelihood(self, view: pd.DataFrame, grid: Grid) -> np.ndarray:
-        """Row i proportional over grid cells c to P(view row i | user i in cell c): (n, P, Q).
+    def log_likelihood(self, view: pd.DataFrame, grid: Grid) -> np.ndarray:
+        """Row i: log P(view row i | user i in grid cell c) over the cells, up to a constant per row: (n, P, Q).
 
-        Any positive factor per user is allowed (the posterior is normalised); every row
-        is positive somewhere.  Aggregate-only mechanisms release nothing per user, so
-        their likelihood is constant and the posterior is the prior.
+        The population adversary's (Shokri et al. 2011): it sees the row and ``view.attrs`` (what
+        the server received beside the rows: releases, the noise parameters the randomiser
+        recorded) and knows nothing of the other users.  -inf where the row rules a cell out;
+        every row is finite somewhere.  Aggregate-only mechanisms release nothing per user: 0
+        everywhere, the posterior is the prior.  A mechanism that implements ``likelihood``
+        instead (e.g. a plugin) gets its log.
         """
+        if type(self).likelihood is not Mechanism.likelihood:
+            with np.errstate(divide="ignore"):   # a zero likelihood is a cell the report rules out
+                return np.log(self.likelihood(view, grid))
         if self.aggregate_only:
-            return np.ones((len(view), *grid.shape))
+            return np.zeros((len(view), *grid.shape))
         raise NotImplementedError(f"mechanism {self.name!r} declares no likelihood for the Bayes adversary")
 
-    def log_likelihood(self, view: pd.DataFrame, grid: Grid) -> np.ndarray:
-        """log :meth:`likelihood` (-inf where it is 0): what the Bayes adversary uses.
+    def likelihood(self, view: pd.DataFrame, grid: Grid) -> np.ndarray:
+        """``exp(log_likelihood)``, scaled to a maximum of 1 per row (n, P, Q)."""
+        return likelihoods.row_scaled(self.log_likelihood(view, grid))
 
-        A mechanism whose likelihood falls off without bound away from the report (a Laplace
-        law) overrides this with its exact log-density: the likelihood, scaled to 1 at its
-        best cell over the whole grid, can underflow to 0 on every cell the prior allows.
+    # the informed adversary's likelihood is the population adversary's: a per-user report whose
+    # law, given the user's location, does not depend on the other users (every local mechanism)
+    informed_is_population: ClassVar[bool] = True
+
+    def informed_log_likelihood(self, view: pd.DataFrame, grid: Grid, others) -> tuple[np.ndarray, np.ndarray]:
+        """The informed adversary on ``view``'s rows: (log L on the grid (n, P, Q), invariant statistic (n,)).
+
+        DP's threat model (``locpriv.adversary.informed``): the adversary knows every other user's
+        exact location (``others``: :class:`locpriv.adversary.informed.Others`, the run's users,
+        targets included — a target's own location is used only to remove it from aggregates),
+        the mechanism and everything public, and sees what the mechanism releases to parties it
+        does not trust: the row and ``view.attrs``.  The likelihood reads the noise parameters the
+        release records, never the configured epsilon.  The statistic, per row, is the sup over
+        pairs of locations the guarantee's relation covers of log L(x) - log L(x') (per unit
+        distance for a metric relation): the recorded epsilon bounds it (the invariant).
+
+        Default (``informed_is_population``): ``log_likelihood`` and ``informed_statistic``.  A
+        mechanism whose release is not a per-user report (distributed, central), or whose view
+        holds more than ``log_likelihood`` reads, overrides this, derives it in its docstring and
+        sets ``informed_is_population = False``.
         """
-        with np.errstate(divide="ignore"):
-            return np.log(self.likelihood(view, grid))
+        log_lik = self.log_likelihood(view, grid)
+        return log_lik, self.informed_statistic(view, log_lik)
+
+    def informed_statistic(self, view: pd.DataFrame, log_lik: np.ndarray) -> np.ndarray:
+        """The invariant statistic of a per-user report's log-likelihood on the grid: max - min over the
+        cells (a relation over any two inputs); a metric relation overrides it."""
+        from ..adversary.informed import max_log_ratio
+
+        return max_log_ratio(log_lik)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..heatmaps.adaptive import OPTIONS, AdaptiveParams, run_adaptive
-from ..heatmaps.aggregation import UserPool
 from ..params import Param
-from .heatmap import AGGREGATION, DEPTH, SHARD_SIZE, Heatmap, pixels, published, secagg
+from .heatmap import AGGREGATION, DEPTH, SHARD_SIZE, Heatmap, pixels, published, secagg, user_pool
 from .partitions import EPSILON
 
 
@@ -56,7 +55,7 @@ class DPHeatmap(Heatmap):
                                 k_sigma=s["k_sigma"], max_rounds=s["max_rounds"], sampling="fixed",
                                 secagg=secagg(s),
                                 **{k: s[k] for k in ("threshold", "start", "collapse_floor", "combine", "render")})
-        return run_adaptive(UserPool.from_pixels(x, y, depth, sampling="fixed"), config, rng)
+        return run_adaptive(user_pool(x, y, depth, s), config, rng)
 
     def scored(self, result):
         """Each sub-query's noisy sum of the reporting node holding the lower-left pixel (code 0 at its
@@ -74,4 +73,5 @@ class DPHeatmap(Heatmap):
         result = self.result(points, grid, rng)
         return published(points[["user"]].reset_index(drop=True), result.heatmap(), depth, moved,
                          {"communication": result.communication, "rounds": len(result.rounds),
-                          "epsilon_spent": result.epsilon_spent, "epsilon_achieved": result.epsilon_achieved})
+                          "epsilon_spent": result.epsilon_spent, "epsilon_achieved": result.epsilon_achieved},
+                         result.server_rounds, self.settings["shard_size"])

@@ -57,9 +57,10 @@ class FedKDE(Mechanism):
     def surfaces(self, view, grid):
         return kde.kernel_surfaces(view[["x", "y"]].to_numpy(), grid.x, grid.y, self.settings["h"])
 
-    def likelihood(self, view, grid):
-        """A point mass: 1 on the grid cell holding the reported location, 0 elsewhere."""
+    def log_likelihood(self, view, grid):
+        """A point mass: 0 on the grid cell holding the reported location, -inf elsewhere (the informed
+        adversary's too: the report is the location)."""
         i, j = likelihoods.cell_of(view[["x", "y"]].to_numpy(), grid)
-        lik = np.zeros((len(view), *grid.shape))
-        lik[np.arange(len(view)), i, j] = 1.0
-        return lik
+        log_lik = np.full((len(view), *grid.shape), -np.inf)
+        log_lik[np.arange(len(view)), i, j] = 0.0
+        return log_lik

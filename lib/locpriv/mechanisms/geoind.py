@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import planar_laplace
-from ..adversary import likelihoods
+from ..adversary import informed, likelihoods
 from ..params import Param
 from .base import BANDWIDTH
 from .fedkde import KDE, FedKDE
@@ -47,22 +47,29 @@ class GeoInd(FedKDE):
 
     def randomize_points(self, points, grid, rng):
         view = points[["user"]].reset_index(drop=True)
-        moved = planar_laplace.perturb(points[["x", "y"]].to_numpy(), self.settings["epsilon"], rng)
+        epsilon = self.settings["epsilon"]
+        moved = planar_laplace.perturb(points[["x", "y"]].to_numpy(), epsilon, rng)
         view["x"], view["y"] = moved[:, 0], moved[:, 1]
+        view.attrs["noise"] = {"epsilon": epsilon}   # the planar Laplace's epsilon the reports were drawn at
         return view
 
-    def likelihood(self, view, grid):
-        """exp(-eps ||report - c||) at each cell centre c (Andrés et al. 2013, eq. 18).
+    def log_likelihood(self, view, grid):
+        """-eps ||report - c|| at each cell centre c (Andrés et al. 2013, eq. 18), eps as the view records it.
 
         The report's law is the planar Laplace restricted to the release grid, P(z | x̂)
         proportional to exp(-eps ||z - x̂||) with a normaliser that does not depend on x̂
         (translation invariance of the grid), so this is exact up to snapping the centre
-        to the grid (a shift below 1/(1024 eps)).
+        to the grid (a shift below 1/(1024 eps)).  The informed adversary's is the same (a
+        per-user report).
         """
-        return likelihoods.row_scaled(self.log_likelihood(view, grid))
+        epsilon = informed.recorded_noise(view, self.name)["epsilon"]
+        return likelihoods.planar_laplace_logpdf(view[["x", "y"]].to_numpy(), grid, epsilon)
 
-    def log_likelihood(self, view, grid):
-        return likelihoods.planar_laplace_logpdf(view[["x", "y"]].to_numpy(), grid, self.settings["epsilon"])
+    def informed_statistic(self, view, log_lik):
+        """The metric relation's statistic: sup over x != x' of (log L(x) - log L(x')) / ||x - x'||, which is
+        the recorded eps for every report (triangle inequality: | ||z - x'|| - ||z - x|| | <= ||x - x'||,
+        with equality along rays from the report z), per distance unit as the guarantee states it."""
+        return np.full(len(view), float(informed.recorded_noise(view, self.name)["epsilon"]))
 
     def audit_case(self, grid):
         """Two points at distance d = 1/ε (ε d = 1), at the centre and at a corner; the bound is divided

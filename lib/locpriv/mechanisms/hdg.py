@@ -39,6 +39,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..adversary import informed
 from ..params import Param
 from ..sldp import hdg as lib
 from .base import clamp_to_domain
@@ -105,6 +106,7 @@ class HDG(Released):
         view.attrs["communication"] = float(np.mean([lib.domain_size(lib.GROUPS[variant][j], g1, g2)
                                                      for j in group])) if n else 0.0
         view.attrs["clamped_to_box"] = moved
+        view.attrs["noise"] = {"epsilon": s["epsilon"]}   # every group's OUE epsilon
         return view
 
     def partial(self, view, grid):
@@ -122,7 +124,9 @@ class HDG(Released):
         return fx @ matrix @ fy.T / grid.cell_area
 
     def likelihood(self, view, grid):
-        """P(report | user uniform in grid cell c) up to a factor per user: (n, P, Q)."""
+        """P(report | user uniform in grid cell c) up to a factor per user: (n, P, Q), the OUE's eps as the view
+        records it (the informed adversary's too: a per-user report)."""
+        epsilon = informed.recorded_noise(view, self.name)["epsilon"]
         r = view.attrs["release"]
         g1, g2 = r["g1"], r["g2"]
         xmin, xmax, ymin, ymax = domain_box(grid)
@@ -139,7 +143,7 @@ class HDG(Released):
             weight = np.ones((len(rows), lib.domain_size(name, g1, g2)))
             ones = view["ones"].iloc[rows].to_numpy()
             weight[np.repeat(np.arange(len(rows)), [len(o) for o in ones]),
-                   np.concatenate(ones).astype(np.int64)] = math.exp(self.settings["epsilon"])
+                   np.concatenate(ones).astype(np.int64)] = math.exp(epsilon)
             if name == "x":
                 out[rows] = (weight @ frac["x", g1])[:, :, None]
             elif name == "y":

@@ -48,8 +48,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..adversary import informed
 from ..dp import ADD_REMOVE, REPLACE_ONE, Guarantee
-from ..heatmaps.aggregation import AGGREGATIONS, SecAgg
+from ..heatmaps.aggregation import AGGREGATIONS, SecAgg, ShardedRound, UserPool
 from ..heatmaps.guarantee import heatmap_guarantee
 from ..params import Param
 from ..quadtree import cell_codes, deinterleave, interleave
@@ -85,14 +86,34 @@ def image(x: np.ndarray, y: np.ndarray, depth: int) -> np.ndarray:
     return np.bincount(x * side + y, minlength=side * side).reshape(side, side)
 
 
-def published(view: pd.DataFrame, heatmap: np.ndarray, depth: int, moved: int, detail: dict) -> pd.DataFrame:
-    """The rendered map as a release of finest-level quadtree cells (mass per pixel, zeros dropped)."""
+def user_pool(x: np.ndarray, y: np.ndarray, depth: int, settings) -> UserPool:
+    """The run's users (every one answers every sub-query) in fixed secure-aggregation shards: user i of
+    the run in shard i // shard_size, so the shard sums (what the server learns) are kept."""
+    return UserPool.from_pixels(x, y, depth, sampling="fixed", shard_size=settings["shard_size"])
+
+
+def published(view: pd.DataFrame, heatmap: np.ndarray, depth: int, moved: int, detail: dict,
+              rounds: list[ShardedRound], shard_size: int) -> pd.DataFrame:
+    """The rendered map as a release of finest-level quadtree cells (mass per pixel, zeros dropped), and what
+    the aggregation server learns: each sub-query's shard sums on its public tree (``server_rounds``) and
+    each user's shard (public: the server runs the shards)."""
     side = 1 << depth
     x, y = np.divmod(np.flatnonzero(heatmap), side)
     cells = pd.DataFrame({"level": depth, "code": interleave(x, y, depth), "count": heatmap[x, y]})
     view = Released.with_release(view, cells, moved)
+    view["shard"] = np.arange(len(view)) // shard_size
     view.attrs.update(detail)
+    view.attrs["server_rounds"] = [{"levels": r.levels.tolist(), "codes": r.codes.tolist(), "epsilon": float(r.epsilon),
+                                    "sensitivity": int(r.sensitivity), "sums": r.sums.tolist(), "r": r.r.tolist()}
+                                   for r in rounds]
     return view
+
+
+def server_rounds(view: pd.DataFrame) -> list[ShardedRound]:
+    """The sub-queries' shard sums as ``published`` records them."""
+    return [ShardedRound(np.asarray(r["levels"], dtype=np.int64), np.asarray(r["codes"], dtype=np.int64),
+                         r["epsilon"], r["sensitivity"], np.asarray(r["sums"], dtype=np.int64),
+                         np.asarray(r["r"], dtype=float)) for r in view.attrs["server_rounds"]]
 
 
 class Heatmap(Released):
@@ -125,6 +146,40 @@ class Heatmap(Released):
         release = self.partial(view, grid)
         mass = release.sum() * grid.cell_area
         return np.broadcast_to(release / mass if mass > 0 else release, (len(view), *grid.shape))
+
+    informed_is_population = False
+
+    def informed_log_likelihood(self, view, grid, others):
+        """From what the aggregation server learns: each sub-query's sum of the target's shard, against the
+        others' known contribution.
+
+        Per sub-query t the server sees every shard's sum S_{j,t} = (the shard's one-hot histogram
+        over the round's public reporting nodes) + N_{j,t}, N the summed Pólya shares: discrete
+        Laplace with a = exp(-eps_t) per entry (full shards, no dropout), independent over
+        entries, shards and rounds; each round's tree is a function of the earlier sums.  The
+        residual R_t = S_{j,t} - (the others' histogram) is e_{node_t(x)} + N_{j,t}, so
+        log L(x) = sum_t [log p_t(R_t[node_t(x)] - 1) - log p_t(R_t[node_t(x)])], each term
+        +-eps_t, eps_t as the release records it; node_t(x) is the reporting node holding x's
+        pixel (a deleted leaf's pixels report to the nearest ancestor left, as the library
+        encodes them).  Derivation in ``adversary.informed.heatmap_log_likelihood``; constant
+        on each pixel, mixed over the grid cells by overlap.  The statistic is max - min over
+        the pixels, at most sum_t 2 eps_t = 2 eps, the replace-one epsilon of the record.
+        ``heatmap_hierarchical``'s published level is chosen on the true map, which this
+        likelihood does not model (that run records no epsilon).
+        """
+        depth = self.settings["depth"]
+        rounds = server_rounds(view)
+
+        def users():   # every user's pixel (as the mechanism placed it) and each shard's users' pixels
+            x, y, _ = pixels(others.points, grid, depth)
+            pixel = x * (1 << depth) + y
+            shard = others.view.set_index("user")["shard"].reindex(others.points["user"]).to_numpy()
+            return pixel, [pixel[shard == j] for j in range(len(rounds[0].sums))]
+        pixel, shard_pixels = others.memo("heatmap_users", users)
+        pieces = others.memo("heatmap_pieces", lambda: informed.PieceMap(*informed.pixel_pieces(depth), grid))
+        values = informed.heatmap_log_likelihood(rounds, shard_pixels, view["shard"].to_numpy(),
+                                                 pixel[others.rows_of(view["user"].to_numpy())], depth)
+        return pieces.to_grid(values), informed.max_log_ratio(values)
 
     def result(self, points, grid, rng):
         """The heatmaps library's whole run (clients' shares, shard sums, server) on ``points``."""
@@ -164,7 +219,8 @@ class Baseline(Heatmap):
     def result(self, points, grid, rng):
         depth = self.settings["depth"]
         x, y, _ = pixels(points, grid, depth)
-        return self.library(image(x, y, depth), len(points), self.settings["epsilon"], rng, secagg(self.settings))
+        return self.library(user_pool(x, y, depth, self.settings), len(points), self.settings["epsilon"], rng,
+                            secagg(self.settings))
 
     def scored(self, result):
         return np.array([result.heatmap[0, 0], max(result.epsilon, result.achieved_epsilon)])
@@ -175,4 +231,4 @@ class Baseline(Heatmap):
         result = self.result(points, grid, rng)
         return published(points[["user"]].reset_index(drop=True), result.heatmap, depth, moved,
                          {"communication": result.communication, "epsilon_achieved": result.achieved_epsilon,
-                          **result.detail})
+                          **result.detail}, result.server_rounds, self.settings["shard_size"])

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import laplace_ldp
-from ..adversary import likelihoods
+from ..adversary import informed, likelihoods
 from ..dp import Guarantee
 from ..params import Param
 from .base import BANDWIDTH, TIMING, as_grid, clamp_to_domain
@@ -71,11 +71,14 @@ class LaplaceLDP(FedKDE):
 
     def randomize_points(self, points, grid, rng):
         clamped, moved = clamp_to_domain(points, grid)
-        noisy = laplace_ldp.randomize(clamped, _bounds(grid), self.settings["epsilon"], rng, names=("x", "y"),
+        epsilon = self.settings["epsilon"]
+        noisy = laplace_ldp.randomize(clamped, _bounds(grid), epsilon, rng, names=("x", "y"),
                                       timing_safe=self.timing_safe)
         view = points[["user"]].reset_index(drop=True)
         view["x"], view["y"] = noisy[:, 0], noisy[:, 1]
         view.attrs["clamped_to_box"] = moved
+        # the per-coordinate scales (data units) the sampler drew with
+        view.attrs["noise"] = {"scales": laplace_ldp.scales(_bounds(grid), epsilon).tolist()}
         return view
 
     def partial(self, view, grid):
@@ -83,19 +86,18 @@ class LaplaceLDP(FedKDE):
              if self.settings["estimator"] == "deconv" else (0.0, 0.0))
         return self.kde_partial(view, grid, laplace_b=b)
 
-    def likelihood(self, view, grid):
-        """prod_j exp(-|report_j - c_j| / b_j) at each cell centre c (Farokhi 2020, Theorem 1).
+    def log_likelihood(self, view, grid):
+        """sum_j -|report_j - c_j| / b_j at each cell centre c (Farokhi 2020, Theorem 1), b_j as the view records.
 
         Cell centres lie in the box, so clamping is the identity there; the released report
         is the snapped coordinate plus discrete Laplace noise, P proportional to
         exp(-|z_j - ĉ_j| / b_j) on the grid with b_j = ``laplace_ldp.scales`` in data units
-        and a normaliser free of ĉ: exact up to snapping the centre (<= box side / 2048).
+        and a normaliser free of ĉ: exact up to snapping the centre (<= box side / 2048).  The
+        informed adversary's is the same (a per-user report); its statistic, max - min over the
+        cells, is at most sum_j (box side_j) / b_j = the exact epsilon.
         """
-        return likelihoods.row_scaled(self.log_likelihood(view, grid))
-
-    def log_likelihood(self, view, grid):
-        return likelihoods.product_laplace_logpdf(view[["x", "y"]].to_numpy(), grid,
-                                                  laplace_ldp.scales(_bounds(grid), self.settings["epsilon"]))
+        scales = informed.recorded_noise(view, self.name)["scales"]
+        return likelihoods.product_laplace_logpdf(view[["x", "y"]].to_numpy(), grid, scales)
 
     def audit_case(self, grid):
         """Opposite corners of the box; a point outside the box (clamped) against the far corner; the

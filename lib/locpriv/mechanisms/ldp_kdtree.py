@@ -14,11 +14,10 @@ Guarantee: ε-LDP for any two locations of one user (one report per user; proof 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
+from ..adversary import informed
 from ..params import Param
 from ..sldp import ldp_kdtree as kd
 from ..sldp.range_queries import overlap_fraction
@@ -77,6 +76,7 @@ class LDPKDTree(Released):
         view.attrs["release"] = {**{k: res.leaves[k].tolist() for k in ("x0", "x1", "y0", "y1", "count")},
                                  "splits": np.concatenate(res.splits).tolist()}
         view.attrs["clamped_to_box"] = moved
+        view.attrs["noise"] = {"epsilon": self.settings["epsilon"]}   # every group's OUE epsilon
         return view
 
     def partial(self, view, grid):
@@ -92,9 +92,12 @@ class LDPKDTree(Released):
         mass = fx @ (np.maximum(np.asarray(r["count"], dtype=float), 0.0)[:, None] * fy.T)
         return mass / grid.cell_area
 
-    def surfaces(self, view, grid):
-        """The OUE posterior of each user over the grid cells (uniform prior), as a pdf on the grid."""
+    def log_likelihood(self, view, grid):
+        """log P(report | own cell): eps (as the view records it) on the cells whose (node, bucket) value the
+        user reported as 1, 0 elsewhere, a grid cell's value being its centre's (the informed adversary's
+        too: a per-user report)."""
         s = self.settings
+        epsilon = informed.recorded_noise(view, self.name)["epsilon"]
         splits = _splits(view.attrs["release"], s["height"])
         centres = _grid_centres(grid)
         out = np.empty((len(view), *grid.shape))
@@ -102,13 +105,13 @@ class LDPKDTree(Released):
         for level in np.unique(levels):
             value = kd.values(centres, splits[:level], domain_box(grid), s["buckets"])
             for i in np.flatnonzero(levels == level):
-                weight = np.where(np.isin(value, view["ones"].iloc[i]), math.exp(s["epsilon"]), 1.0)
-                out[i] = (weight / (weight.sum() * grid.cell_area)).reshape(grid.shape)
+                out[i] = np.where(np.isin(value, view["ones"].iloc[i]), epsilon, 0.0).reshape(grid.shape)
         return out
 
-    def likelihood(self, view, grid):
-        """P(report | own cell) is e^eps on reported ones, 1 on zeros: the surface, normalised."""
-        return self.surfaces(view, grid)
+    def surfaces(self, view, grid):
+        """The OUE posterior of each user over the grid cells (uniform prior), as a pdf on the grid."""
+        weight = np.exp(self.log_likelihood(view, grid))
+        return weight / (weight.sum(axis=(1, 2), keepdims=True) * grid.cell_area)
 
     def audit_case(self, grid):
         """The whole protocol on a small dataset, the target (user 0) near the lower-left vs the

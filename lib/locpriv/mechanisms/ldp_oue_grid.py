@@ -10,11 +10,10 @@ on zeros.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
+from ..adversary import informed
 from ..dp import Guarantee
 from ..params import Param
 from ..quadtree import cell_codes
@@ -86,18 +85,22 @@ class OUEGrid(Mechanism):
         xy, moved = clamp_to_domain(points, grid)
         level = self.level
         own = cell_codes(xy, domain_box(grid), level)
+        epsilon = self.settings["epsilon"]
         view = pd.DataFrame({"user": points["user"].to_numpy(),
-                             "ones": ones_column(oue_bits(own, 4 ** level, self.settings["epsilon"], rng))})
+                             "ones": ones_column(oue_bits(own, 4 ** level, epsilon, rng))})
         view.attrs["clamped_to_box"] = moved
+        view.attrs["noise"] = {"epsilon": epsilon}   # the OUE probabilities' epsilon (p = 1/2, q = 1/(e^eps + 1))
         return view
+
+    def _on_grid(self, values: np.ndarray, grid) -> np.ndarray:
+        """(n, 4^level) cell values as (n, P, Q): each grid cell takes its centre's cell's value."""
+        gx, gy = np.meshgrid(grid.x, grid.y, indexing="ij")
+        code = cell_codes(np.column_stack([gx.ravel(), gy.ravel()]), domain_box(grid), self.level)
+        return values[:, code].reshape(len(values), *grid.shape)
 
     def _cell_surface(self, values: np.ndarray, grid) -> np.ndarray:
         """(n, 4^level) cell values as (n, P, Q) densities on the grid (value / cell area)."""
-        level = self.level
-        gx, gy = np.meshgrid(grid.x, grid.y, indexing="ij")
-        code = cell_codes(np.column_stack([gx.ravel(), gy.ravel()]), domain_box(grid), level)
-        per_cell = values / level_area(level, domain_box(grid))
-        return per_cell[:, code].reshape(len(values), *grid.shape)
+        return self._on_grid(values / level_area(self.level, domain_box(grid)), grid)
 
     def partial(self, view, grid):
         ones = np.bincount(np.concatenate(view["ones"].to_numpy()).astype(np.int64),
@@ -112,16 +115,22 @@ class OUEGrid(Mechanism):
         mass = dens.sum() * grid.cell_area
         return dens / mass if mass > 0 else dens
 
-    def likelihood(self, view, grid):
-        """The bit probabilities as a function of the own cell: e^eps on reported ones, 1 on zeros
-        (``adversary.likelihoods.oue_log_probability``), which is the surface normalised."""
-        return self.surfaces(view, grid)
+    def _log_weights(self, view) -> np.ndarray:
+        """(n, 4^level): log P(bits | own cell) up to a constant: eps (as the view records it) on reported
+        ones, 0 on zeros (``adversary.likelihoods.oue_log_probability``)."""
+        log_weight = np.zeros((len(view), 4 ** self.level))
+        ones = view["ones"].to_numpy()
+        log_weight[np.repeat(np.arange(len(view)), [len(o) for o in ones]),
+                   np.concatenate(ones).astype(np.int64)] = informed.recorded_noise(view, self.name)["epsilon"]
+        return log_weight
+
+    def log_likelihood(self, view, grid):
+        """The bit probabilities as a function of the own cell, a grid cell's being its centre's (the informed
+        adversary's too: a per-user report)."""
+        return self._on_grid(self._log_weights(view), grid)
 
     def surfaces(self, view, grid):
-        weight = np.ones((len(view), 4 ** self.level))
-        ones = view["ones"].to_numpy()
-        weight[np.repeat(np.arange(len(view)), [len(o) for o in ones]),
-               np.concatenate(ones).astype(np.int64)] = math.exp(self.settings["epsilon"])
+        weight = np.exp(self._log_weights(view))
         return self._cell_surface(weight / weight.sum(axis=1, keepdims=True), grid)
 
     def audit_case(self, grid):

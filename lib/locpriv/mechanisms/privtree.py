@@ -1,7 +1,10 @@
 """``privtree``: central-DP PrivTree partition (Zhang et al. 2016) as a branch of the location DAG.
 
 A trusted curator holds the raw points (one shard); nothing per user is released, so every user's
-attack surface is the published density (the attack learns what it learns about anyone).
+attack surface is the published density (the attack learns what it learns about anyone), and the
+population Bayes adversary keeps its prior.  The informed adversary (DP's: it knows every other
+user's location) reads the published tree and counts against the others' counts
+(``PrivTree.informed_log_likelihood``).
 Budget halves: tree and leaf counts, as the sldp study; the record's epsilon is for replacing one
 user (2 eps, n is public), add/remove beside it.
 """
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..adversary import informed
 from ..quadtree import cell_codes
 from ..sldp import privtree as privtree_lib
 from .base import clamp_to_domain
@@ -41,11 +45,39 @@ class PrivTree(Released):
     def randomize_points(self, points, grid, rng):
         xy, moved = clamp_to_domain(points, grid)
         leaves = self.tree(xy, grid, rng)
-        return self.with_release(points[["user"]].reset_index(drop=True), leaves, moved)
+        view = self.with_release(points[["user"]].reset_index(drop=True), leaves, moved)
+        view.attrs["noise"] = leaves.attrs["noise"]   # what the curator drew with (published with the tree)
+        return view
 
     def surfaces(self, view, grid):
         release = release_surface(view.attrs["release"], grid)
         return np.broadcast_to(release, (len(view), *grid.shape))
+
+    informed_is_population = False
+
+    def informed_log_likelihood(self, view, grid, others):
+        """From the published tree and leaf counts, given the others' exact counts.
+
+        Every split decision and leaf count is drawn with independent noise (``sldp.privtree``):
+        split iff b(c_v) + Z_v > theta, b the biased count, and the leaf counts c_l + Z'_l, with
+        the scales the release records (``view.attrs["noise"]``).  With the others known, the
+        target at x adds 1 to the counts of the nodes on x's root-to-leaf path only, so log L(x)
+        is the sum over those nodes of log P(decision | o_v + 1) - log P(decision | o_v) plus the
+        leaf count's log-ratio (derivation: ``adversary.informed.PrivTreeLikelihood``);
+        constant on each leaf, mixed over the grid cells by overlap.  The statistic is max - min
+        over the leaves, bounded by the replace-one epsilon 2 eps the record states.
+        """
+        release, noise = view.attrs["release"], informed.recorded_noise(view, self.name)
+        box = domain_box(grid)
+
+        def paths():   # every user's full-depth code, as the curator placed it (clamped to the box)
+            xy, _ = clamp_to_domain(others.points, grid)
+            return cell_codes(xy, box, noise["max_depth"])
+        path = others.memo("privtree_paths", paths)
+        likelihood = others.memo("privtree_likelihood", lambda: informed.PrivTreeLikelihood(
+            release["level"], release["code"], release["count"], noise, path))
+        mine = path[others.rows_of(view["user"].to_numpy())]
+        return likelihood.evaluate(mine, grid)
 
     def audit_case(self, grid):
         """A dataset with and without one user (add/remove: the central relation a curator's pair

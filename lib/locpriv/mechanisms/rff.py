@@ -102,9 +102,10 @@ class RFF(Mechanism):
     def surfaces(self, view, grid):
         return rff.rff_surfaces(*self._report(view), grid.x, grid.y)
 
-    def likelihood(self, view, grid):
-        """Cell-resolution measure of the singular report: the product over features of the
-        length of the lines omega_b^T x = phase_b (mod 2 pi) inside each cell.
+    def log_likelihood(self, view, grid):
+        """Cell-resolution measure of the singular report: the sum over features of the log
+        length of the lines omega_b^T x = phase_b (mod 2 pi) inside each cell (the informed
+        adversary's too: a per-user report).
 
         The frequencies are drawn independently of the location, so only the phases carry
         information.  Given x uniform in a cell, one phase has density proportional to its
@@ -112,7 +113,4 @@ class RFF(Mechanism):
         given the cell — the cell-resolution approximation of their joint law, whose support
         is the intersection of the B line families.
         """
-        return likelihoods.row_scaled(self.log_likelihood(view, grid))
-
-    def log_likelihood(self, view, grid):
         return likelihoods.rff_log_lengths(*self._report(view), grid)

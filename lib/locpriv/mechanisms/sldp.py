@@ -25,11 +25,21 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
+from ..adversary import informed
 from ..params import Param
 from ..quadtree import cell_codes, cell_overlaps
 from ..sldp.margin import MIN_DELTA
-from ..sldp.protocol import CALIBRATIONS, COUNTS, DEFAULT_THRESHOLD, LEAVES, SPLIT_RULES, run_protocol
+from ..sldp.protocol import (
+    CALIBRATIONS,
+    COUNTS,
+    DEFAULT_THRESHOLD,
+    INDICATOR_STEP,
+    LEAVES,
+    SPLIT_RULES,
+    run_protocol,
+)
 from ..sldp.protocol import guarantee as sldp_guarantee
 from .base import clamp_to_domain
 from .partitions import EPSILON, Released, domain_box, level_area
@@ -71,19 +81,24 @@ class SLDP(Released):
     def communication(self, grid):
         return 4.0 * self.settings["max_depth"]   # at most 4 noisy indicators per round answered
 
-    def protocol(self, xy, grid, rng, keep_reports: bool = False):
-        """The whole protocol (clients and server) as configured on locations ``xy`` in the box."""
+    def protocol(self, xy, grid, rng, keep_reports: bool = False, keep_user_reports: bool = False):
+        """The whole protocol (clients and server) as configured on locations ``xy`` in the box
+        (``keep_user_reports``: every user's indicators, what the informed adversary reads)."""
         s = self.settings
         return run_protocol(xy, domain_box(grid), s["epsilon"], s["threshold"], s["max_depth"], s["delta"], rng,
                             split_rule=s["split_rule"], keep_reports=keep_reports, calibration=s["calibration"],
-                            leaves=s["leaves"], counts=s["counts"])
+                            leaves=s["leaves"], counts=s["counts"], keep_user_reports=keep_user_reports)
 
     def randomize_points(self, points, grid, rng):
         xy, moved = clamp_to_domain(points, grid)
-        res = self.protocol(xy, grid, rng)
+        res = self.protocol(xy, grid, rng, keep_user_reports=True)
         region = res.user_cell.sort_values("user")
+        reports = res.user_reports
+        # each user's noisy indicators, 4 per round answered, in grid steps: the rest of what it sent
         view = pd.DataFrame({"user": points["user"].to_numpy(), "level": region["level"].to_numpy(),
-                             "code": region["code"].to_numpy()})
+                             "code": region["code"].to_numpy(),
+                             "reports": pa.ListArray.from_arrays(reports.offsets, reports.steps).to_pandas()})
+        view.attrs["noise"] = {"indicator_scale": reports.scale, "indicator_unit": round(1 / INDICATOR_STEP)}
         return self.with_release(view, res.cells, moved)
 
     def surfaces(self, view, grid):
@@ -92,10 +107,28 @@ class SLDP(Released):
         ox, oy = cell_overlaps(level, view["code"].to_numpy(), domain_box(grid), grid.x, grid.y)
         return ox[:, :, None] * oy[:, None, :] / level_area(level, domain_box(grid))[:, None, None]
 
-    def likelihood(self, view, grid):
-        """Uniform on the released region: proportional to the fraction of each grid cell inside
-        it.  The protocol's stopping law inside the region is taken as location-independent."""
-        return self.surfaces(view, grid)
+    def log_likelihood(self, view, grid):
+        """The population adversary's: uniform on the released region, the log of the fraction of each grid
+        cell inside it (the protocol's stopping law inside the region taken as location-independent)."""
+        with np.errstate(divide="ignore"):   # cells outside the region are ruled out
+            return np.log(self.surfaces(view, grid))
+
+    informed_is_population = False
+
+    def informed_log_likelihood(self, view, grid, others):
+        """Everything the transcript holds about the target: its region and its noisy indicators in every
+        round it answered (``adversary.informed.sldp_pieces`` derives it: 0 outside the region; inside,
+        the last round's indicators weigh the region's four children when the user stopped at the region
+        after reporting on them).  The other users' data do not enter (their reports are independent of
+        the target's given their locations).  The statistic is the sup over pairs of locations inside the
+        region (the SLDP relation): max - min over the four children."""
+        noise = informed.recorded_noise(view, self.name)
+        reports = view["reports"].to_numpy()
+        offsets = np.concatenate([[0], np.cumsum([len(r) for r in reports])])
+        steps = np.concatenate(reports).astype(np.int64) if len(reports) else np.zeros(0, dtype=np.int64)
+        level, code, values = informed.sldp_pieces(view["level"].to_numpy(), view["code"].to_numpy(), offsets, steps,
+                                                   noise["indicator_scale"], noise["indicator_unit"])
+        return informed.pieces_on_grid(level, code, values, grid), informed.max_log_ratio(values)
 
     def audit_case(self, grid):
         """The whole protocol on a constructed dataset, the target user moved inside its privacy region.

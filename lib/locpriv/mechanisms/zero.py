@@ -45,9 +45,10 @@ class Zero(Mechanism):
     def surfaces(self, view, grid):
         return np.ones((len(view), *grid.shape))
 
-    def likelihood(self, view, grid):
-        """The answer does not depend on the location: constant, the posterior is the prior."""
-        return self.surfaces(view, grid)
+    def log_likelihood(self, view, grid):
+        """The answer does not depend on the location: constant, the posterior is the prior (for the informed
+        adversary too)."""
+        return np.zeros((len(view), *grid.shape))
 
     def audit_case(self, grid):
         """Any two locations (opposite corners)."""

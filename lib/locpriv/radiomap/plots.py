@@ -27,7 +27,7 @@ def mae_curves(mae: pd.DataFrame, path, dpi: int) -> None:
             (f" rho={rho:g}" if scheme == "radio_geo" else "")
         ax.plot(part["epoch"], part["mae_db"], label=label)
     ax.set(xlabel="epoch", ylabel="radio-map MAE (dB)", title="MAE vs epoch (Table II)")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8)
     save_figure(fig, path, dpi)
 
 
@@ -45,19 +45,27 @@ def error_vs(attack: pd.DataFrame, by: str, schemes, epoch: int, nus, path, dpi:
                     label=f"{LABEL[scheme]} nu={nu}")
     ax.set(xlabel=by, ylabel="WCL localisation RMSE (m)", title=title)
     ax.set_xscale("log")
-    ax.legend(fontsize=6)
+    ax.legend(fontsize=8)
     save_figure(fig, path, dpi)
 
 
 def gradient_maps(maps: list[tuple[str, np.ndarray]], n: int, path, dpi: int) -> None:
-    """One panel per (title, gradient vector of one user), |g| on the n x n grid."""
+    """One panel per (title, gradient vector of one user), |g| on the n x n grid, all panels on one
+    colour scale with one colour bar (so the noise schemes' magnitudes compare)."""
+    from matplotlib.colors import Normalize
+
     cols = max(1, int(np.ceil(len(maps) / 2)))
-    fig, axes = plt.subplots(2, cols, figsize=(2.6 * cols, 5.2), squeeze=False)
-    for ax in axes.ravel():
+    fig, axes = plt.subplots(2, cols, figsize=(2.9 * cols + 1.4, 5.8), squeeze=False, layout="constrained")
+    norm = Normalize(0.0, max((float(np.abs(g).max()) for _, g in maps), default=1.0) or 1.0)
+    for ax in axes.ravel()[len(maps):]:
+        fig.delaxes(ax)
+    for ax, (title, g) in zip(axes.ravel(), maps, strict=False):
+        im = ax.imshow(np.abs(g).reshape(n, n), origin="lower", cmap="viridis", norm=norm)
+        ax.set_title(title, fontsize=9)
         ax.axis("off")
-    for ax, (title, g) in zip(axes.ravel(), maps, strict=False):   # an odd count leaves one axis spare
-        ax.imshow(np.abs(g).reshape(n, n), origin="lower", cmap="viridis")
-        ax.set_title(title, fontsize=7)
+    if maps:
+        fig.colorbar(im, ax=axes.ravel()[:len(maps)].tolist(), fraction=0.05, pad=0.02).set_label(
+            "uploaded gradient magnitude |g~_m| [dB²/m]", fontsize=9)
     save_figure(fig, path, dpi)
 
 

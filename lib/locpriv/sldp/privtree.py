@@ -64,12 +64,15 @@ def biased_steps(count, depth, theta_steps: int, delta_steps: int) -> np.ndarray
                       theta_steps - delta_steps)
 
 
-def privtree(points: np.ndarray, box, epsilon_tree: float, epsilon_count: float, rng: np.random.Generator,
-             theta: float = 0.0, max_depth: int = MAX_DEPTH) -> pd.DataFrame:
-    """Leaves (level, code, count) with discrete-Laplace-noised counts on the grid STEP.
+def noise_parameters(epsilon_tree: float, epsilon_count: float, theta: float = 0.0,
+                     max_depth: int = MAX_DEPTH) -> dict:
+    """What the curator's noise is drawn with, in integer grid steps of STEP (published with the release).
 
-    ``max_depth`` only bounds the code width (PrivTree stops with probability 1
-    long before it: the bias grows by δ per level).  ``theta`` must lie on the grid.
+    ``split_scale``: the split noise's discrete Laplace scale as the sampler uses it
+    (``exact_scale`` of λ′, the value ``discrete_laplace`` is called with); ``count_scale``:
+    the leaf counts' (``release_on_grid`` with sensitivity ``unit`` steps); ``delta``, ``theta``:
+    δ′ and θ in steps; ``unit``: steps per count.  These numbers and the leaves define the
+    release's law given the data, which the informed adversary (``locpriv.adversary.informed``) uses.
     """
     lam_steps, delta_steps = grid_constants(epsilon_tree)
     if not (math.isfinite(epsilon_count) and epsilon_count > 0):
@@ -77,7 +80,21 @@ def privtree(points: np.ndarray, box, epsilon_tree: float, epsilon_count: float,
     theta_steps = theta / STEP
     if theta_steps != round(theta_steps):
         raise ValueError(f"theta must be a multiple of {STEP}, got {theta}")
-    theta_steps = int(theta_steps)
+    return {"split_scale": exact_scale(lam_steps), "count_scale": exact_scale(UNIT / epsilon_count),
+            "delta": delta_steps, "theta": int(theta_steps), "unit": UNIT, "step": STEP, "max_depth": max_depth}
+
+
+def privtree(points: np.ndarray, box, epsilon_tree: float, epsilon_count: float, rng: np.random.Generator,
+             theta: float = 0.0, max_depth: int = MAX_DEPTH) -> pd.DataFrame:
+    """Leaves (level, code, count) with discrete-Laplace-noised counts on the grid STEP.
+
+    ``max_depth`` only bounds the code width (PrivTree stops with probability 1
+    long before it: the bias grows by δ per level).  ``theta`` must lie on the grid.
+    The noise parameters used are in ``.attrs["noise"]`` (``noise_parameters``).
+    """
+    noise = noise_parameters(epsilon_tree, epsilon_count, theta, max_depth)
+    lam_steps, _ = grid_constants(epsilon_tree)
+    delta_steps, theta_steps = noise["delta"], noise["theta"]
     path = cell_codes(points, box, max_depth)
     nodes = np.zeros(1, dtype=np.int64)
     leaves = []
@@ -95,7 +112,9 @@ def privtree(points: np.ndarray, box, epsilon_tree: float, epsilon_count: float,
         if not split.any():
             break
         nodes = np.sort(((nodes[split] << 2)[:, None] | np.arange(4)).ravel())
-    return pd.concat(leaves, ignore_index=True)
+    out = pd.concat(leaves, ignore_index=True)
+    out.attrs["noise"] = noise
+    return out
 
 
 def guarantee(epsilon_tree: float, epsilon_count: float) -> Guarantee:

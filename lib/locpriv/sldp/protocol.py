@@ -80,7 +80,7 @@ import numpy as np
 import pandas as pd
 
 from ..dp import Guarantee
-from ..dp.sampling import discrete_laplace
+from ..dp.sampling import discrete_laplace, exact_scale
 from ..quadtree import cell_codes
 from .margin import split_margin
 
@@ -125,11 +125,32 @@ def child_reports(child_index: np.ndarray, epsilon: float, rng: np.random.Genera
 
 
 @dataclass(frozen=True)
+class UserReports:
+    """Every user's noisy indicators, compactly (CSR): user u's are ``steps[offsets[u]:offsets[u + 1]]``,
+    4 per round it answered (children 0..3 of its cell), rounds in order, in grid steps of
+    INDICATOR_STEP; ``scale``: the discrete Laplace scale (in steps) the sampler drew them with."""
+
+    offsets: np.ndarray
+    steps: np.ndarray
+    scale: float
+
+
+@dataclass(frozen=True)
 class PartitionResult:
     cells: pd.DataFrame        # the private partition: level, code, count (the server's estimate)
     user_cell: pd.DataFrame    # user -> (level, code) of its privacy region, round it was fixed in
     rounds: pd.DataFrame       # per round and parent: n_parent, n_hat of the 4 children, margin, split
     reports: pd.DataFrame      # every noisy report: round, user, level, code (child), y
+    user_reports: UserReports | None = None   # the same reports per user, compactly (keep_user_reports)
+
+
+def _user_reports(answered: list[tuple[np.ndarray, np.ndarray]], n: int, scale: float) -> UserReports:
+    """Per-round (users, (n_t, 4) steps) pairs as per-user runs, rounds in order (a stable sort by user)."""
+    users = np.concatenate([u for u, _ in answered]) if answered else np.zeros(0, dtype=np.int64)
+    steps = np.concatenate([y for _, y in answered]) if answered else np.zeros((0, 4), dtype=np.int64)
+    order = np.argsort(users, kind="stable")
+    offsets = np.concatenate([[0], np.cumsum(4 * np.bincount(users, minlength=n))])
+    return UserReports(offsets, steps[order].ravel(), scale)
 
 
 SPLIT_RULES = ("all_children", "per_child")
@@ -140,7 +161,8 @@ COUNTS = ("regions", "noisy")
 def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_depth: int,
                  delta: float, rng: np.random.Generator, split_rule: str = "all_children",
                  keep_reports: bool = True, calibration: str = "sensitivity2", leaves: str = "merge",
-                 counts: str = "regions", child_epsilon: float = 0.0) -> PartitionResult:
+                 counts: str = "regions", child_epsilon: float = 0.0,
+                 keep_user_reports: bool = False) -> PartitionResult:
     """The private partition F_hat(X) of ``points`` (N, 2) in ``box`` and its transcript.
 
     epsilon: budget of the partition (each user's reports cost ``round_cost(epsilon,
@@ -148,7 +170,8 @@ def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_
     Suvorikova 2025 Thm 4.1); threshold: Q; max_depth: T; leaves: cells of a parent whose
     children all stopped ("children" or "merge"); counts: "regions" or "noisy";
     child_epsilon: budget of a fresh release of the child cells inside regions (only with
-    leaves "children" and counts "regions"; see the module docstring).
+    leaves "children" and counts "regions"; see the module docstring); keep_user_reports:
+    also every user's partition reports compactly (``UserReports``; not the fresh child release).
     """
     scale = noise_scale(epsilon, calibration)
     if counts not in COUNTS:
@@ -170,7 +193,7 @@ def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_
     active = np.ones(n, dtype=bool)
     final_level = np.full(n, -1, dtype=np.int64)
     fixed_round = np.full(n, max_depth, dtype=np.int64)  # the last round a user answers
-    cells, rounds, reports, inner = [], [], [], []
+    cells, rounds, reports, inner, answered = [], [], [], [], []
     for level in range(max_depth):               # round t refines level -> level + 1
         idx = np.flatnonzero(active)
         if idx.size == 0:
@@ -192,6 +215,8 @@ def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_
                                     **{f"n_hat_{c}": n_hat[:, c] for c in range(4)},
                                     "margin": margin, "split": split,
                                     "children_split": above.sum(axis=1)}))
+        if keep_user_reports:
+            answered.append((idx, np.rint(y / INDICATOR_STEP).astype(np.int64)))
         if keep_reports:
             reports.append(pd.DataFrame({
                 "round": level + 1, "user": np.repeat(users[idx], 4), "level": level + 1,
@@ -240,7 +265,8 @@ def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_
         user_cell=pd.DataFrame({"user": users, "level": final_level, "code": current,
                                 "fixed_round": fixed_round}),
         rounds=pd.concat(rounds, ignore_index=True),
-        reports=pd.concat(reports, ignore_index=True) if reports else empty_reports)
+        reports=pd.concat(reports, ignore_index=True) if reports else empty_reports,
+        user_reports=_user_reports(answered, n, exact_scale(scale / INDICATOR_STEP)) if keep_user_reports else None)
 
 
 def _region_counts(part: pd.DataFrame, region: pd.DataFrame, inner: pd.DataFrame | None, path: np.ndarray,

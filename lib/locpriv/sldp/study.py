@@ -243,48 +243,57 @@ def summary_stage(*, paths: list[str], out_parquet: str, out_csv: str) -> None:
 
 
 def plot_stage(*, summary_path: str, out_png: str, dpi: int) -> None:
-    from ..plots import plt, save_figure
+    """The study's figure: one panel per task the summary holds (mean estimation, range queries,
+    classification, the k study), so a study without the classification data has no blank panels."""
+    from .. import figures
+    from ..figures import plt
     table = pd.read_parquet(summary_path)
-    fig, axes = plt.subplots(1, 4, figsize=(21, 4))
     k_rows = table[(table["task"] == "classify") & table["metric"].isin(["precision", "recall"])]
-    if not k_rows.empty:
-        for metric, grp in k_rows.groupby("metric"):
-            axes[3].plot(*zip(*grp.groupby("k")["value"].mean().items(), strict=True), "o-", label=metric)
-        axes[3].set(xlabel="k (minimum users per region)", ylabel="random forest, test set (mean)",
-                    title="SLDP hyperparameter k (App. A.1)")
-        axes[3].legend(fontsize=7)
-    else:
-        axes[3].axis("off")
     avg = table[~table["metric"].isin(["precision", "recall"])]
     # classification lines are mechanism/classifier; the other tasks have no classifier
     avg = avg.assign(method=avg["method"].where(avg["classifier"] == "", avg["method"] + "/" + avg["classifier"]))
     avg = avg.groupby(["task", "n", "epsilon", "method"])["value"].mean().reset_index()
-    classified = avg[avg["task"] == "classify"]
-    if classified.empty:
-        axes[2].axis("off")  # classification is configured only with the California housing file
-    else:
+    panels = [task for task in ("mean", "range", "classify") if (avg["task"] == task).any()]
+    panels += ["k"] if not k_rows.empty else []
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 5.2), squeeze=False)
+    axes = dict(zip(panels, axes[0], strict=True))
+    if "k" in axes:
+        ax = axes["k"]
+        for metric, grp in k_rows.groupby("metric"):
+            ax.plot(*zip(*grp.groupby("k")["value"].mean().items(), strict=True), "o-", label=metric)
+        ax.set(xlabel="k, minimum users per region [users]", ylabel="random forest on the test set, mean [fraction]",
+               title="SLDP hyperparameter k (App. A.1)")
+    if "classify" in axes:
+        ax, classified = axes["classify"], avg[avg["task"] == "classify"]
         mechs = sorted({m.split("/")[0] for m in classified["method"]})
         kinds = sorted({m.split("/")[-1] for m in classified["method"]})
         for method, grp in classified.groupby("method"):
             mech, kind = method.split("/")[0], method.split("/")[-1]
-            axes[2].plot(grp["epsilon"], grp["value"], ms=3, label=method,
-                         **_line_style(mechs.index(mech), kinds.index(kind)))
-        axes[2].set(xscale="log", xlabel="epsilon", ylabel="F1 (test)", title="California housing (§5.2)")
-        axes[2].legend(fontsize=5)
-    avg = avg[avg["task"] != "classify"]
+            ax.plot(grp["epsilon"], grp["value"], ms=4, label=method,
+                    **_line_style(mechs.index(mech), kinds.index(kind)))
+        ax.set(xscale="log", xlabel="epsilon [no unit]", ylabel="F1 on the test set [fraction]",
+               title="California housing (§5.2)")
     # Fig. 2: MSE vs N per epsilon; Fig. 4/9: MRE vs epsilon per N
-    for ax, task, x, line, ylabel in ((axes[0], "mean", "n", "epsilon", "MSE of the mean of ||x||^2"),
-                                      (axes[1], "range", "epsilon", "n", "MRE")):
-        sub = avg[avg["task"] == task].sort_values(x)
+    for task, x, line, xlabel, ylabel, title in (
+            ("mean", "n", "epsilon", "users N [users]", "MSE of the mean of ||x||² [domain units⁴]",
+             "mean estimation (Ex. 2.1, 2.2, 3.1)"),
+            ("range", "epsilon", "n", "epsilon [no unit]", "mean relative error [fraction]",
+             "range queries (App. A.2)")):
+        if task not in axes:
+            continue
+        ax, sub = axes[task], avg[avg["task"] == task].sort_values(x)
         methods, values = sorted(sub["method"].unique()), sorted(sub[line].unique())
         for (method, value), grp in sub.groupby(["method", line]):
-            ax.plot(grp[x], grp["value"], ms=3, label=f"{method}, {'eps' if line == 'epsilon' else 'N'}={value:g}",
+            ax.plot(grp[x], grp["value"], ms=4, label=f"{method}, {'eps' if line == 'epsilon' else 'N'}={value:g}",
                     **_line_style(methods.index(method), values.index(value)))
-        ax.set(xscale="log", yscale="log", xlabel="users N" if x == "n" else "epsilon", ylabel=ylabel,
-               title="mean estimation (Ex. 2.1, 2.2, 3.1)" if task == "mean" else "range queries (App. A.2)")
-        ax.legend(fontsize=6)
+        ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
+        figures.log_ticks(ax, sub[x])   # ticked at the values run, written plainly
+    for ax in axes.values():
+        ax.grid(alpha=0.3)
+        # below the panel: a legend of up to ~20 lines inside it would cover the data
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2, frameon=False)
     fig.tight_layout()
-    save_figure(fig, out_png, {"dpi": dpi})
+    figures.save(fig, out_png, dpi)
 
 
 # a panel holds up to ~20 lines: the colour names the method, the line style and marker the other key
@@ -302,7 +311,8 @@ def plot_partition(*, run: dict, cfg: dict, seed: int, regions_path: str, partit
     """[SLDP] Fig. 1: the private partition over the data, and what users release under SLDP
     (region centre + Laplace over the region, the task half of epsilon) vs LDP (Laplace over the
     whole box per coordinate, the whole epsilon)."""
-    from ..plots import plt, save_figure
+    from .. import figures
+    from ..figures import plt
     pts = client_points(run, cfg, seed)
     box = cfg["mean"]["box"] if run["task"] == "mean" else list(UNIT)
     rng = make_rng(seed, "sldp-figure-1", run["task"], run["n"], run["epsilon"], run["rep"])
@@ -312,16 +322,17 @@ def plot_partition(*, run: dict, cfg: dict, seed: int, regions_path: str, partit
     sldp = classify.region_release(cell_box(regions["level"].to_numpy(), regions["code"].to_numpy(), box),
                                    eps / 2, rng)
     ldp = laplace_ldp.randomize(pts, np.reshape(box, (2, 2)), eps, rng)
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.6), sharex=True, sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5.2), sharex=True, sharey=True)
     for ax, xy, title in ((axes[0], pts, f"data (N = {len(pts)}) and private partition ({len(cells)} cells)"),
                           (axes[1], sldp, f"SLDP releases, eps = {eps:g}"),
                           (axes[2], ldp, f"LDP releases, eps = {eps:g}")):
         ax.scatter(xy[:, 0], xy[:, 1], s=1, alpha=0.3)
-        ax.set(title=title, xlim=box[:2], ylim=box[2:], aspect="equal")
+        ax.set(title=title, xlim=box[:2], ylim=box[2:], aspect="equal", xlabel="x [domain units]")
+    axes[0].set_ylabel("y [domain units]")
     for x0, x1, y0, y1 in cell_box(cells["level"].to_numpy(), cells["code"].to_numpy(), box):
         axes[0].add_patch(plt.Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, lw=0.4, color="k"))
-    fig.tight_layout()
-    save_figure(fig, out_png, {"dpi": dpi})
+    fig.tight_layout(w_pad=2.5)   # the shared axis's end ticks ("10", "-10") must not touch
+    figures.save(fig, out_png, dpi)
 
 
 STUDY = Study(name="sldp", validate=validate_config, runs=every_run, run_dir=run_dir,

@@ -9,6 +9,7 @@ reports of all their points, and scored against the nearest of their true points
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import reduce
@@ -18,11 +19,16 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from .. import io
-from ..adversary import bayes
+from ..adversary import bayes, informed
 from ..adversary import local_maxima as attacks
+from ..datasets.persons import person_level_epsilon
 from ..seeding import rng as make_rng
 from .prepare import load_grid
 from .run import check_views, configured, n_users_of, shard_size
+
+# the attack-bayes file, per target: the population adversary's metrics, the informed adversary's beside them
+BAYES_COLUMNS = {**bayes.RESULT_COLUMNS, **{f"informed_{c}": t for c, t in bayes.RESULT_COLUMNS.items() if c != "user"},
+                 "informed_max_log_ratio": "float64"}
 
 
 def attack_sample(dataset: str, n_users: int, size: int, seed: int) -> np.ndarray:
@@ -93,9 +99,17 @@ class Targets:
 
 
 def _view_of(users: np.ndarray, run: dict, users_per_shard: int, view_paths: list[str]) -> pd.DataFrame:
+    """The rows of ``users``, sorted by user, with ``attrs``: what the server received beside the rows (the
+    release and the noise the randomiser recorded, which every shard of a run records alike)."""
     shards = np.unique(users // shard_size(run["mechanism"], users_per_shard))
-    return pd.concat([pd.read_parquet(view_paths[s], filters=[("user", "in", users.tolist())])
-                      for s in shards], ignore_index=True).sort_values("user", ignore_index=True)
+    parts = [pd.read_parquet(view_paths[s], filters=[("user", "in", users.tolist())]) for s in shards]
+    noise = {json.dumps(part.attrs.get("noise"), sort_keys=True) for part in parts}
+    if len(noise) > 1:
+        raise ValueError(f"{view_paths[shards[0]]}: the shards of one run record different noise parameters "
+                         f"({sorted(noise)}); delete the run's view folder and rerun")
+    view = pd.concat(parts, ignore_index=True).sort_values("user", ignore_index=True)
+    view.attrs = dict(parts[0].attrs) if parts else {}
+    return view
 
 
 def sampled_targets(run: dict, seed: int, size: int, users_per_shard: int, view_paths: list[str],
@@ -164,34 +178,118 @@ def attack(*, run: dict, seed: int, attack_cfg: dict, users_per_shard: int, view
     io.write_parquet(_with_ids(result, targets), out_attack, metadata=meta)
 
 
+def _run_points(points_path: str, n: int) -> pd.DataFrame:
+    """user, x, y of every user of the run (users 0..n-1), sorted by user: what the informed adversary knows."""
+    return pd.read_parquet(points_path, columns=["user", "x", "y"], filters=[("user", "<", n)]).sort_values(
+        "user", ignore_index=True)
+
+
+def _whole_view(view_paths: list[str]) -> pd.DataFrame:
+    """Every row of the run's view (an interactive mechanism's single shard), attrs as the first shard's."""
+    parts = [pd.read_parquet(path) for path in view_paths]
+    view = pd.concat(parts, ignore_index=True)
+    view.attrs = dict(parts[0].attrs)
+    return view
+
+
+def _adversary(targets: Targets, batch: int, log_lik_of, prior: np.ndarray, grid, radius: float):
+    """One Bayes adversary on the targets: its rows per target, how many persons needed the mixture, and
+    each person's joint log-likelihood range over the cells it allows (None for user targets)."""
+    log_liks = ((sl, log_lik_of(targets.view.iloc[sl], sl)) for sl in attacks.batches(len(targets.view), batch))
+    mixture = person_range = None
+    if targets.owner is not None:
+        joint, mixture = bayes.person_log_likelihoods(log_liks, targets.owner, len(targets.ids), prior > 0)
+        finite = np.where(np.isfinite(joint), joint, np.nan).reshape(len(joint), -1)
+        person_range = np.nanmax(finite, axis=1) - np.nanmin(finite, axis=1)
+        log_liks = ((sl, joint[sl]) for sl in attacks.batches(len(joint), batch))
+    return bayes.bayes_attack(log_liks, prior, grid, _ids(targets), targets.truth, radius), mixture, person_range
+
+
+def _check_invariant(mech, run: dict, record, targets: Targets, row_stat: np.ndarray,
+                     person_stat: np.ndarray | None, meta_json: str) -> float | None:
+    """The invariant (``adversary.informed``): every attacked row's statistic within the recorded epsilon,
+    every person's within the person-level epsilon where one holds.  Returns the person-level epsilon."""
+    name = f"{run['dataset']}/{run['mechanism']}/" + ",".join(f"{k}={v}" for k, v in run["params"].items()) + \
+        f"/rep~{run['rep']}"
+    if record.epsilon is not None:
+        informed.check(row_stat, record.epsilon, mechanism=mech.name, run=name,
+                       users=targets.view["user"].to_numpy(), relation=record.relation)
+    if person_stat is None:
+        return None
+    person_eps = person_level_epsilon(record.epsilon if not record.delta else None,
+                                      io.read_json(meta_json).get("person_cap"))
+    if person_eps is not None:
+        informed.check(person_stat, person_eps, mechanism=mech.name, run=name, users=targets.ids["user"].to_numpy(),
+                       relation=f"{record.relation}, every row of one person (person-level)")
+    return person_eps
+
+
 def bayes_attack(*, run: dict, seed: int, adversary_cfg: dict, users_per_shard: int, view_paths: list[str],
                  points_path: str, meta_json: str, grid_path: str, truth_path: str,
                  bandwidth_json: str | None, out_attack: str) -> None:
-    """Shokri et al. (2011)'s Bayes-optimal adversary on the same sampled users (or persons) as the local maxima.
+    """The two Bayes-optimal adversaries (Shokri et al. 2011) on the same sampled users (or persons) as the
+    local maxima, and the invariant that ties the informed one to the guarantee.
 
-    ``adversary_cfg``: prior (population | uniform), users, r (radius of ``hit_r`` in grid
-    cells, i.e. r times the larger cell side), batch.  A person's likelihood is that of
-    all their reports from one cell, or a mixture over their reports when no cell explains
-    them all (:func:`locpriv.adversary.bayes.person_likelihoods`; the count is in the metadata).
+    Population adversary (columns ``expected_error`` ...): sees the target's view and knows
+    nothing of the others (``Mechanism.log_likelihood``).  Informed adversary (``informed_*``):
+    DP's threat model, it also knows every other user's exact location
+    (``Mechanism.informed_log_likelihood``, ``locpriv.adversary.informed``); for a per-user
+    local report the two coincide and are computed once.  ``informed_max_log_ratio``: the
+    invariant statistic of the target's rows (the largest, for a person), checked against the
+    recorded epsilon (the person-level one, ``informed_max_log_ratio_person``, where it holds):
+    a violation fails the job with one line naming the mechanism, run and user, before any
+    output is written.  ``adversary_cfg``: prior (population | uniform), users, r (radius of
+    ``hit_r`` in grid cells, i.e. r times the larger cell side), batch.  A person's likelihood
+    is that of all their reports from one cell, or a mixture over their reports when no cell
+    explains them all (:func:`locpriv.adversary.bayes.person_log_likelihoods`; the count is in
+    the metadata).
     """
     mech = configured(run, bandwidth_json)
     grid = load_grid(grid_path)
     targets = sampled_targets(run, seed, int(adversary_cfg["users"]), users_per_shard, view_paths, points_path,
                               meta_json)
     radius = float(adversary_cfg["r"]) * max(grid.x[1] - grid.x[0], grid.y[1] - grid.y[0])
+    record = mech.run_guarantee(run["params"])
     meta = {"attack": "bayes", "prior": adversary_cfg["prior"], "r": radius, "r_cells": adversary_cfg["r"],
-            "aggregate_only": mech.aggregate_only, **_target_meta(targets)}
+            "aggregate_only": mech.aggregate_only, "informed_is_population": mech.informed_is_population,
+            "informed_epsilon": record.epsilon, "informed_relation": record.relation, **_target_meta(targets)}
     if targets.view.empty:
-        _write_refused(bayes.RESULT_COLUMNS, out_attack, meta)
+        _write_refused(BAYES_COLUMNS, out_attack, meta)
         return
     prior = bayes.prior(adversary_cfg["prior"], io.read_nc3(truth_path)["density"].values)
     batch = int(adversary_cfg.get("batch", attacks.DEFAULT_BATCH))
-    log_liks = _row_batches(targets, batch, lambda rows: mech.log_likelihood(rows, grid))
-    if targets.owner is not None:
-        joint, meta["persons_mixture"] = bayes.person_likelihoods(log_liks, targets.owner, len(targets.ids))
-        log_liks = ((sl, joint[sl]) for sl in attacks.batches(len(joint), batch))
-    result = bayes.bayes_attack(log_liks, prior, grid, _ids(targets), targets.truth, radius)
-    io.write_parquet(_with_ids(result, targets), out_attack, metadata=meta)
+    n = n_users_of(run["params"], meta_json)
+    others = informed.Others(lambda: _run_points(points_path, n), lambda: _whole_view(view_paths))
+    row_stat = np.empty(len(targets.view))
+
+    def population(rows, sl):
+        log_lik = mech.log_likelihood(rows, grid)
+        if mech.informed_is_population:
+            row_stat[sl] = mech.informed_statistic(rows, log_lik)
+        return log_lik
+
+    def informed_adversary(rows, sl):
+        log_lik, row_stat[sl] = mech.informed_log_likelihood(rows, grid, others)
+        return log_lik
+
+    result, meta["persons_mixture"], person_range = _adversary(targets, batch, population, prior, grid, radius)
+    if mech.informed_is_population:
+        informed_result, informed_range = result, person_range
+    else:
+        informed_result, meta["informed_persons_mixture"], informed_range = _adversary(
+            targets, batch, informed_adversary, prior, grid, radius)
+    columns = {f"informed_{c}": informed_result[c].to_numpy() for c in bayes.RESULT_COLUMNS if c != "user"}
+    if targets.owner is None:
+        columns["informed_max_log_ratio"] = row_stat
+        person_stat = None
+    else:   # a person: the largest of their rows'; the person-level statistic over their joint likelihood
+        columns["informed_max_log_ratio"] = pd.Series(row_stat).groupby(targets.owner).max().to_numpy()
+        metric = record.relation.startswith("metric")   # metric: the per-row Lipschitz constants add up
+        person_stat = np.bincount(targets.owner, weights=row_stat) if metric else informed_range
+        columns["informed_max_log_ratio_person"] = person_stat
+    meta["informed_epsilon_person"] = _check_invariant(mech, run, record, targets, row_stat, person_stat, meta_json)
+    out = pd.concat([result, pd.DataFrame(columns)], axis=1)
+    io.write_parquet(_with_ids(out, targets), out_attack, metadata=meta)
 
 
 def attacks_of_run(*, run: dict, seed: int, attack_cfg: dict, adversary_cfg: dict, users_per_shard: int,

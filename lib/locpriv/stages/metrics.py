@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from .. import io, metrics
+from .. import units as lpunits
 from ..datasets.persons import person_level_epsilon
 from .prepare import load_grid
 from .run import configured, n_users_of
@@ -63,15 +64,22 @@ def run_metrics(*, run: dict, est_path: str, truth_path: str, pooled_path: str |
 
 def _utility_and_bayes(dens: np.ndarray | None, truth_d: np.ndarray, grid, queries: np.ndarray, n_users: float,
                        hotspot_k: int, bayes: pd.DataFrame) -> dict[str, float]:
-    """The shared utility metrics (NaN for a refused query) and the Bayes adversary's means."""
+    """The shared utility metrics (NaN for a refused query), the Bayes adversaries' means (population:
+    ``bayes_*``, informed: ``informed_*``) and the informed adversary's invariant statistic, the largest
+    over the attacked users (``informed_max_log_ratio``, beside ``guarantee_epsilon``; with persons
+    also ``informed_max_log_ratio_person``, beside ``guarantee_epsilon_person``)."""
     nan = float("nan")
-    return {
+    values = {
         "range_mre": nan if dens is None else metrics.range_mre(dens, truth_d, grid, queries, int(n_users)),
         "hotspot_recall": nan if dens is None else metrics.hotspot_recall(dens, truth_d, int(hotspot_k)),
-        "bayes_expected_error": float(bayes["expected_error"].mean()),
-        "bayes_guess_error": float(bayes["guess_error"].mean()),
-        "bayes_hit_r": float(bayes["hit_r"].mean()),
+        **{f"{prefix}_{m}": float(bayes[f"{column}{m}"].mean()) for prefix, column in (("bayes", ""),
+                                                                                     ("informed", "informed_"))
+           for m in ("expected_error", "guess_error", "hit_r")},
+        "informed_max_log_ratio": float(bayes["informed_max_log_ratio"].max()),
     }
+    if "informed_max_log_ratio_person" in bayes:
+        values["informed_max_log_ratio_person"] = float(bayes["informed_max_log_ratio_person"].max())
+    return values
 
 
 # the main summary's identity columns around the parameter columns (which sit between them, sorted)
@@ -128,12 +136,17 @@ def summary(*, metric_paths: list[str], out_parquet: str, out_csv: str, audit_ta
 METRIC_UNITS = {
     "spearman": "rank corr.", "spearman_pooled": "rank corr.", "ise": "1/{u}^2",
     "privacy_Z": "{u}", "argmax_error": "{u}", "bayes_expected_error": "{u}", "bayes_guess_error": "{u}",
-    "bayes_hit_r": "probability", "range_mre": "fraction", "hotspot_recall": "fraction",
+    "bayes_hit_r": "probability", "informed_expected_error": "{u}", "informed_guess_error": "{u}",
+    "informed_hit_r": "probability", "informed_max_log_ratio": "nats, per {u} if metric",
+    "informed_max_log_ratio_person": "nats, per {u} if metric",
+    "range_mre": "fraction", "hotspot_recall": "fraction",
     "comm_per_user": "numbers sent", "n_users": "users", "answered": "fraction of reps", "bandwidth": "{u}",
 }
 # the decision columns first: utility, then the adversary's error, then cost
-METRIC_ORDER = ["spearman", "range_mre", "hotspot_recall", "ise", "bayes_expected_error", "bayes_guess_error",
-                "bayes_hit_r", "privacy_Z", "argmax_error", "comm_per_user", "n_users", "answered"]
+METRIC_ORDER = ["spearman", "range_mre", "hotspot_recall", "ise", "informed_expected_error", "informed_guess_error",
+                "informed_hit_r", "informed_max_log_ratio", "informed_max_log_ratio_person", "bayes_expected_error",
+                "bayes_guess_error", "bayes_hit_r", "privacy_Z", "argmax_error", "comm_per_user", "n_users",
+                "answered"]
 
 
 def per_run(tidy: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
@@ -172,9 +185,8 @@ def runs_table(*, summary_parquet: str, units: dict[str, str], out_csv: str) -> 
     if info:
         table = table.join(grouped[info].first().rename(columns=lambda c: c.replace("guarantee_", "epsilon_")))
     table = table.reset_index()
-    # a synthetic box has no physical unit ("1"): name it so "[1]" is not read as a dimensionless number
-    named = {ds: "box unit" if u in ("", "1") else u for ds, u in units.items()}
-    table.insert(2, "distance_unit", table["dataset"].map(named).fillna("box unit"))
+    named = {ds: lpunits.name(u) for ds, u in units.items()}
+    table.insert(2, "distance_unit", table["dataset"].map(named).fillna(lpunits.name("")))
     shared = table["distance_unit"].iloc[0] if table["distance_unit"].nunique() == 1 else "distance_unit"
     eps = [c for c in ("epsilon_guaranteed", "epsilon_relation", "epsilon_model") if c in table]
     table = table[["dataset", "mechanism", "trust_model", *params, "reps", "distance_unit", *eps, *metrics]]
