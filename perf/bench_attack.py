@@ -24,18 +24,30 @@ LOG_LINE = re.compile(r"job finished: wall ([\d.]+) s")
 
 
 def rerun_attacks(workdir: Path, cores: int, extra: list[str]) -> None:
-    subprocess.run(["snakemake", "--cores", str(cores), "--forcerun", "attack", "--until", "attack", *extra],
-                   cwd=workdir, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        ["snakemake", "--cores", str(cores), "--forcerun", "attack", "--until", "attack", *extra],
+        cwd=workdir,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def attack_sums(workdir: Path) -> dict[str, float]:
     """Sums over the attack jobs: benchmark wall and CPU seconds, and the logs' in-job wall seconds."""
     records = [pd.read_csv(p, sep="\t") for p in sorted((workdir / "benchmarks").rglob("attack.tsv"))]
     bench = pd.concat(records, ignore_index=True)
-    work = [float(m.group(1)) for p in sorted((workdir / "logs").rglob("attack.log"))
-            for m in LOG_LINE.finditer(p.read_text())]
-    return {"jobs": len(bench), "wall_s": float(bench["s"].sum()), "cpu_s": float(bench["cpu_time"].sum()),
-            "in_job_s": float(sum(work))}
+    work = [
+        float(m.group(1))
+        for p in sorted((workdir / "logs").rglob("attack.log"))
+        for m in LOG_LINE.finditer(p.read_text())
+    ]
+    return {
+        "jobs": len(bench),
+        "wall_s": float(bench["s"].sum()),
+        "cpu_s": float(bench["cpu_time"].sum()),
+        "in_job_s": float(sum(work)),
+    }
 
 
 def main() -> None:
@@ -54,8 +66,11 @@ def main() -> None:
         load = " ".join(f"{v:.1f}" for v in os.getloadavg())
         for key in ("wall_s", "cpu_s", "in_job_s"):
             b, a = sums["before"][key], sums["after"][key]
-            print(f"round {r + 1}: {key:8s} before {b:8.1f}  after {a:8.1f}  after/before {a / b:.3f}  "
-                  f"({sums['after']['jobs']} attack jobs; load average {load})", flush=True)
+            print(
+                f"round {r + 1}: {key:8s} before {b:8.1f}  after {a:8.1f}  after/before {a / b:.3f}  "
+                f"({sums['after']['jobs']} attack jobs; load average {load})",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -33,18 +33,25 @@ def main():
     args = parser.parse_args()
     with open(args.config) as fh:
         config = yaml.safe_load(fh)
-    grids = {name: Grid.regular(Domain(*spec["bbox"]), config["grid"]["P"], config["grid"]["Q"])
-             for name, spec in config["datasets"].items() if "bbox" in spec}
+    grids = {
+        name: Grid.regular(Domain(*spec["bbox"]), config["grid"]["P"], config["grid"]["Q"])
+        for name, spec in config["datasets"].items()
+        if "bbox" in spec
+    }
     total = 0.0
     for name, params, datasets in audited_settings(config):
         if args.only and name not in args.only:
             continue
         job = {ds: grids[ds] for ds in datasets}
-        seconds, table = timed(lambda: audit_setting(name, params, job, args.draws, config["seed"]),
-                               clock=time.process_time)
+        seconds, table = timed(
+            lambda: audit_setting(name, params, job, args.draws, config["seed"]), clock=time.process_time
+        )
         total += seconds
-        print(f"{name:14s} {params}  cpu {seconds:7.1f} s  lb {table['epsilon_lb'].max():.3f}"
-              f"  claim {table['claimed_epsilon'].max():g}  pairs {len(table)}", flush=True)
+        print(
+            f"{name:14s} {params}  cpu {seconds:7.1f} s  lb {table['epsilon_lb'].max():.3f}"
+            f"  claim {table['claimed_epsilon'].max():g}  pairs {len(table)}",
+            flush=True,
+        )
     print(f"total audit CPU {total:.1f} s")
 
 

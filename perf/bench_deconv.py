@@ -72,18 +72,29 @@ def density_table(ns: list[int], eps: float, reps: int) -> None:
             for name, pts, noise in (("noiseless", x, 0.0), ("naive", z, 0.0), ("deconv", z, b)):
                 h = estimators.normal_reference_bandwidth(pts, noise)
                 est = estimators.density(grid, pts, h, noise, "gaussian")
-                rows.append({"n": n, "estimator": name, "h": h, "peak": est.max(),
-                             "ise": float(((est - truth) ** 2).sum() * step)})
+                rows.append(
+                    {
+                        "n": n,
+                        "estimator": name,
+                        "h": h,
+                        "peak": est.max(),
+                        "ise": float(((est - truth) ** 2).sum() * step),
+                    }
+                )
     table = pd.DataFrame(rows).groupby(["n", "estimator"], sort=False).mean().reset_index()
-    print(f"## 1-D density, Gaussian mixture on [-3, 3], eps = {eps:g} (b = {b:.2f}), mean of {reps} reps; "
-          f"true peak {truth.max():.3f}")
+    print(
+        f"## 1-D density, Gaussian mixture on [-3, 3], eps = {eps:g} (b = {b:.2f}), mean of {reps} reps; "
+        f"true peak {truth.max():.3f}"
+    )
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     print()
 
 
 def real_data(root: Path, reps: int, eps: float) -> None:
-    datasets = {"lendingclub": {"source": "lendingclub", "path": str(root / "lendingclub_loan_data/loan_data.csv")},
-                "adult": {"source": "adult", "path": str(root / "uci_adult")}}
+    datasets = {
+        "lendingclub": {"source": "lendingclub", "path": str(root / "lendingclub_loan_data/loan_data.csv")},
+        "adult": {"source": "adult", "path": str(root / "uci_adult")},
+    }
     datasets = {k: v for k, v in datasets.items() if Path(v["path"]).exists()}
     if not datasets:
         print(f"## real data: none found under {root}\n")
@@ -94,21 +105,41 @@ def real_data(root: Path, reps: int, eps: float) -> None:
         p = {k: f"{tmp}/{k}.parquet" for k in ("train", "test", "reports", "metrics", "curves")}
         for name, ds in cfg["datasets"].items():
             for rep in range(reps):
-                study.split_stage(dataset=name, n="all", rep=rep, ds=ds, seed=1, out_train=p["train"],
-                                  out_test=p["test"])
+                study.split_stage(
+                    dataset=name, n="all", rep=rep, ds=ds, seed=1, out_train=p["train"], out_test=p["test"]
+                )
                 for e in ("inf", eps):
                     run = {"dataset": name, "n": "all", "epsilon": e, "rep": rep}
                     t0 = time.perf_counter()
                     study.randomize_stage(run=run, ds=ds, seed=1, train_path=p["train"], out=p["reports"])
-                    study.fit_stage(run=run, cfg=cfg, seed=1, reports_path=p["reports"], train_path=p["train"],
-                                    test_path=p["test"], out_metrics=p["metrics"], out_curves=p["curves"])
+                    study.fit_stage(
+                        run=run,
+                        cfg=cfg,
+                        seed=1,
+                        reports_path=p["reports"],
+                        train_path=p["train"],
+                        test_path=p["test"],
+                        out_metrics=p["metrics"],
+                        out_curves=p["curves"],
+                    )
                     m = pd.read_parquet(p["metrics"])
                     m = m[m["metric"].isin(["mse", "loglik", "bandwidth"]) & ~m["method"].str.startswith("density")]
-                    rows += [{"dataset": name, "epsilon": str(e), "method": r.method, "metric": r.metric,
-                              "value": r.value, "seconds": time.perf_counter() - t0} for r in m.itertuples()]
+                    rows += [
+                        {
+                            "dataset": name,
+                            "epsilon": str(e),
+                            "method": r.method,
+                            "metric": r.metric,
+                            "value": r.value,
+                            "seconds": time.perf_counter() - t0,
+                        }
+                        for r in m.itertuples()
+                    ]
     table = pd.DataFrame(rows).groupby(["dataset", "epsilon", "metric", "method"])[["value", "seconds"]].mean()
-    print(f"## real data, test set at true x, mean of {reps} reps (paper at eps = 5: LendingClub MSE kernel "
-          "5.70 vs linear 7.11; Adult log-lik kernel -0.51 vs logistic -0.53)")
+    print(
+        f"## real data, test set at true x, mean of {reps} reps (paper at eps = 5: LendingClub MSE kernel "
+        "5.70 vs linear 7.11; Adult log-lik kernel -0.51 vs logistic -0.53)"
+    )
     print(table.reset_index().to_string(index=False, float_format=lambda v: f"{v:.4f}"))
 
 

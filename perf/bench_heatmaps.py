@@ -74,6 +74,7 @@ USERS = 1_000_000
 
 def methods(secagg):
     """name -> function(image, rng) returning (heatmap, communication)."""
+
     def adaptive(image, rng):
         result = run_adaptive(image, AdaptiveParams(epsilon=EPSILON, users_per_round=USERS, secagg=secagg), rng)
         return result.heatmap(), result.communication
@@ -83,7 +84,8 @@ def methods(secagg):
 
     return {
         "non-private (sampling floor)": lambda image, rng: (lambda r: (r.heatmap, r.communication))(
-            baselines.sampling_floor(image, USERS, rng)),
+            baselines.sampling_floor(image, USERS, rng)
+        ),
         "adaptive (ours, Alg. 2)": adaptive,
         "flat one-hot": baseline(baselines.flat),
         "hierarchical one-hot": baseline(baselines.hierarchical),
@@ -115,13 +117,17 @@ def dropout_ratio(image, reps, seed):
     plan = planned_dropout(0.2, 10_000)
     dropped, runs = mean_mse(SecAgg(dropout_rate=0.2, planned_dropout=plan), "dropout20")
     achieved = np.concatenate([r.transcript["achieved_epsilon"].to_numpy() for r in runs])
-    print(f"\ndropout 20% with noise provisioned for {plan:.3f} (the study's 4-sd margin; n_dp = "
-          f"{math.ceil(10_000 * (1 - plan))} of 10000) vs no dropout, {reps} reps:")
+    print(
+        f"\ndropout 20% with noise provisioned for {plan:.3f} (the study's 4-sd margin; n_dp = "
+        f"{math.ceil(10_000 * (1 - plan))} of 10000) vs no dropout, {reps} reps:"
+    )
     print(f"  MSE {dropped:.3e} vs {base:.3e}: ratio {dropped / base:.3f}")
     planned = np.concatenate([r.transcript["epsilon"].to_numpy() for r in runs])
-    print(f"  per-round achieved epsilon / planned: max {np.nanmax(achieved / planned):.4f}"
-          f" ({int(np.isnan(achieved).sum())} of {len(achieved)} rounds too costly to evaluate:"
-          " per-round epsilon < ~1e-3)")
+    print(
+        f"  per-round achieved epsilon / planned: max {np.nanmax(achieved / planned):.4f}"
+        f" ({int(np.isnan(achieved).sum())} of {len(achieved)} rounds too costly to evaluate:"
+        " per-round epsilon < ~1e-3)"
+    )
 
 
 def timing(image, seed):
@@ -133,21 +139,28 @@ def timing(image, seed):
     result.heatmap()
     profile.disable()
     elapsed = time.perf_counter() - start
-    print(f"\n10^6 users per sub-query, {len(result.transcript)} sub-queries + rendering: {elapsed:.2f} s "
-          f"(goal < 10 s), i.e. {elapsed / len(result.transcript):.2f} s per sub-query")
+    print(
+        f"\n10^6 users per sub-query, {len(result.transcript)} sub-queries + rendering: {elapsed:.2f} s "
+        f"(goal < 10 s), i.e. {elapsed / len(result.transcript):.2f} s per sub-query"
+    )
     stats = pstats.Stats(profile).sort_stats("tottime")
     rows = sorted(((v[2], k) for k, v in stats.stats.items()), reverse=True)[:6]
     print("  dominated by (own time):")
     for own, (filename, line, func) in rows:
         print(f"    {own:6.2f} s  {func} ({Path(filename).name}:{line})")
-    print(result.transcript[["round", "epsilon", "vector_length", "n_split", "n_collapsed", "threshold"]]
-          .to_string(index=False))
+    print(
+        result.transcript[["round", "epsilon", "vector_length", "n_split", "n_collapsed", "threshold"]].to_string(
+            index=False
+        )
+    )
 
 
 # the authors' main-result options on our implementation, and our defaults
-SETTINGS = {"authors' options": dict(threshold="authors", start="children", collapse_floor=5.0),
-            "paper rule": dict(threshold="paper", start="root"),      # Eq. 6 as printed, root first
-            "locpriv defaults": {}}
+SETTINGS = {
+    "authors' options": dict(threshold="authors", start="children", collapse_floor=5.0),
+    "paper rule": dict(threshold="paper", start="root"),  # Eq. 6 as printed, root first
+    "locpriv defaults": {},
+}
 MIXTURE = {**DEFAULTS["population"], "depth": 10, "users": 50_000_000}
 SMOOTH = "least_squares + smooth"
 
@@ -175,13 +188,29 @@ def combination_table(inputs, reps, seed):
                     maps["true counts"] = (render(result.tree, truth), 0.0)
                     maps["true counts + smooth"] = (smooth(result.tree, truth), 0.0)
                     for name, (heatmap, seconds) in maps.items():
-                        rows.append(dict(input=label, users_per_round=n, setting=setting, map=name, rep=rep,
-                                         mse=metrics.mse(heatmap, image), l1=metrics.l1_elementwise(heatmap, image),
-                                         communication=result.communication, seconds=seconds))
-                for name, grp in pd.DataFrame(rows).query("input == @label and users_per_round == @n "
-                                                          "and setting == @setting").groupby("map", sort=False):
-                    print(f"{label:10s} {n:8d} {setting:17s} {name:14s} {grp.mse.mean():10.3e} {grp.l1.mean():8.4f}"
-                          f" {grp.communication.mean():7.0f} {grp.seconds.mean():7.2f}", flush=True)
+                        rows.append(
+                            dict(
+                                input=label,
+                                users_per_round=n,
+                                setting=setting,
+                                map=name,
+                                rep=rep,
+                                mse=metrics.mse(heatmap, image),
+                                l1=metrics.l1_elementwise(heatmap, image),
+                                communication=result.communication,
+                                seconds=seconds,
+                            )
+                        )
+                for name, grp in (
+                    pd.DataFrame(rows)
+                    .query("input == @label and users_per_round == @n and setting == @setting")
+                    .groupby("map", sort=False)
+                ):
+                    print(
+                        f"{label:10s} {n:8d} {setting:17s} {name:14s} {grp.mse.mean():10.3e} {grp.l1.mean():8.4f}"
+                        f" {grp.communication.mean():7.0f} {grp.seconds.mean():7.2f}",
+                        flush=True,
+                    )
     return pd.DataFrame(rows)
 
 
@@ -191,29 +220,40 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     per_rep = table.pivot_table(index=[*keys, "rep"], columns="map", values=["mse", "l1"])
     mse = per_rep["mse"]
     authors = mse.xs("authors' options", level="setting")["last"].reindex(mse.index.droplevel("setting")).to_numpy()
-    change = 100 * pd.DataFrame({
-        "least squares vs last": mse["least_squares"] / mse["last"] - 1,
-        "smooth vs last": mse[SMOOTH] / mse["last"] - 1,
-        "smooth vs authors": mse[SMOOTH] / authors - 1,
-        "true counts vs last": mse["true counts"] / mse["last"] - 1,
-        "true counts + smooth vs last": mse["true counts + smooth"] / mse["last"] - 1})
+    change = 100 * pd.DataFrame(
+        {
+            "least squares vs last": mse["least_squares"] / mse["last"] - 1,
+            "smooth vs last": mse[SMOOTH] / mse["last"] - 1,
+            "smooth vs authors": mse[SMOOTH] / authors - 1,
+            "true counts vs last": mse["true counts"] / mse["last"] - 1,
+            "true counts + smooth vs last": mse["true counts + smooth"] / mse["last"] - 1,
+        }
+    )
     means = per_rep.groupby(level=keys, sort=False).mean()
     grouped = change.groupby(level=keys, sort=False)
     by_setting = table.groupby(keys, sort=False)
-    out = pd.concat({"integers per user": by_setting.communication.mean(),
-                     **{f"{metric.upper()} {name}": means[metric][m] for metric in ("mse", "l1")
-                        for name, m in (("last", "last"), ("least squares", "least_squares"), ("smooth", SMOOTH))},
-                     **{f"{c} (%)": grouped[c].mean() for c in change},
-                     "smooth vs last ± s.e. (%)": grouped["smooth vs last"].sem(),
-                     "reps smooth better": (change["smooth vs last"] < 0).groupby(level=keys, sort=False).sum(),
-                     "seconds smooth": table[table["map"] == SMOOTH].groupby(keys, sort=False).seconds.mean()}, axis=1)
+    out = pd.concat(
+        {
+            "integers per user": by_setting.communication.mean(),
+            **{
+                f"{metric.upper()} {name}": means[metric][m]
+                for metric in ("mse", "l1")
+                for name, m in (("last", "last"), ("least squares", "least_squares"), ("smooth", SMOOTH))
+            },
+            **{f"{c} (%)": grouped[c].mean() for c in change},
+            "smooth vs last ± s.e. (%)": grouped["smooth vs last"].sem(),
+            "reps smooth better": (change["smooth vs last"] < 0).groupby(level=keys, sort=False).sum(),
+            "seconds smooth": table[table["map"] == SMOOTH].groupby(keys, sort=False).seconds.mean(),
+        },
+        axis=1,
+    )
     return out.reindex(table.drop_duplicates(keys).set_index(keys).index)
 
 
 # ---- against the authors' own code (--authors DIR) ----
 # their notebook's "Main result" cell: c = 1/10, threshold 2 sqrt(n/S) σ(ε_t), collapse max(5, τ/4)
 AUTHORS_C = 0.1
-SHARD = 10_000           # their secagg_round_size
+SHARD = 10_000  # their secagg_round_size
 AUTHORS = "authors' code"
 AUTHORS_LAW = "authors' code, PolyaSum noise"
 OPTIONS_ON_SAMPLE = "locpriv, authors' options"
@@ -232,15 +272,16 @@ class PolyaSum:
     costs about an hour per level at 10^6 users here).  ``noise_check`` compares the two.
     """
 
-    rng: np.random.Generator | None = None    # set for each run
+    rng: np.random.Generator | None = None  # set for each run
 
     def __init__(self, num_clients, sensitivity, epsilon):
         self.num_clients, self.sensitivity, self.epsilon = num_clients, sensitivity, epsilon
 
     def apply_noise(self, batch):
-        out = np.array(batch, dtype=float)          # (clients, entries): their round_vector
-        out[0] += polya.aggregate_noise(batch.shape[0], batch.shape[1], self.epsilon, self.sensitivity,
-                                        self.num_clients, self.rng)
+        out = np.array(batch, dtype=float)  # (clients, entries): their round_vector
+        out[0] += polya.aggregate_noise(
+            batch.shape[0], batch.shape[1], self.epsilon, self.sensitivity, self.num_clients, self.rng
+        )
         return out
 
 
@@ -248,27 +289,33 @@ def load_authors(directory: str) -> SimpleNamespace:
     """Their modules, imported from ``directory`` (they import each other as top-level modules)."""
     path = Path(directory).resolve()
     if not (path / "run_experiment.py").is_file():
-        raise SystemExit(f"--authors {directory}: no run_experiment.py there; give the folder "
-                         "analytics/location_heatmaps of a checkout of the authors' code")
-    os.environ.setdefault("TQDM_DISABLE", "1")     # their per-user loops draw progress bars
+        raise SystemExit(
+            f"--authors {directory}: no run_experiment.py there; give the folder "
+            "analytics/location_heatmaps of a checkout of the authors' code"
+        )
+    os.environ.setdefault("TQDM_DISABLE", "1")  # their per-user loops draw progress bars
     os.environ.setdefault("MPLBACKEND", "Agg")
     sys.path.insert(0, str(path))
     import importlib
 
-    code = SimpleNamespace(**{name: importlib.import_module(name)
-                              for name in ("geo_utils", "mechanisms", "metrics", "run_experiment")})
-    code.tf = importlib.import_module("tensorflow")     # their mechanisms module needs it anyway
+    code = SimpleNamespace(
+        **{name: importlib.import_module(name) for name in ("geo_utils", "mechanisms", "metrics", "run_experiment")}
+    )
+    code.tf = importlib.import_module("tensorflow")  # their mechanisms module needs it anyway
 
     def mse_report(test_image, true_image, top_k, total_size):
         # their per-level report, MSE only: the rest (an SVD for the L2 norm, Wasserstein, mutual
         # information) takes ~25 s a level here and feeds nothing back into the run
-        return code.metrics.Metrics(mse=code.metrics.mt.mean_squared_error(
-            code.metrics.normalize(test_image), code.metrics.normalize(true_image)))
+        return code.metrics.Metrics(
+            mse=code.metrics.mt.mean_squared_error(
+                code.metrics.normalize(test_image), code.metrics.normalize(true_image)
+            )
+        )
 
     code.metrics.get_metrics = mse_report
     build = code.geo_utils.build_from_sample
 
-    def build_and_keep(samples, total_size):   # their sample, for locpriv to run on the same users
+    def build_and_keep(samples, total_size):  # their sample, for locpriv to run on the same users
         code.sample = samples
         return build(samples, total_size)
 
@@ -301,43 +348,64 @@ def noise_check(code, epsilons=(0.05, 0.3, 0.7, 1.0), width=2000, seed=0):
     for eps in epsilons:
         a = math.exp(-eps)
         line = f"  eps {eps:4}:"
-        for name, noiser in (("theirs (TF)", code.mechanisms.GeometricNoise(SHARD, 1, eps)),
-                             ("PolyaSum", PolyaSum(SHARD, 1, eps))):
+        for name, noiser in (
+            ("theirs (TF)", code.mechanisms.GeometricNoise(SHARD, 1, eps)),
+            ("PolyaSum", PolyaSum(SHARD, 1, eps)),
+        ):
             total = sum(noiser.apply_noise(np.zeros([100, width])).sum(axis=0) for _ in range(SHARD // 100))
-            var, m4 = np.mean(total ** 2), np.mean(total ** 4)      # both laws have mean 0
+            var, m4 = np.mean(total**2), np.mean(total**4)  # both laws have mean 0
             theory = 2 * a / (1 - a) ** 2
-            line += f"  {name} {var / theory:.3f} ± {math.sqrt((m4 - var ** 2) / width) / theory:.3f}"
+            line += f"  {name} {var / theory:.3f} ± {math.sqrt((m4 - var**2) / width) / theory:.3f}"
         print(line, flush=True)
 
 
 def authors_run(code, image, records, n, noise, seed):
     """Their ``run_experiment`` with the notebook's main-result options: map, sample and cost."""
-    np.random.seed(seed)                  # their run draws its users (once, for every level) with np.random
-    code.tf.random.set_seed(seed)         # and GeometricNoise's draws with TensorFlow
+    np.random.seed(seed)  # their run draws its users (once, for every level) with np.random
+    code.tf.random.set_seed(seed)  # and GeometricNoise's draws with TensorFlow
     PolyaSum.rng = make_rng(seed, "bench_heatmaps", "PolyaSum")
     mech = code.mechanisms
     start = time.perf_counter()
     levels = code.run_experiment.run_experiment(
-        image, records, level_sample_size=n, secagg_round_size=SHARD,
+        image,
+        records,
+        level_sample_size=n,
+        secagg_round_size=SHARD,
         eps_func=lambda level, regions: mech.get_eps_from_two_std(AUTHORS_C * np.sqrt(SHARD / n) * n / regions),
         split_threshold_func=lambda level, regions, eps, left: 2 / np.sqrt(SHARD / n) * mech.get_std_from_eps(eps),
         collapse_func=lambda threshold: max(5, 1 / 4 * threshold),
-        total_epsilon_budget=EPSILON * n, partial=100, max_levels=10, total_size=image.shape[0],
-        output_flag=False, noise_class=mech.GeometricNoise if noise == "tf" else PolyaSum)
+        total_epsilon_budget=EPSILON * n,
+        partial=100,
+        max_levels=10,
+        total_size=image.shape[0],
+        output_flag=False,
+        noise_class=mech.GeometricNoise if noise == "tf" else PolyaSum,
+    )
     side = image.shape[0]
-    sample = np.bincount(code.sample["x"].astype(np.int64) * side + code.sample["y"],
-                         minlength=side * side).reshape(side, side)
-    return dict(heatmap=levels[-1].image, sample=sample, seconds=time.perf_counter() - start,
-                communication=sum(len(level.tree_prefix_list) for level in levels), rounds=len(levels),
-                epsilon=sum(level.eps for level in levels), their_mse=levels[-1].metric.mse,
-                deepest=max(len(path.split("/")) for path in levels[-1].tree_prefix_list))
+    sample = np.bincount(code.sample["x"].astype(np.int64) * side + code.sample["y"], minlength=side * side).reshape(
+        side, side
+    )
+    return dict(
+        heatmap=levels[-1].image,
+        sample=sample,
+        seconds=time.perf_counter() - start,
+        communication=sum(len(level.tree_prefix_list) for level in levels),
+        rounds=len(levels),
+        epsilon=sum(level.eps for level in levels),
+        their_mse=levels[-1].metric.mse,
+        deepest=max(len(path.split("/")) for path in levels[-1].tree_prefix_list),
+    )
 
 
 def decomposition(result) -> dict[str, np.ndarray]:
     """The last round's or every round's (least squares) counts, spread uniformly or smoothly."""
     last, combined = result.rounds[-1].noisy, result.combined().on(result.tree)
-    return {"last": render(result.tree, last), "least squares": render(result.tree, combined),
-            "smooth": smooth(result.tree, last), SMOOTH: smooth(result.tree, combined)}
+    return {
+        "last": render(result.tree, last),
+        "least squares": render(result.tree, combined),
+        "smooth": smooth(result.tree, last),
+        SMOOTH: smooth(result.tree, combined),
+    }
 
 
 def authors_table(code, inputs, users, reps, seed, noise, csv=None):
@@ -350,45 +418,89 @@ def authors_table(code, inputs, users, reps, seed, noise, csv=None):
 
     def add(label, n, rep, method, maps, cost, image):
         for name, heatmap in maps.items():
-            rows.append(dict(input=label, users_per_round=n, rep=rep, method=method, map=name,
-                             mse=metrics.mse(heatmap, image), l1=metrics.l1_elementwise(heatmap, image), **cost))
-            print(f"{label:10s} {n:8d} {rep:2d} {method:31s} {name:23s} {rows[-1]['mse']:10.4e} "
-                  f"{rows[-1]['l1']:7.4f} {cost['communication']:6d} {cost['rounds']:3d} {cost['seconds']:7.1f}",
-                  flush=True)
+            rows.append(
+                dict(
+                    input=label,
+                    users_per_round=n,
+                    rep=rep,
+                    method=method,
+                    map=name,
+                    mse=metrics.mse(heatmap, image),
+                    l1=metrics.l1_elementwise(heatmap, image),
+                    **cost,
+                )
+            )
+            print(
+                f"{label:10s} {n:8d} {rep:2d} {method:31s} {name:23s} {rows[-1]['mse']:10.4e} "
+                f"{rows[-1]['l1']:7.4f} {cost['communication']:6d} {cost['rounds']:3d} {cost['seconds']:7.1f}",
+                flush=True,
+            )
 
     for label, image in inputs.items():
         records = user_records(image)
         for n in users:
             variants = {"tf": [AUTHORS], "law": [AUTHORS_LAW], "both": [AUTHORS, AUTHORS_LAW]}[
-                noise if noise != "auto" else ("both" if n <= 100_000 else "law")]
+                noise if noise != "auto" else ("both" if n <= 100_000 else "law")
+            ]
             for rep in reps:
-                run_seed = int(make_rng(seed, "bench_heatmaps", "authors", label, n, rep).integers(2 ** 31))
+                run_seed = int(make_rng(seed, "bench_heatmaps", "authors", label, n, rep).integers(2**31))
                 samples = []
                 for method in variants:
                     out = authors_run(code, image, records, n, "tf" if method == AUTHORS else "law", run_seed)
                     samples.append(out["sample"])
-                    add(label, n, rep, method, {THEIR_MAP: out["heatmap"]}, {k: out[k] for k in (
-                        "seconds", "communication", "rounds", "epsilon", "their_mse", "deepest")}, image)
+                    add(
+                        label,
+                        n,
+                        rep,
+                        method,
+                        {THEIR_MAP: out["heatmap"]},
+                        {k: out[k] for k in ("seconds", "communication", "rounds", "epsilon", "their_mse", "deepest")},
+                        image,
+                    )
                 sample = samples[0]
-                if not all(np.array_equal(sample, other) for other in samples):   # same seed: users drawn first
+                if not all(np.array_equal(sample, other) for other in samples):  # same seed: users drawn first
                     raise RuntimeError("the authors' runs of one repetition drew different users")
                 for params, pool, method in (
-                        (AdaptiveParams(epsilon=EPSILON, users_per_round=n, threshold="authors", start="children",
-                                        collapse_floor=5.0, calibration=AUTHORS_C), UserPool(sample, "fixed"),
-                         OPTIONS_ON_SAMPLE),
-                        (AdaptiveParams(epsilon=EPSILON, users_per_round=n), UserPool(image), LOCPRIV_DEFAULTS)):
+                    (
+                        AdaptiveParams(
+                            epsilon=EPSILON,
+                            users_per_round=n,
+                            threshold="authors",
+                            start="children",
+                            collapse_floor=5.0,
+                            calibration=AUTHORS_C,
+                        ),
+                        UserPool(sample, "fixed"),
+                        OPTIONS_ON_SAMPLE,
+                    ),
+                    (AdaptiveParams(epsilon=EPSILON, users_per_round=n), UserPool(image), LOCPRIV_DEFAULTS),
+                ):
                     start = time.perf_counter()
-                    result = run_adaptive(pool, params, make_rng(seed, "bench_heatmaps", "vs-authors", label, n,
-                                                                 rep, method))
+                    result = run_adaptive(
+                        pool, params, make_rng(seed, "bench_heatmaps", "vs-authors", label, n, rep, method)
+                    )
                     maps = decomposition(result) if method == OPTIONS_ON_SAMPLE else {SMOOTH: result.heatmap()}
-                    add(label, n, rep, method, maps, dict(
-                        seconds=time.perf_counter() - start, communication=result.communication,
-                        rounds=len(result.transcript), epsilon=result.epsilon_spent, their_mse=np.nan,
-                        deepest=int(result.tree.levels.max())), image)
+                    add(
+                        label,
+                        n,
+                        rep,
+                        method,
+                        maps,
+                        dict(
+                            seconds=time.perf_counter() - start,
+                            communication=result.communication,
+                            rounds=len(result.transcript),
+                            epsilon=result.epsilon_spent,
+                            their_mse=np.nan,
+                            deepest=int(result.tree.levels.max()),
+                        ),
+                        image,
+                    )
                 if csv:
                     done = pd.DataFrame(rows)
                     done[(done["input"] == label) & (done["users_per_round"] == n) & (done["rep"] == rep)].to_csv(
-                        csv, mode="a", header=not Path(csv).exists(), index=False, float_format="%.6g")
+                        csv, mode="a", header=not Path(csv).exists(), index=False, float_format="%.6g"
+                    )
     return pd.DataFrame(rows)
 
 
@@ -397,22 +509,35 @@ def authors_summary(table: pd.DataFrame) -> pd.DataFrame:
 
     The reference is their code with its own noise where it ran (10^5), else with PolyaSum."""
     keys = ["input", "users_per_round"]
-    reference = (table[table["method"].isin([AUTHORS, AUTHORS_LAW])]
-                 .assign(order=lambda t: (t["method"] != AUTHORS).astype(int))
-                 .sort_values("order").drop_duplicates([*keys, "rep"]).set_index([*keys, "rep"]))
-    paired = table.merge(reference[["mse", "l1", "method"]].reset_index(), how="left", on=[*keys, "rep"],
-                         suffixes=("", "_ref"))
+    reference = (
+        table[table["method"].isin([AUTHORS, AUTHORS_LAW])]
+        .assign(order=lambda t: (t["method"] != AUTHORS).astype(int))
+        .sort_values("order")
+        .drop_duplicates([*keys, "rep"])
+        .set_index([*keys, "rep"])
+    )
+    paired = table.merge(
+        reference[["mse", "l1", "method"]].reset_index(), how="left", on=[*keys, "rep"], suffixes=("", "_ref")
+    )
     paired["mse_change"] = 100 * (paired["mse"] / paired["mse_ref"] - 1)
     paired["l1_change"] = 100 * (paired["l1"] / paired["l1_ref"] - 1)
     groups = paired.groupby([*keys, "method", "map"], sort=False)
-    out = pd.DataFrame({
-        "reps": groups["rep"].count(), "integers per user": groups["communication"].mean().round(0),
-        "rounds": groups["rounds"].mean(), "ε spent": groups["epsilon"].mean(),
-        "MSE": groups["mse"].mean(), "L1": groups["l1"].mean(),
-        "MSE vs authors (%)": groups["mse_change"].mean(), "± s.e. (%)": groups["mse_change"].sem(),
-        "reps lower": groups["mse_change"].apply(lambda c: f"{int((c < 0).sum())} / {len(c)}"),
-        "L1 vs authors (%)": groups["l1_change"].mean(), "finest level": groups["deepest"].mean(),
-        "reference": groups["method_ref"].first()})
+    out = pd.DataFrame(
+        {
+            "reps": groups["rep"].count(),
+            "integers per user": groups["communication"].mean().round(0),
+            "rounds": groups["rounds"].mean(),
+            "ε spent": groups["epsilon"].mean(),
+            "MSE": groups["mse"].mean(),
+            "L1": groups["l1"].mean(),
+            "MSE vs authors (%)": groups["mse_change"].mean(),
+            "± s.e. (%)": groups["mse_change"].sem(),
+            "reps lower": groups["mse_change"].apply(lambda c: f"{int((c < 0).sum())} / {len(c)}"),
+            "L1 vs authors (%)": groups["l1_change"].mean(),
+            "finest level": groups["deepest"].mean(),
+            "reference": groups["method_ref"].first(),
+        }
+    )
     return out
 
 
@@ -423,21 +548,42 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--combination", action="store_true", help="authors' options vs defaults, last vs combined")
     parser.add_argument("--reps", type=int, default=None, help="repetitions (default 1 with --quick, else 3)")
-    parser.add_argument("--out", default=None,
-                        help="--combination, --authors: write the per-repetition table here (CSV)")
+    parser.add_argument(
+        "--out", default=None, help="--combination, --authors: write the per-repetition table here (CSV)"
+    )
     parser.add_argument("--summary", default=None, help="print the comparison of a --combination CSV and exit")
-    parser.add_argument("--authors", default=None, metavar="DIR",
-                        help="run the authors' code from DIR (their analytics/location_heatmaps folder) side by side")
+    parser.add_argument(
+        "--authors",
+        default=None,
+        metavar="DIR",
+        help="run the authors' code from DIR (their analytics/location_heatmaps folder) side by side",
+    )
     parser.add_argument("--inputs", nargs="+", default=["manhattan", "mixture"], choices=["manhattan", "mixture"])
     parser.add_argument("--users", nargs="+", type=int, default=[100_000, 1_000_000], help="--authors: n per sub-query")
-    parser.add_argument("--authors-noise", default="auto", choices=["auto", "tf", "law", "both"],
-                        help="their GeometricNoise (tf), PolyaSum (law), both; auto: both up to 10^5 users, else law")
-    parser.add_argument("--rep", type=int, default=None,
-                        help="--authors: run only this repetition (the same as that repetition of a full run)")
-    parser.add_argument("--noise-check", action="store_true",
-                        help="--authors: compare their GeometricNoise with PolyaSum over one shard, then exit")
-    parser.add_argument("--summary-authors", nargs="+", default=None, metavar="CSV",
-                        help="print the comparison of --authors CSVs (concatenated) and exit")
+    parser.add_argument(
+        "--authors-noise",
+        default="auto",
+        choices=["auto", "tf", "law", "both"],
+        help="their GeometricNoise (tf), PolyaSum (law), both; auto: both up to 10^5 users, else law",
+    )
+    parser.add_argument(
+        "--rep",
+        type=int,
+        default=None,
+        help="--authors: run only this repetition (the same as that repetition of a full run)",
+    )
+    parser.add_argument(
+        "--noise-check",
+        action="store_true",
+        help="--authors: compare their GeometricNoise with PolyaSum over one shard, then exit",
+    )
+    parser.add_argument(
+        "--summary-authors",
+        nargs="+",
+        default=None,
+        metavar="CSV",
+        help="print the comparison of --authors CSVs (concatenated) and exit",
+    )
     args = parser.parse_args()
     if args.summary:
         print(summary(pd.read_csv(args.summary)).to_string(float_format="%.4g"))
@@ -457,9 +603,15 @@ def main():
             noise_check(code, seed=args.seed)
             return
         inputs = {"manhattan": image.astype(np.int64), "mixture": synthetic_population(MIXTURE, args.seed)}
-        table = authors_table(code, {k: inputs[k] for k in args.inputs}, args.users,
-                              range(reps) if args.rep is None else [args.rep], args.seed,
-                              args.authors_noise, args.out)
+        table = authors_table(
+            code,
+            {k: inputs[k] for k in args.inputs},
+            args.users,
+            range(reps) if args.rep is None else [args.rep],
+            args.seed,
+            args.authors_noise,
+            args.out,
+        )
         print(f"\nload average {os.getloadavg()[0]:.1f}\n" + authors_summary(table).to_string(float_format="%.4g"))
         return
     if args.combination:
@@ -470,8 +622,10 @@ def main():
         if args.out:
             table.to_csv(args.out, index=False, float_format="%.6g")
         return
-    print(f"{path.name}: {image.shape[0]}x{image.shape[1]}, {int(image.sum()):,} users; eps = {EPSILON}, "
-          f"{USERS:,} users per sub-query, shard 10,000; mean of {reps} rep(s)\n")
+    print(
+        f"{path.name}: {image.shape[0]}x{image.shape[1]}, {int(image.sum()):,} users; eps = {EPSILON}, "
+        f"{USERS:,} users per sub-query, shard 10,000; mean of {reps} rep(s)\n"
+    )
     accuracy_table(image, reps, args.seed)
     dropout_ratio(image, reps, args.seed)
     timing(image, args.seed)

@@ -68,7 +68,7 @@ def dense_reference(points, gx, gy, h, chunk=kde.DEFAULT_CHUNK):
     """The previous kde_sum: dense kernel factors over the whole grid, one GEMM per chunk."""
     total = np.zeros((gx.size, gy.size))
     for start in range(0, len(points), chunk):
-        block = points[start:start + chunk]
+        block = points[start : start + chunk]
         total += kde.kernel_factor(block[:, 0], gx, h).T @ kde.kernel_factor(block[:, 1], gy, h)
     return total
 
@@ -84,14 +84,19 @@ def chunk_tiles(t, chunk=kde.DEFAULT_CHUNK):
 def gemm_calls(t, chunk=kde.DEFAULT_CHUNK):
     """The (rows, x block, y block) of every GEMM kde_sum makes: tiles cut at chunk boundaries."""
     b = t.bounds
-    return [(max(b[k], b0) - b0, min(b[k + 1], b1) - b0, slice(t.x0[k], t.x1[k]), slice(t.y0[k], t.y1[k]))
-            for b0, b1, first, last in chunk_tiles(t, chunk) for k in range(first, last)]
+    return [
+        (max(b[k], b0) - b0, min(b[k + 1], b1) - b0, slice(t.x0[k], t.x1[k]), slice(t.y0[k], t.y1[k]))
+        for b0, b1, first, last in chunk_tiles(t, chunk)
+        for k in range(first, last)
+    ]
 
 
 def factor_shapes(t, chunk=kde.DEFAULT_CHUNK):
     """(x rows, y rows, points) of the factor blocks kde_sum builds, one per chunk of sorted points."""
-    return [(int((t.x1 - t.x0)[first:last].max()), int((t.y1 - t.y0)[first:last].max()), b1 - b0)
-            for b0, b1, first, last in chunk_tiles(t, chunk)]
+    return [
+        (int((t.x1 - t.x0)[first:last].max()), int((t.y1 - t.y0)[first:last].max()), b1 - b0)
+        for b0, b1, first, last in chunk_tiles(t, chunk)
+    ]
 
 
 def factor_writes(shapes, r, chunk=kde.DEFAULT_CHUNK):
@@ -104,6 +109,7 @@ def factor_writes(shapes, r, chunk=kde.DEFAULT_CHUNK):
         for wx, wy, n in shapes:
             np.multiply(src[:wx, :n], scale[:n], out=dst[:wx, :n])
             np.multiply(src[:wy, :n], scale[:n], out=dst[:wy, :n])
+
     return run
 
 
@@ -117,7 +123,8 @@ def reduced_gemm(calls, n_grid, r, chunk=kde.DEFAULT_CHUNK):
 
     def run():
         for s, e, xs, ys in calls:
-            acc[xs, ys] += fx[:xs.stop - xs.start, s:e] @ fy[:ys.stop - ys.start, s:e].T
+            acc[xs, ys] += fx[: xs.stop - xs.start, s:e] @ fy[: ys.stop - ys.start, s:e].T
+
     return run
 
 
@@ -128,6 +135,7 @@ def full_gemm(n, n_grid, r, chunk=kde.DEFAULT_CHUNK):
     def run():
         for _ in range(-(-n // chunk)):
             acc[...] += kx.T @ ky
+
     return run
 
 
@@ -142,6 +150,7 @@ def has_kdepy() -> bool:
 def fftkde(pts, g, h):
     """KDEpy FFTKDE evaluated on its own equidistant grid that contains ours as a sub-grid."""
     from KDEpy import FFTKDE
+
     step = g[1] - g[0]
     pad = int(np.ceil(6 * h / step)) + 1
     n = g.size + 2 * pad
@@ -149,7 +158,7 @@ def fftkde(pts, g, h):
     grid = np.stack(np.meshgrid(own, own, indexing="ij"), -1).reshape(-1, 2)
     inside = (pts[:, 0] > own[0]) & (pts[:, 0] < own[-1]) & (pts[:, 1] > own[0]) & (pts[:, 1] < own[-1])
     vals = FFTKDE(kernel="gaussian", bw=h).fit(pts[inside]).evaluate(grid)
-    return vals.reshape(n, n)[pad:pad + g.size, pad:pad + g.size] * inside.mean()
+    return vals.reshape(n, n)[pad : pad + g.size, pad : pad + g.size] * inside.mean()
 
 
 def main():
@@ -158,40 +167,59 @@ def main():
     ap.add_argument("--grid", type=int, default=200)
     ap.add_argument("--ratios", type=float, nargs="+", default=[0.003, 0.01, 0.03, 0.1, 0.3])
     ap.add_argument("--binned-ratio", type=float, default=0.01, help="h / l of the binned comparison")
-    ap.add_argument("--min-tile-users", type=int, default=kde.MIN_TILE_USERS,
-                    help="override kde.MIN_TILE_USERS: larger tiles make the reduced GEMM larger, which "
-                         "improves kde_sum / reduced GEMM while kde_sum itself gets slower")
+    ap.add_argument(
+        "--min-tile-users",
+        type=int,
+        default=kde.MIN_TILE_USERS,
+        help="override kde.MIN_TILE_USERS: larger tiles make the reduced GEMM larger, which "
+        "improves kde_sum / reduced GEMM while kde_sum itself gets slower",
+    )
     args = ap.parse_args()
     kde.MIN_TILE_USERS = args.min_tile_users
 
     r = rng(0, "bench-kde")
     pts = r.normal(size=(args.n, 2))
     g = np.linspace(-WIDTH / 2, WIDTH / 2, args.grid)
-    print(f"N = {args.n:,} users, grid {args.grid}x{args.grid} on width {WIDTH}, float64, "
-          f"chunks of {kde.DEFAULT_CHUNK}, kernel cut at TAIL = {kde.TAIL:g} of the peak, "
-          f"tiles sized for {kde.MIN_TILE_USERS} users or more (a side at most {kde.TILE_REACH:g} h)")
-    print(f"{'h/l':>6} {'tiles':>6} {'kde_sum s':>10} {'tiling s':>9} {'reduced GEMM s':>15} {'ours/reduced':>13} "
-          f"{'floor s':>8} {'floor/reduced':>14} {'full GEMM s':>12} {'ours/full':>10} {'dense ref s':>12} "
-          f"{'dense/ours':>11} {'KDEpy s':>8} "
-          f"{'ours/KDEpy':>11} {'max |diff|/peak':>16}")
+    print(
+        f"N = {args.n:,} users, grid {args.grid}x{args.grid} on width {WIDTH}, float64, "
+        f"chunks of {kde.DEFAULT_CHUNK}, kernel cut at TAIL = {kde.TAIL:g} of the peak, "
+        f"tiles sized for {kde.MIN_TILE_USERS} users or more (a side at most {kde.TILE_REACH:g} h)"
+    )
+    print(
+        f"{'h/l':>6} {'tiles':>6} {'kde_sum s':>10} {'tiling s':>9} {'reduced GEMM s':>15} {'ours/reduced':>13} "
+        f"{'floor s':>8} {'floor/reduced':>14} {'full GEMM s':>12} {'ours/full':>10} {'dense ref s':>12} "
+        f"{'dense/ours':>11} {'KDEpy s':>8} "
+        f"{'ours/KDEpy':>11} {'max |diff|/peak':>16}"
+    )
     t_full, _ = timed(full_gemm(args.n, args.grid, r))  # its shapes do not depend on h
     for ratio in args.ratios:
         h = ratio * WIDTH
         tiles_of_h = kde.tiling(pts, g, g, h)
         calls = gemm_calls(tiles_of_h)
         (t_ours, t_red, t_tiling, t_writes), (ours, _, tiles, _) = timed_alternately(
-            [lambda: kde.kde_sum(pts, g, g, h), reduced_gemm(calls, args.grid, r),
-             lambda: kde.tiling(pts, g, g, h), factor_writes(factor_shapes(tiles_of_h), r)], repeat=5)
+            [
+                lambda: kde.kde_sum(pts, g, g, h),
+                reduced_gemm(calls, args.grid, r),
+                lambda: kde.tiling(pts, g, g, h),
+                factor_writes(factor_shapes(tiles_of_h), r),
+            ],
+            repeat=5,
+        )
         t_floor = t_tiling + t_writes + t_red
         t_dense, dense = timed(lambda: dense_reference(pts, g, g, h))
         t_fft = timed(lambda: fftkde(pts, g, h), repeat=2)[0] if has_kdepy() else float("nan")
         diff = np.abs(ours - dense).max() / dense.max()
-        print(f"{ratio:6.3f} {len(tiles):6d} {t_ours:10.3f} {t_tiling:9.3f} {t_red:15.3f} {t_ours / t_red:13.2f} "
-              f"{t_floor:8.3f} {t_floor / t_red:14.2f} {t_full:12.3f} {t_ours / t_full:10.3f} {t_dense:12.3f} "
-              f"{t_dense / t_ours:11.1f} {t_fft:8.3f} "
-              f"{t_ours / t_fft:11.2f} {diff:16.1e}", flush=True)
-    print("targets: ours/reduced <= 1.5 at every h/l; dense/ours >= 20 at h/l <= 0.01; diff <= 1e-12\n"
-          "(floor/reduced above 1.5: no implementation of this tiled form can meet the first target there)")
+        print(
+            f"{ratio:6.3f} {len(tiles):6d} {t_ours:10.3f} {t_tiling:9.3f} {t_red:15.3f} {t_ours / t_red:13.2f} "
+            f"{t_floor:8.3f} {t_floor / t_red:14.2f} {t_full:12.3f} {t_ours / t_full:10.3f} {t_dense:12.3f} "
+            f"{t_dense / t_ours:11.1f} {t_fft:8.3f} "
+            f"{t_ours / t_fft:11.2f} {diff:16.1e}",
+            flush=True,
+        )
+    print(
+        "targets: ours/reduced <= 1.5 at every h/l; dense/ours >= 20 at h/l <= 0.01; diff <= 1e-12\n"
+        "(floor/reduced above 1.5: no implementation of this tiled form can meet the first target there)"
+    )
 
     h = args.binned_ratio * WIDTH
     t_ours, exact = timed(lambda: kde.kde_sum(pts, g, g, h), repeat=2)

@@ -32,8 +32,9 @@ def mass(xy_or_density, grid: Grid, is_density: bool) -> np.ndarray:
         m = np.nan_to_num(np.maximum(xy_or_density, 0.0))
     else:
         d = grid.domain
-        m, _, _ = np.histogram2d(xy_or_density[:, 0], xy_or_density[:, 1], bins=grid.shape,
-                                 range=[[d.xmin, d.xmax], [d.ymin, d.ymax]])
+        m, _, _ = np.histogram2d(
+            xy_or_density[:, 0], xy_or_density[:, 1], bins=grid.shape, range=[[d.xmin, d.xmax], [d.ymin, d.ymax]]
+        )
     return m / m.sum() if m.sum() > 0 else np.full(m.shape, 1.0 / m.size)
 
 
@@ -71,14 +72,25 @@ def main():
             xy = pts[["x", "y"]].to_numpy()
             for eps in args.eps:
                 record = eps / cap
-                for mech in (OUEGrid(epsilon=record, level=4), LaplaceLDP(epsilon=record, h=side / 20,
-                                                                               estimator="naive")):
+                for mech in (
+                    OUEGrid(epsilon=record, level=4),
+                    LaplaceLDP(epsilon=record, h=side / 20, estimator="naive"),
+                ):
                     t0 = time.process_time()
                     est = mech.fit_estimate(xy, rng=np.random.default_rng([rep, cap, int(eps)]), grid=grid)
                     tv = 0.5 * np.abs(mass(est, grid, True) - truth).sum()
-                    rows.append({"rep": rep, "budget": label, "rows": len(xy), "person_epsilon": eps,
-                                 "record_epsilon": record, "mechanism": mech.name, "tv": tv,
-                                 "cpu_s": time.process_time() - t0})
+                    rows.append(
+                        {
+                            "rep": rep,
+                            "budget": label,
+                            "rows": len(xy),
+                            "person_epsilon": eps,
+                            "record_epsilon": record,
+                            "mechanism": mech.name,
+                            "tv": tv,
+                            "cpu_s": time.process_time() - t0,
+                        }
+                    )
                     print(rows[-1], flush=True)
     table = pd.DataFrame(rows)
     if args.out:

@@ -32,7 +32,7 @@ from locpriv.rff import RFFPolicy, answer_query, draw_users, rff_sum, rff_surfac
 from locpriv.seeding import rng
 from timing import timed
 
-H = 0.55                      # the paper's synthetic bandwidth (§4.2.4)
+H = 0.55  # the paper's synthetic bandwidth (§4.2.4)
 BOX = Domain(-3.0, 3.0, -3.0, 3.0)
 # Lemma 3 at l = 6, j = 2 admits h = 0.55 only for a risk above 0.485 (bound 0.562 at
 # risk 0.5); the policy does not affect speed.
@@ -46,16 +46,17 @@ def reports(n, B, r):
 
 def naive_sum(omega, phase, g):
     """Eq. (7) summed over users with one cos per (user, feature, cell): the slow reference."""
-    arg = (omega[..., 0, None, None] * g[:, None] + omega[..., 1, None, None] * g[None, :]
-           - phase[..., None, None])
+    arg = omega[..., 0, None, None] * g[:, None] + omega[..., 1, None, None] * g[None, :] - phase[..., None, None]
     return np.cos(arg).sum(axis=(0, 1))
 
 
 # lon/lat boxes of the Geolife study: the configs' whole Beijing box and two downtown boxes of the
 # size [RFF-KDE] App. B.1 uses (5-19 km)
-GEOLIFE_BOXES = {"beijing": [116.15, 116.60, 39.75, 40.10],   # ~38 x 39 km, 968,969 points
-                 "haidian": [116.28, 116.36, 39.95, 40.01],   # ~6.8 x 6.7 km, 408,884 points
-                 "central": [116.36, 116.46, 39.88, 39.95]}   # ~8.5 x 7.8 km, 70,554 points
+GEOLIFE_BOXES = {
+    "beijing": [116.15, 116.60, 39.75, 40.10],  # ~38 x 39 km, 968,969 points
+    "haidian": [116.28, 116.36, 39.95, 40.01],  # ~6.8 x 6.7 km, 408,884 points
+    "central": [116.36, 116.46, 39.88, 39.95],
+}  # ~8.5 x 7.8 km, 70,554 points
 
 
 def geolife_study(path, box, points, hmode, Bs):
@@ -70,17 +71,30 @@ def geolife_study(path, box, points, hmode, Bs):
     grid = Grid.regular(dom, 100, 100)
     h_knn = kde.knn_bandwidth(xy, 500, rng(20261122, "rffexp", "knn", box, points))
     h = h_knn * float(hmode[3:] or 1) if hmode.startswith("knn") else float(hmode)
-    truth = api.FedKDE(h=h).fit_estimate(xy, rng=rng(1, "t"), grid=grid)   # complete-data KDE
-    counts, _, _ = np.histogram2d(xy[:, 0], xy[:, 1], bins=[100, 100],
-                                  range=[[dom.xmin, dom.xmax], [dom.ymin, dom.ymax]])
+    truth = api.FedKDE(h=h).fit_estimate(xy, rng=rng(1, "t"), grid=grid)  # complete-data KDE
+    counts, _, _ = np.histogram2d(
+        xy[:, 0], xy[:, 1], bins=[100, 100], range=[[dom.xmin, dom.xmax], [dom.ymin, dom.ymax]]
+    )
     masks = {"all": np.ones(grid.shape, bool), "populated": counts > 0, "truth_gt_1e-3max": truth > 1e-3 * truth.max()}
-    print(json.dumps({"box": box, "N": len(xy), "h_knn_m": round(h_knn, 1), "h_m": round(h, 1),
-                      "h_over_l": round(h / dom.inscribed_square, 4),
-                      "cell_fraction": {k: round(float(m.mean()), 3) for k, m in masks.items()}}))
+    print(
+        json.dumps(
+            {
+                "box": box,
+                "N": len(xy),
+                "h_knn_m": round(h_knn, 1),
+                "h_m": round(h, 1),
+                "h_over_l": round(h / dom.inscribed_square, 4),
+                "cell_fraction": {k: round(float(m.mean()), 3) for k, m in masks.items()},
+            }
+        )
+    )
     for B in Bs:
         est = api.RFF(h=h, B=B).fit_estimate(xy, rng=rng(20261122, "rffexp", box, points, B), grid=grid)
-        print(json.dumps({"B": B, **{f"spearman_{k}": round(metrics.spearman(est[m], truth[m]), 3)
-                                     for k, m in masks.items()}}))
+        print(
+            json.dumps(
+                {"B": B, **{f"spearman_{k}": round(metrics.spearman(est[m], truth[m]), 3) for k, m in masks.items()}}
+            )
+        )
 
 
 def main():
@@ -116,9 +130,11 @@ def main():
         err = np.abs(rff_sum(omega[sub], phase[sub], g, g) - ref).max()
         t_naive = t_sub * n / args.naive_n
         print(f"{f'RFF rff_sum B={B} (inner 2NB={2 * n * B:,})':42s} {t_rff:9.2f} {t_rff / t_kde:12.2f}")
-        print(f"{f'naive cos B={B} (from {args.naive_n} users, scaled)':42s} {t_naive:9.1f} "
-              f"{t_naive / t_kde:12.1f}   GEMM vs naive max |diff| {err:.1e}, "
-              f"speed-up x{t_naive / t_rff:.0f}")
+        print(
+            f"{f'naive cos B={B} (from {args.naive_n} users, scaled)':42s} {t_naive:9.1f} "
+            f"{t_naive / t_kde:12.1f}   GEMM vs naive max |diff| {err:.1e}, "
+            f"speed-up x{t_naive / t_rff:.0f}"
+        )
 
     grid = Grid.regular(BOX, 100, 100)
     m = args.attack_users
@@ -137,8 +153,10 @@ def main():
     t_att, res = timed(attack)
     z = np.concatenate([x["Z"] for x in res]).mean()
     print(f"\nattack on {m} RFF users (B=1), 100 x 100 grid, batches of {DEFAULT_BATCH}:")
-    print(f"  surfaces {m / t_make:10,.0f} users/s   attack {m / t_att:10,.0f} users/s   "
-          f"both {m / (t_make + t_att):10,.0f} users/s   (target >= 5,000)   mean Z = {z:.3f}")
+    print(
+        f"  surfaces {m / t_make:10,.0f} users/s   attack {m / t_att:10,.0f} users/s   "
+        f"both {m / (t_make + t_att):10,.0f} users/s   (target >= 5,000)   mean Z = {z:.3f}"
+    )
 
 
 if __name__ == "__main__":

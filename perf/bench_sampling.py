@@ -57,8 +57,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _git_show(rev: str, path: str) -> str:
-    return subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, check=True, capture_output=True, text=True).stdout
 
 
 def load_baseline(rev: str) -> dict:
@@ -67,17 +66,24 @@ def load_baseline(rev: str) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="bench_sampling_"))
     package = folder / "baseline_dp"
     package.mkdir()
-    listing = subprocess.run(["git", "ls-tree", "--name-only", f"{rev}:lib/locpriv/dp"], cwd=ROOT,
-                             check=True, capture_output=True, text=True).stdout.split()
+    listing = subprocess.run(
+        ["git", "ls-tree", "--name-only", f"{rev}:lib/locpriv/dp"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.split()
     for name in listing:
         if name.endswith(".py"):
             (package / name).write_text(_git_show(rev, f"lib/locpriv/dp/{name}"))
     planar = _git_show(rev, "lib/locpriv/planar_laplace.py").replace("from .dp", "from baseline_dp")
     (folder / "baseline_planar.py").write_text(planar)
     sys.path.insert(0, str(folder))
-    return {name: importlib.import_module(module) for name, module in
-            (("sampling", "baseline_dp.sampling"), ("gaussian", "baseline_dp.gaussian"),
-             ("grid", "baseline_dp.grid"), ("planar", "baseline_planar"))}
+    return {
+        name: importlib.import_module(module)
+        for name, module in (
+            ("sampling", "baseline_dp.sampling"),
+            ("gaussian", "baseline_dp.gaussian"),
+            ("grid", "baseline_dp.grid"),
+            ("planar", "baseline_planar"),
+        )
+    }
 
 
 def opendp_sampler():
@@ -91,6 +97,7 @@ def opendp_sampler():
     def draw(scale, n):
         meas = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int), scale=scale)
         return np.asarray(meas([0] * n))
+
     return draw
 
 
@@ -103,22 +110,34 @@ def throughput(args, before, opendp):
     n = args.draws
     rng = np.random.default_rng(0)
     print(f"\nCPU seconds per 10^6 draws (best of {args.repeat}, {n:,} draws per call)")
-    header = f"{'scale':>8} {'numpy':>8} {'fast':>8} {'safe':>8} {'before':>8} {'opendp':>8}" \
-             f" | {'fast/np':>8} {'safe/np':>8} {'before/fast':>11} {'opendp/fast':>11}"
+    header = (
+        f"{'scale':>8} {'numpy':>8} {'fast':>8} {'safe':>8} {'before':>8} {'opendp':>8}"
+        f" | {'fast/np':>8} {'safe/np':>8} {'before/fast':>11} {'opendp/fast':>11}"
+    )
     print(header)
     for scale in SCALES:
-        sampling.discrete_laplace(scale, rng, size=1000)                  # constants cached, as in a run
-        row = {"numpy": per_million(lambda: rng.laplace(0.0, scale, n), n, args.repeat),
-               "fast": per_million(lambda: sampling.discrete_laplace(scale, rng, size=n), n, args.repeat),
-               "safe": per_million(lambda: sampling.discrete_laplace(scale, rng, size=n, timing_safe=True),
-                                   n, args.repeat)}
-        row["before"] = (per_million(lambda: before["sampling"].discrete_laplace(scale, rng, size=n), n, args.repeat)
-                         if before else float("nan"))
-        row["opendp"] = (per_million(lambda: opendp(scale, args.opendp_draws), args.opendp_draws, 1)
-                         if opendp else float("nan"))
-        print(f"{scale:>8g} " + " ".join(f"{row[k]:>8.4f}" for k in ("numpy", "fast", "safe", "before", "opendp"))
-              + f" | {row['fast'] / row['numpy']:>8.2f} {row['safe'] / row['numpy']:>8.2f}"
-              f" {row['before'] / row['fast']:>11.1f} {row['opendp'] / row['fast']:>11.1f}")
+        sampling.discrete_laplace(scale, rng, size=1000)  # constants cached, as in a run
+        row = {
+            "numpy": per_million(lambda: rng.laplace(0.0, scale, n), n, args.repeat),
+            "fast": per_million(lambda: sampling.discrete_laplace(scale, rng, size=n), n, args.repeat),
+            "safe": per_million(
+                lambda: sampling.discrete_laplace(scale, rng, size=n, timing_safe=True), n, args.repeat
+            ),
+        }
+        row["before"] = (
+            per_million(lambda: before["sampling"].discrete_laplace(scale, rng, size=n), n, args.repeat)
+            if before
+            else float("nan")
+        )
+        row["opendp"] = (
+            per_million(lambda: opendp(scale, args.opendp_draws), args.opendp_draws, 1) if opendp else float("nan")
+        )
+        print(
+            f"{scale:>8g} "
+            + " ".join(f"{row[k]:>8.4f}" for k in ("numpy", "fast", "safe", "before", "opendp"))
+            + f" | {row['fast'] / row['numpy']:>8.2f} {row['safe'] / row['numpy']:>8.2f}"
+            f" {row['before'] / row['fast']:>11.1f} {row['opendp'] / row['fast']:>11.1f}"
+        )
     if not opendp:
         print("(opendp column skipped: `pip install opendp` to include it; the library never imports it)")
 
@@ -128,17 +147,26 @@ def mixed(args, before):
     rng = np.random.default_rng(1)
     scales = np.repeat(np.geomspace(2.0, 1e4, 1000), n // 1000)
     users = np.random.default_rng(2).uniform(0.0, 1.0, (n // 2, 2))
-    print("\nper-element scales (1,000 distinct, geometric 2 .. 10^4), the discrete Gaussian, and the"
-          " per-user hot paths: CPU seconds per 10^6 draws (users for the last two); the first"
-          " call of the 1,000-scale rows (constants not yet cached) in brackets")
+    print(
+        "\nper-element scales (1,000 distinct, geometric 2 .. 10^4), the discrete Gaussian, and the"
+        " per-user hot paths: CPU seconds per 10^6 draws (users for the last two); the first"
+        " call of the 1,000-scale rows (constants not yet cached) in brackets"
+    )
     print(f"{'case':>34} {'after':>8} {'before':>8} {'before/after':>12}")
     cases = [("laplace, 1,000 scales", "sampling", lambda m: m.discrete_laplace(scales, rng), n)]
     for sigma in SCALES:
-        cases.append((f"gaussian sigma={sigma:g}", "gaussian",
-                      lambda m, s=sigma: m.discrete_gaussian(np.full(n, s), rng), n))
+        cases.append(
+            (f"gaussian sigma={sigma:g}", "gaussian", lambda m, s=sigma: m.discrete_gaussian(np.full(n, s), rng), n)
+        )
     cases.append(("gaussian, 1,000 sigmas", "gaussian", lambda m: m.discrete_gaussian(scales, rng), n))
-    cases.append(("laplace_ldp release, eps=1", "grid",
-                  lambda m: m.release_bounded(users, [0.0, 0.0], [1.0, 1.0], 0.5, rng), len(users)))
+    cases.append(
+        (
+            "laplace_ldp release, eps=1",
+            "grid",
+            lambda m: m.release_bounded(users, [0.0, 0.0], [1.0, 1.0], 0.5, rng),
+            len(users),
+        )
+    )
     cases.append(("geoind planar perturb, eps=1", "planar", lambda m: m.perturb(users, 1.0, rng), len(users)))
     after_modules = {"sampling": sampling, "gaussian": gaussian, "grid": grid, "planar": planar_laplace}
     for name, module, fn, count in cases:
@@ -156,13 +184,15 @@ def timing_channel(args, before):
     scale, calls = 1024.0, args.single
     print(f"\none user at a time: {calls:,} single draws at scale {scale:g}; wall ns per call vs |noise|")
     print(f"{'sampler':>10} {'median ns':>10} {'spearman':>9} {'p-value':>9} {'top/bottom decile median':>23}")
-    modes = [("fast", lambda rng: sampling.discrete_laplace(scale, rng, size=1)),
-             ("safe", lambda rng: sampling.discrete_laplace(scale, rng, size=1, timing_safe=True))]
+    modes = [
+        ("fast", lambda rng: sampling.discrete_laplace(scale, rng, size=1)),
+        ("safe", lambda rng: sampling.discrete_laplace(scale, rng, size=1, timing_safe=True)),
+    ]
     if before:
         modes.append(("before", lambda rng: before["sampling"].discrete_laplace(scale, rng, size=1)))
     for name, draw in modes:
         rng = np.random.default_rng(7)
-        for _ in range(200):                                               # warm caches and constants
+        for _ in range(200):  # warm caches and constants
             draw(rng)
         noise, ns = np.empty(calls), np.empty(calls)
         for i in range(calls):
@@ -187,8 +217,9 @@ def main():
     before = None
     if args.baseline_rev != "none":
         before = load_baseline(args.baseline_rev)
-        rev = subprocess.run(["git", "rev-parse", "--short", args.baseline_rev], cwd=ROOT, capture_output=True,
-                             text=True).stdout.strip()
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", args.baseline_rev], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
         print(f"before = lib/locpriv/dp at {args.baseline_rev} ({rev})")
     throughput(args, before, opendp_sampler())
     mixed(args, before)

@@ -26,17 +26,25 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID = 100
-MECHANISMS = {"fedkde": {"n": "all", "h": 0.55},
-              "laplace_ldp": {"n": "all", "h": 0.55, "epsilon": 4, "estimator": "deconv"}}
+MECHANISMS = {
+    "fedkde": {"n": "all", "h": 0.55},
+    "laplace_ldp": {"n": "all", "h": 0.55, "epsilon": 4, "estimator": "deconv"},
+}
 LOG_LINE = re.compile(r"job finished: wall ([\d.]+) s, peak RSS ([\d.]+) MB")
 
 
 def config(n: int, shard: int) -> dict:
-    return {"seed": 1, "users_per_shard": shard, "grid": {"P": GRID, "Q": GRID},
-            "attack": {"users": 200, "ratio": 1.1}, "plots": {"dpi": 60},
-            "datasets": {"gauss9": {"source": "synthetic", "pattern": "gauss9", "n_users": n,
-                                    "bbox": [-3, 3, -3, 3], "knn_k": 200}},
-            "experiments": {"scale": {"datasets": ["gauss9"], "reps": 1, "mechanisms": MECHANISMS}}}
+    return {
+        "seed": 1,
+        "users_per_shard": shard,
+        "grid": {"P": GRID, "Q": GRID},
+        "attack": {"users": 200, "ratio": 1.1},
+        "plots": {"dpi": 60},
+        "datasets": {
+            "gauss9": {"source": "synthetic", "pattern": "gauss9", "n_users": n, "bbox": [-3, 3, -3, 3], "knn_k": 200}
+        },
+        "experiments": {"scale": {"datasets": ["gauss9"], "reps": 1, "mechanisms": MECHANISMS}},
+    }
 
 
 def stage_of(log: Path, logs: Path) -> str:
@@ -55,10 +63,24 @@ def run(n: int, shard: int, workdir: Path) -> tuple[float, dict]:
     t = time.perf_counter()
     # resume by file times only: a changed default param or script would otherwise redo an hour of 10^8 jobs
     with (wd / "snakemake.log").open("a") as err:
-        subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--cores", "2",
-                        "--rerun-incomplete", "--rerun-triggers=mtime", "results/summary/metrics.parquet"],
-                       cwd=wd, check=True,
-                       stdout=subprocess.DEVNULL, stderr=err)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "snakemake",
+                "--snakefile",
+                str(ROOT / "Snakefile"),
+                "--cores",
+                "2",
+                "--rerun-incomplete",
+                "--rerun-triggers=mtime",
+                "results/summary/metrics.parquet",
+            ],
+            cwd=wd,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
     total = time.perf_counter() - t
     stages = defaultdict(lambda: [0, 0.0, 0.0, 0.0])  # jobs, wall sum, wall max, peak RSS max
     logs = wd / "logs"
@@ -84,8 +106,11 @@ def main() -> None:
     for n in sorted(args.sizes):
         results[n] = run(n, args.shard, args.workdir)
         total, stages = results[n]
-        print(f"\nN = {n:,} users, shards of {args.shard:,}: workflow wall {total:.1f} s "
-              f"(this invocation; a resumed run counts only what it ran)", flush=True)
+        print(
+            f"\nN = {n:,} users, shards of {args.shard:,}: workflow wall {total:.1f} s "
+            f"(this invocation; a resumed run counts only what it ran)",
+            flush=True,
+        )
         print(f"{'stage':<32}{'jobs':>6}{'wall s (sum)':>14}{'wall s (max job)':>18}{'peak RSS MB (max job)':>24}")
         for name, (jobs, wall, wmax, rss) in sorted(stages.items()):
             print(f"{name:<32}{jobs:>6}{wall:>14.2f}{wmax:>18.2f}{rss:>24.1f}", flush=True)

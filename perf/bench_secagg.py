@@ -61,22 +61,32 @@ def locpriv_row(n: int, dim: int, params: ProtocolParams, dropout: float = 0.0, 
     """One whole shard: per-client and server CPU seconds, mean bytes a client sends; checked exact."""
     rng = make_rng(seed, "bench-secagg", n, dim, params.graph, dropout)
     x = rng.integers(0, 1 << BITS, (n, dim), dtype=np.uint64)
-    senders = np.sort(rng.permutation(n)[int(round(dropout * n)):])
-    params.degree_for(n)                 # the degree rule's scipy import and cache, outside the clock
+    senders = np.sort(rng.permutation(n)[int(round(dropout * n)) :])
+    params.degree_for(n)  # the degree rule's scipy import and cache, outside the clock
     clock = CpuClock()
     start = time.perf_counter()
     total, log = aggregate(x[senders], senders, n, params, None, b"bench", layout=rng, clock=clock)
     wall = time.perf_counter() - start
-    expected = x[senders].sum(axis=0, dtype=np.uint64) & np.uint64((1 << BITS) - 1)   # wraps mod 2^64, m | 2^64
+    expected = x[senders].sum(axis=0, dtype=np.uint64) & np.uint64((1 << BITS) - 1)  # wraps mod 2^64, m | 2^64
     assert np.array_equal(total, expected), "secure sum differs from the plain sum"
-    return {"n": n, "K": dim, "dropout": dropout, "k": params.degree_for(n), "t": params.t_for(n),
-            "client_s": clock.client / n, "server_s": clock.server, "wall_s": wall,
-            "client_bytes": float(log.groupby("sender")["bytes"].sum().mean())}
+    return {
+        "n": n,
+        "K": dim,
+        "dropout": dropout,
+        "k": params.degree_for(n),
+        "t": params.t_for(n),
+        "client_s": clock.client / n,
+        "server_s": clock.server,
+        "wall_s": wall,
+        "client_bytes": float(log.groupby("sender")["bytes"].sum().mean()),
+    }
 
 
 def shard_part(sizes, dims, graphs, dropouts, complete_max: int) -> None:
-    print(f"{'graph':9s} {'n':>5s} {'K':>5s} {'drop':>5s} {'k':>5s} {'client KB':>10s} {'client s':>9s} "
-          f"{'server s':>9s} {'wall s':>8s}   slopes vs n (client B, client s, server s)")
+    print(
+        f"{'graph':9s} {'n':>5s} {'K':>5s} {'drop':>5s} {'k':>5s} {'client KB':>10s} {'client s':>9s} "
+        f"{'server s':>9s} {'wall s':>8s}   slopes vs n (client B, client s, server s)"
+    )
     previous = {}
     for kind in graphs:
         for n in sizes:
@@ -89,11 +99,20 @@ def shard_part(sizes, dims, graphs, dropouts, complete_max: int) -> None:
                     row = locpriv_row(n, dim, params, dropout)
                     measured = (row["client_bytes"], row["client_s"], row["server_s"])
                     before = previous.get((kind, dim, dropout))
-                    slopes = ("  ".join(f"{math.log(m / m0) / math.log(n / before[0]):5.2f}"
-                                        for m, m0 in zip(measured, before[1], strict=True)) if before else "")
+                    slopes = (
+                        "  ".join(
+                            f"{math.log(m / m0) / math.log(n / before[0]):5.2f}"
+                            for m, m0 in zip(measured, before[1], strict=True)
+                        )
+                        if before
+                        else ""
+                    )
                     previous[kind, dim, dropout] = (n, measured)
-                    print(f"{kind:9s} {n:5d} {dim:5d} {dropout:5.2f} {row['k']:5d} {row['client_bytes'] / 1e3:10.1f} "
-                          f"{row['client_s']:9.4f} {row['server_s']:9.2f} {row['wall_s']:8.2f}   {slopes}", flush=True)
+                    print(
+                        f"{kind:9s} {n:5d} {dim:5d} {dropout:5.2f} {row['k']:5d} {row['client_bytes'] / 1e3:10.1f} "
+                        f"{row['client_s']:9.4f} {row['server_s']:9.2f} {row['wall_s']:8.2f}   {slopes}",
+                        flush=True,
+                    )
 
 
 def variants_part(sizes, dim: int) -> None:
@@ -101,9 +120,12 @@ def variants_part(sizes, dim: int) -> None:
     for n in sizes:
         rows = {v: locpriv_row(n, dim, ProtocolParams(bits=BITS, variant=v)) for v in ("honest_but_curious", "active")}
         hbc, act = rows["honest_but_curious"], rows["active"]
-        print(f"  n = {n:5d} k = {hbc['k']:3d}: client {hbc['client_s'] * 1e3:.2f} -> {act['client_s'] * 1e3:.2f} ms "
-              f"(x{act['client_s'] / hbc['client_s']:.2f}), server {hbc['server_s']:.2f} -> {act['server_s']:.2f} s, "
-              f"client bytes {hbc['client_bytes']:.0f} -> {act['client_bytes']:.0f}", flush=True)
+        print(
+            f"  n = {n:5d} k = {hbc['k']:3d}: client {hbc['client_s'] * 1e3:.2f} -> {act['client_s'] * 1e3:.2f} ms "
+            f"(x{act['client_s'] / hbc['client_s']:.2f}), server {hbc['server_s']:.2f} -> {act['server_s']:.2f} s, "
+            f"client bytes {hbc['client_bytes']:.0f} -> {act['client_bytes']:.0f}",
+            flush=True,
+        )
 
 
 class FlowerShard:
@@ -155,7 +177,7 @@ class FlowerShard:
                 for msg in messages:
                     node = msg.metadata.dst_node_id
                     start = time.process_time()
-                    msg = copy.deepcopy(msg)          # each node gets its own message, as after serialisation
+                    msg = copy.deepcopy(msg)  # each node gets its own message, as after serialisation
                     shard.copy_s += time.process_time() - start
 
                     def train(m, ctxt, node=node):
@@ -171,22 +193,28 @@ class FlowerShard:
 
         self.client_s = self.copy_s = 0.0
         self.sent: dict[int, int] = {}
-        self.nodes = {node: Context(run_id=1, node_id=node, node_config={}, state=RecordDict(), run_config={})
-                      for node in range(1, n + 1)}
+        self.nodes = {
+            node: Context(run_id=1, node_id=node, node_config={}, state=RecordDict(), run_config={})
+            for node in range(1, n + 1)
+        }
         grid = InProcessGrid()
-        context = LegacyContext(Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={}),
-                                strategy=FedAvg(fraction_fit=1.0, min_fit_clients=n, min_available_clients=n))
+        context = LegacyContext(
+            Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={}),
+            strategy=FedAvg(fraction_fit=1.0, min_fit_clients=n, min_available_clients=n),
+        )
         for node in grid.get_node_ids():
             context.client_manager.register(GridClientProxy(node, grid, 1))
         context.state.config_records[MAIN_CONFIGS_RECORD] = ConfigRecord({WorkflowKey.CURRENT_ROUND: 1})
         context.state.array_records[MAIN_PARAMS_RECORD] = compat.parameters_to_arrayrecord(
-            ndarrays_to_parameters([np.zeros(dim, np.float32)]), True)
+            ndarrays_to_parameters([np.zeros(dim, np.float32)]), True
+        )
         workflow = SecAggPlusWorkflow(num_shares=k + 1, reconstruction_threshold=t, modulus_range=1 << BITS)
         start = time.process_time()
         workflow(grid, context)
         self.server_s = time.process_time() - start - self.client_s - self.copy_s
-        mean = parameters_to_ndarrays(compat.arrayrecord_to_parameters(
-            context.state.array_records[MAIN_PARAMS_RECORD], True))[0]
+        mean = parameters_to_ndarrays(
+            compat.arrayrecord_to_parameters(context.state.array_records[MAIN_PARAMS_RECORD], True)
+        )[0]
         # Flower releases the mean of the quantised vectors: within a quantisation step of the true mean
         assert np.abs(mean - vectors.mean(axis=0)).max() < 1e-3, "Flower's SecAgg+ did not return the mean"
         self.n = n
@@ -196,7 +224,7 @@ def _payload_bytes(msg) -> int:
     total = 0
     for record in msg.content.config_records.values():
         for value in record.values():
-            for item in (value if isinstance(value, list) else [value]):
+            for item in value if isinstance(value, list) else [value]:
                 if isinstance(item, bytes):
                     total += len(item)
     return total
@@ -208,10 +236,14 @@ def flower_part(sizes, dim: int, reps: int) -> None:
     except ImportError:
         print("flower part skipped: `pip install flwr` in the benchmark environment (never a runtime dependency)")
         return
-    print(f"Flower {flwr.__version__} SecAgg+ beside locpriv.secagg (honest_but_curious), Harary graph, K = {dim}, "
-          f"m = 2^{BITS}, no dropout; medians of {reps} alternating runs; ratios = Flower / locpriv")
-    print(f"{'n':>5s} {'k':>3s} {'t':>3s} | {'client ms':>19s} {'ratio':>6s} | {'server s':>15s} {'ratio':>6s} | "
-          f"{'client KB sent':>15s} {'ratio':>6s}")
+    print(
+        f"Flower {flwr.__version__} SecAgg+ beside locpriv.secagg (honest_but_curious), Harary graph, K = {dim}, "
+        f"m = 2^{BITS}, no dropout; medians of {reps} alternating runs; ratios = Flower / locpriv"
+    )
+    print(
+        f"{'n':>5s} {'k':>3s} {'t':>3s} | {'client ms':>19s} {'ratio':>6s} | {'server s':>15s} {'ratio':>6s} | "
+        f"{'client KB sent':>15s} {'ratio':>6s}"
+    )
     for n in sizes:
         params = ProtocolParams(bits=BITS)
         k, t = params.degree_for(n), params.t_for(n)
@@ -219,15 +251,25 @@ def flower_part(sizes, dim: int, reps: int) -> None:
         for rep in range(reps):
             ours.append(locpriv_row(n, dim, params, seed=rep))
             flower = FlowerShard(n, dim, k, t, seed=rep)
-            theirs.append({"client_s": flower.client_s / n, "server_s": flower.server_s,
-                           "client_bytes": float(np.mean(list(flower.sent.values())))})
-        med = {side: {key: statistics.median(r[key] for r in rows) for key in ("client_s", "server_s", "client_bytes")}
-               for side, rows in (("ours", ours), ("flower", theirs))}
+            theirs.append(
+                {
+                    "client_s": flower.client_s / n,
+                    "server_s": flower.server_s,
+                    "client_bytes": float(np.mean(list(flower.sent.values()))),
+                }
+            )
+        med = {
+            side: {key: statistics.median(r[key] for r in rows) for key in ("client_s", "server_s", "client_bytes")}
+            for side, rows in (("ours", ours), ("flower", theirs))
+        }
         o, f = med["ours"], med["flower"]
-        print(f"{n:5d} {k:3d} {t:3d} | {o['client_s'] * 1e3:8.2f} {f['client_s'] * 1e3:10.2f} "
-              f"{f['client_s'] / o['client_s']:6.1f} | {o['server_s']:6.2f} {f['server_s']:8.2f} "
-              f"{f['server_s'] / o['server_s']:6.1f} | {o['client_bytes'] / 1e3:6.1f} {f['client_bytes'] / 1e3:8.1f} "
-              f"{f['client_bytes'] / o['client_bytes']:6.1f}", flush=True)
+        print(
+            f"{n:5d} {k:3d} {t:3d} | {o['client_s'] * 1e3:8.2f} {f['client_s'] * 1e3:10.2f} "
+            f"{f['client_s'] / o['client_s']:6.1f} | {o['server_s']:6.2f} {f['server_s']:8.2f} "
+            f"{f['server_s'] / o['server_s']:6.1f} | {o['client_bytes'] / 1e3:6.1f} {f['client_bytes'] / 1e3:8.1f} "
+            f"{f['client_bytes'] / o['client_bytes']:6.1f}",
+            flush=True,
+        )
 
 
 def adaptive_part(users: int, shard: int, seed: int = 1) -> None:
@@ -246,20 +288,25 @@ def adaptive_part(users: int, shard: int, seed: int = 1) -> None:
             log = result.protocol_transcript
             per_client = log.groupby(["round", "shard", "sender"])["bytes"].sum().groupby("round").mean()
             extra = f"  bytes per client per round: {', '.join(f'{b / 1e3:.1f} KB' for b in per_client)}"
-        print(f"  {mode:10s} rounds {len(result.rounds)}  K per round {result.transcript['vector_length'].tolist()}"
-              f"  wall {wall:8.1f} s  epsilon {result.epsilon_spent:.3f}{extra}", flush=True)
+        print(
+            f"  {mode:10s} rounds {len(result.rounds)}  K per round {result.transcript['vector_length'].tolist()}"
+            f"  wall {wall:8.1f} s  epsilon {result.epsilon_spent:.3f}{extra}",
+            flush=True,
+        )
 
 
 def scale_part(results: str) -> None:
     table = pd.read_csv(f"{results}/studies/heatmaps/secagg_scale/shards.csv")
     jobs = -(-len(table) // int(table["job_shards"].iloc[0]))
-    print(f"{len(table)} shards of {int(table['clients'].iloc[0])} clients "
-          f"({int(table['survivors'].sum())} survivors), "
-          f"K = {int(table['K'].iloc[0])}, k = {sorted(map(int, table['k'].unique()))}, "
-          f"t = {sorted(map(int, table['t'].unique()))}, "
-          f"{jobs} jobs; CPU of all jobs / 2 cores = "
-          f"{table.drop_duplicates('job_wall_s')['job_cpu_s'].sum() / 2 / 60:.1f} "
-          "min (the wall time of an idle 2-core machine, job start-up included)")
+    print(
+        f"{len(table)} shards of {int(table['clients'].iloc[0])} clients "
+        f"({int(table['survivors'].sum())} survivors), "
+        f"K = {int(table['K'].iloc[0])}, k = {sorted(map(int, table['k'].unique()))}, "
+        f"t = {sorted(map(int, table['t'].unique()))}, "
+        f"{jobs} jobs; CPU of all jobs / 2 cores = "
+        f"{table.drop_duplicates('job_wall_s')['job_cpu_s'].sum() / 2 / 60:.1f} "
+        "min (the wall time of an idle 2-core machine, job start-up included)"
+    )
     for key in ("benchmark_wall_s", "job_cpu_s", "job_peak_rss_mb", "client_cpu_s", "server_cpu_s", "client_kb_sent"):
         values = table[key]
         print(f"  {key:18s} median {values.median():9.2f}  max {values.max():9.2f}  sum {values.sum():10.1f}")
@@ -273,7 +320,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3, help="alternating runs per system in the Flower part")
     parser.add_argument("--results", default="results", help="results folder of the scale run (--part scale)")
     args = parser.parse_args()
-    locpriv_row(20, 10, ProtocolParams(bits=BITS, variant="active"))     # warm-up: imports, first-call set-up
+    locpriv_row(20, 10, ProtocolParams(bits=BITS, variant="active"))  # warm-up: imports, first-call set-up
     if args.part in ("shard", "all"):
         if args.quick:
             shard_part([50, 100], [500], ("harary", "complete"), (0.0, 0.1), args.complete_max)
@@ -282,8 +329,9 @@ def main() -> None:
     if args.part in ("variants", "all"):
         variants_part([100] if args.quick else [100, 1000], 500 if args.quick else 5000)
     if args.part in ("flower", "all"):
-        flower_part([50, 100] if args.quick else [100, 1000], 200 if args.quick else 1000,
-                    1 if args.quick else args.reps)
+        flower_part(
+            [50, 100] if args.quick else [100, 1000], 200 if args.quick else 1000, 1 if args.quick else args.reps
+        )
     if args.part in ("adaptive", "all"):
         adaptive_part(10_000 if args.quick else 100_000, 1000)
     if args.part == "scale":

@@ -33,8 +33,7 @@ def clustered(n, rng):
     """Range-query data on [0, 1]^2: three Gaussian clusters over a uniform background."""
     centres = np.array([[0.3, 0.3], [0.7, 0.6], [0.4, 0.8]])
     k = rng.integers(0, 4, n)
-    pts = np.where(k[:, None] < 3, centres[np.minimum(k, 2)] + rng.normal(0, 0.05, (n, 2)),
-                   rng.uniform(0, 1, (n, 2)))
+    pts = np.where(k[:, None] < 3, centres[np.minimum(k, 2)] + rng.normal(0, 0.05, (n, 2)), rng.uniform(0, 1, (n, 2)))
     return pts.clip(0, 1)
 
 
@@ -50,16 +49,28 @@ def range_table(reps):
                 pts = clustered(n, rng)
                 q = range_queries.anchored_workload(pts, UNIT, 200, rng)
                 truth = range_queries.true_counts(q, pts)
-                part = run_protocol(pts, UNIT, eps, threshold=0, max_depth=10, delta=0.05, rng=rng,
-                                    split_rule="per_child", keep_reports=False).cells
+                part = run_protocol(
+                    pts,
+                    UNIT,
+                    eps,
+                    threshold=0,
+                    max_depth=10,
+                    delta=0.05,
+                    rng=rng,
+                    split_rule="per_child",
+                    keep_reports=False,
+                ).cells
                 err["sldp"].append(range_queries.answer(q, part, UNIT))
-                err["privtree"].append(range_queries.answer(q, privtree.privtree(pts, UNIT, eps / 2, eps / 2, rng),
-                                                            UNIT))
+                err["privtree"].append(
+                    range_queries.answer(q, privtree.privtree(pts, UNIT, eps / 2, eps / 2, rng), UNIT)
+                )
                 err["ldp"].append(range_queries.answer(q, ldp_grid.oue_grid(pts, UNIT, eps, 4, rng), UNIT))
                 for key in err:
                     err[key][-1] = range_queries.mean_relative_error(err[key][-1], truth, n)
-            print(f"{n:>7} {eps:>5} {np.mean(err['sldp']):>8.3f} {np.mean(err['privtree']):>9.3f} "
-                  f"{np.mean(err['ldp']):>9.3f}")
+            print(
+                f"{n:>7} {eps:>5} {np.mean(err['sldp']):>8.3f} {np.mean(err['privtree']):>9.3f} "
+                f"{np.mean(err['ldp']):>9.3f}"
+            )
 
 
 def main():
@@ -77,22 +88,44 @@ def main():
             for r in range(reps):
                 rng = make_rng(1, "bench-sldp", n, eps, r)
                 pts = data(n, rng)
-                true = (pts ** 2).sum(axis=1).mean()
-                part = run_protocol(pts, BOX, eps / 2, threshold=0, max_depth=10, delta=0.05, rng=rng,
-                                    split_rule="per_child", keep_reports=False)
+                true = (pts**2).sum(axis=1).mean()
+                part = run_protocol(
+                    pts,
+                    BOX,
+                    eps / 2,
+                    threshold=0,
+                    max_depth=10,
+                    delta=0.05,
+                    rng=rng,
+                    split_rule="per_child",
+                    keep_reports=False,
+                )
                 cells.append(len(part.cells))
                 err["sldp"].append((mean.sldp_mean(pts, part.user_cell, BOX, eps / 2, rng) - true) ** 2)
                 err["ldp"].append((mean.ldp_mean(pts, BOX, eps, rng) - true) ** 2)
                 err["cdp"].append((mean.central_mean(pts, BOX, eps, rng) - true) ** 2)
-            print(f"{n:>7} {eps:>5} {np.mean(err['sldp']):>11.3g} {np.mean(err['ldp']):>11.3g} "
-                  f"{np.mean(err['cdp']):>11.3g} {np.mean(cells):>6.0f}")
+            print(
+                f"{n:>7} {eps:>5} {np.mean(err['sldp']):>11.3g} {np.mean(err['ldp']):>11.3g} "
+                f"{np.mean(err['cdp']):>11.3g} {np.mean(cells):>6.0f}"
+            )
     range_table(reps=3 if args.quick else 10)
     pts = data(1_000_000, make_rng(1, "bench-sldp-speed"))
     t = time.perf_counter()
-    part = run_protocol(pts, BOX, 0.5, threshold=0, max_depth=10, delta=0.05, rng=make_rng(2, "speed"),
-                        split_rule="per_child", keep_reports=False)
-    print(f"\nprotocol, 10^6 users, depth 10: {time.perf_counter() - t:.2f} s, {len(part.cells)} cells, "
-          f"{part.rounds['round'].max()} rounds")
+    part = run_protocol(
+        pts,
+        BOX,
+        0.5,
+        threshold=0,
+        max_depth=10,
+        delta=0.05,
+        rng=make_rng(2, "speed"),
+        split_rule="per_child",
+        keep_reports=False,
+    )
+    print(
+        f"\nprotocol, 10^6 users, depth 10: {time.perf_counter() - t:.2f} s, {len(part.cells)} cells, "
+        f"{part.rounds['round'].max()} rounds"
+    )
 
 
 if __name__ == "__main__":

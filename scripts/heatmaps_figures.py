@@ -1,4 +1,5 @@
 """The heatmaps study's figures: MSE sweeps (Fig. 7, 8) and the per-round strip of the base run."""
+
 from locpriv.heatmaps import plots
 from locpriv.smk import logged
 

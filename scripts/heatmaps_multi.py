@@ -1,4 +1,5 @@
 """Multi-location users of the heatmaps study ([DDP-Heatmaps] §5.7): overflow and MSE per scale and clip bits."""
+
 from locpriv.heatmaps.multi_study import multi_stage
 from locpriv.smk import logged
 

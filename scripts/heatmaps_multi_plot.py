@@ -1,4 +1,5 @@
 """The multi-location figure of the heatmaps study (Table 2's scale / clip-bits effect) from its table."""
+
 from locpriv.heatmaps.plots import plot_multi
 from locpriv.smk import logged
 

@@ -1,4 +1,5 @@
 """Table 1 of the heatmaps study (per method, at the base setting) from the summary."""
+
 from locpriv.heatmaps.tables import results_table
 from locpriv.smk import logged
 

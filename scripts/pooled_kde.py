@@ -7,5 +7,6 @@ with logged(snakemake):
     wc = snakemake.wildcards
     n = n_users_of({"n": wc.n if wc.n == "all" else int(wc.n)}, snakemake.input.meta)
     h = io.read_json(optional_input(snakemake, "bandwidth"))["h"] if wc.h == "knn" else float(wc.h)
-    pooled_kde(points_path=snakemake.input.points, n_users=n, h=h, grid_path=snakemake.input.grid,
-               out_nc=snakemake.output[0])
+    pooled_kde(
+        points_path=snakemake.input.points, n_users=n, h=h, grid_path=snakemake.input.grid, out_nc=snakemake.output[0]
+    )

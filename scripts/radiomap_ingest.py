@@ -1,5 +1,6 @@
 """Synthetic city, users, stations and measurement pairs, the cells under every link and the RSS
 measurements of the radiomap study."""
+
 from locpriv.radiomap.study import setup_stage
 from locpriv.smk import logged
 

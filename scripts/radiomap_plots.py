@@ -1,4 +1,5 @@
 """Table II curves, Fig. 4, Fig. 5 and Fig. 6 of the radiomap study, from its summary and Fig. 5's map table."""
+
 from locpriv.radiomap.plots import study_figures
 from locpriv.smk import logged
 

@@ -2,7 +2,10 @@ from locpriv.smk import logged, optional_input
 from locpriv.stages.metrics import runs_table, summary
 
 with logged(snakemake):
-    summary(metric_paths=list(snakemake.input.metrics), out_parquet=snakemake.output.parquet,
-            out_csv=snakemake.output.csv, audit_table=optional_input(snakemake, "audit"))
-    runs_table(summary_parquet=snakemake.output.parquet, units=snakemake.params.units,
-               out_csv=snakemake.output.runs)
+    summary(
+        metric_paths=list(snakemake.input.metrics),
+        out_parquet=snakemake.output.parquet,
+        out_csv=snakemake.output.csv,
+        audit_table=optional_input(snakemake, "audit"),
+    )
+    runs_table(summary_parquet=snakemake.output.parquet, units=snakemake.params.units, out_csv=snakemake.output.runs)

@@ -24,8 +24,8 @@ def test_planar_and_product_laplace_densities_integrate_to_one():
     zx, zy = np.meshgrid(t, t, indexing="ij")
     reports = np.column_stack([zx.ravel(), zy.ravel()])
     one = Grid(np.array([0.0, 1.0]), np.array([0.0, 1.0]), Domain(-0.5, 1.5, -0.5, 1.5))
-    planar = np.exp(likelihoods.planar_laplace_logpdf(reports, one, eps))[:, 0, 0].sum() * step ** 2
-    product = np.exp(likelihoods.product_laplace_logpdf(reports, one, b))[:, 0, 0].sum() * step ** 2
+    planar = np.exp(likelihoods.planar_laplace_logpdf(reports, one, eps))[:, 0, 0].sum() * step**2
+    product = np.exp(likelihoods.product_laplace_logpdf(reports, one, b))[:, 0, 0].sum() * step**2
     assert planar == pytest.approx(1.0, abs=2e-3)
     assert product == pytest.approx(1.0, abs=2e-3)
 
@@ -33,8 +33,10 @@ def test_planar_and_product_laplace_densities_integrate_to_one():
 def test_oue_probabilities_sum_to_one_over_bit_vectors():
     p, q = 0.5, 1 / (math.exp(2.0) + 1)
     for own in range(4):
-        total = sum(math.exp(likelihoods.oue_log_probability(np.array(bits), own, p, q))
-                    for bits in itertools.product([0, 1], repeat=4))
+        total = sum(
+            math.exp(likelihoods.oue_log_probability(np.array(bits), own, p, q))
+            for bits in itertools.product([0, 1], repeat=4)
+        )
         assert total == pytest.approx(1.0, abs=1e-12)
 
 
@@ -76,7 +78,7 @@ def test_rff_log_lengths_are_the_dense_sum_over_features_bit_for_bit(h):
     dense sum over features of the lengths over a wide range of lines."""
     rng = np.random.default_rng(21)
     omega = rng.standard_normal((30, 6, 2)) / h
-    phase = np.mod(np.einsum("nbk,nk->nb", omega, rng.uniform(-3, 3, (30, 2))), 2 * np.pi)   # users' true phases
+    phase = np.mod(np.einsum("nbk,nk->nb", omega, rng.uniform(-3, 3, (30, 2))), 2 * np.pi)  # users' true phases
     dense = np.zeros((30, *GRID.shape))
     with np.errstate(divide="ignore"):
         for b in range(6):
@@ -85,8 +87,8 @@ def test_rff_log_lengths_are_the_dense_sum_over_features_bit_for_bit(h):
             dense += np.log(wide)
     assert np.array_equal(likelihoods.rff_log_lengths(omega, phase, GRID), dense)
     finite = np.isfinite(dense)
-    assert finite.any() and not finite.all()   # power: cells both kept and ruled out
-    if h < 0.1:   # power: lines closer than a cell, so lines k != 0 reach cells
+    assert finite.any() and not finite.all()  # power: cells both kept and ruled out
+    if h < 0.1:  # power: lines closer than a cell, so lines k != 0 reach cells
         half = np.array([GRID.x[1] - GRID.x[0], GRID.y[1] - GRID.y[0]]) / 2
         assert (np.abs(omega) @ half).max() > np.pi
 
@@ -127,7 +129,7 @@ def test_median_guess_matches_brute_force():
 
 def _truth_prior(grid):
     gx, gy = np.meshgrid(grid.x, grid.y, indexing="ij")
-    return bayes.prior("population", np.exp(-(gx ** 2 + gy ** 2) / 2))
+    return bayes.prior("population", np.exp(-(gx**2 + gy**2) / 2))
 
 
 def _attack(name, given, n=200, seed=3):
@@ -142,12 +144,20 @@ def _attack(name, given, n=200, seed=3):
     return mech, mech.settings, pts, lik, (i, j)
 
 
-@pytest.mark.parametrize("name, given, n", [
-    ("geoind", {"h": 0.5, "epsilon": 2.0}, 200), ("laplace_ldp", {"h": 0.5, "epsilon": 4.0}, 200),
-    ("rff", {"h": 0.5, "B": 2, "risk": 0.999}, 200), ("ldp_oue_grid", {"epsilon": 2.0, "level": 3}, 200),
-    ("fedkde", {"h": 0.5}, 200), ("hdg", {"epsilon": 2.0}, 200), ("hdg", {"epsilon": 2.0, "variant": "tdg"}, 200),
-    # the protocol splits the root only with enough users: 200 stop at the whole domain
-    ("sldp", {"epsilon": 2.0, "max_depth": 4}, 2000)])
+@pytest.mark.parametrize(
+    "name, given, n",
+    [
+        ("geoind", {"h": 0.5, "epsilon": 2.0}, 200),
+        ("laplace_ldp", {"h": 0.5, "epsilon": 4.0}, 200),
+        ("rff", {"h": 0.5, "B": 2, "risk": 0.999}, 200),
+        ("ldp_oue_grid", {"epsilon": 2.0, "level": 3}, 200),
+        ("fedkde", {"h": 0.5}, 200),
+        ("hdg", {"epsilon": 2.0}, 200),
+        ("hdg", {"epsilon": 2.0, "variant": "tdg"}, 200),
+        # the protocol splits the root only with enough users: 200 stop at the whole domain
+        ("sldp", {"epsilon": 2.0, "max_depth": 4}, 2000),
+    ],
+)
 def test_posterior_at_the_true_cell_beats_the_uniform_prior(name, given, n):
     """Monte Carlo: E[posterior mass at the true cell] > prior mass (1 / PQ) for an informative report.
 
@@ -199,8 +209,9 @@ def test_every_mechanism_declares_a_likelihood():
     base = mechanisms.Mechanism
     for name in mechanisms.names():
         cls = mechanisms.get(name)
-        assert (cls.aggregate_only or cls.log_likelihood is not base.log_likelihood
-                or cls.likelihood is not base.likelihood), name
+        assert (
+            cls.aggregate_only or cls.log_likelihood is not base.log_likelihood or cls.likelihood is not base.likelihood
+        ), name
 
 
 def test_population_prior_needs_mass():
@@ -213,15 +224,16 @@ def test_a_person_no_single_cell_explains_falls_back_to_the_mixture_of_their_rep
     from locpriv.adversary.bayes import person_log_likelihoods
 
     lik = np.zeros((4, 3, 3))
-    lik[0, 0, 0] = lik[1, 2, 2] = 1.0          # person 0: exact reports in two different cells
-    lik[2] = lik[3] = np.full((3, 3), 0.5)     # person 1: two flat reports ...
-    lik[3, 1, 1] = 2.0                          # ... the second favouring the centre
+    lik[0, 0, 0] = lik[1, 2, 2] = 1.0  # person 0: exact reports in two different cells
+    lik[2] = lik[3] = np.full((3, 3), 0.5)  # person 1: two flat reports ...
+    lik[3, 1, 1] = 2.0  # ... the second favouring the centre
     with np.errstate(divide="ignore"):
-        joint, moved = person_log_likelihoods([(slice(0, 4), np.log(lik))], np.array([0, 0, 1, 1]), 2,
-                                              np.ones((3, 3), dtype=bool))
+        joint, moved = person_log_likelihoods(
+            [(slice(0, 4), np.log(lik))], np.array([0, 0, 1, 1]), 2, np.ones((3, 3), dtype=bool)
+        )
     assert moved == 1
     expected_mixture = np.zeros((3, 3))
-    expected_mixture[0, 0] = expected_mixture[2, 2] = 1.0    # the sum of normalised likelihoods: a constant apart
+    expected_mixture[0, 0] = expected_mixture[2, 2] = 1.0  # the sum of normalised likelihoods: a constant apart
     np.testing.assert_allclose(np.exp(joint[0]), expected_mixture)
     np.testing.assert_allclose(joint[1], np.log(lik[2] * lik[3]))
 
@@ -231,8 +243,8 @@ def test_a_person_explained_only_where_the_prior_is_zero_falls_back_to_the_mixtu
     from locpriv.adversary.bayes import person_log_likelihoods
 
     log_lik = np.full((2, 2, 2), -np.inf)
-    log_lik[:, 0, 0] = 0.0                      # both reports allow only cell (0, 0) together ...
-    log_lik[0, 1, 1] = log_lik[1, 0, 1] = 0.0   # ... and one other cell each
+    log_lik[:, 0, 0] = 0.0  # both reports allow only cell (0, 0) together ...
+    log_lik[0, 1, 1] = log_lik[1, 0, 1] = 0.0  # ... and one other cell each
     allowed = np.ones((2, 2), dtype=bool)
     allowed[0, 0] = False
     with np.errstate(divide="ignore"):
@@ -260,12 +272,12 @@ def test_posterior_of_a_far_report_is_formed_over_the_cells_the_prior_allows():
     and the attack stopped. In logs the posterior is the likelihood ratio over the allowed cells:
     here all its mass on the allowed cell nearest the report."""
     prior = np.zeros(GRID.shape)
-    prior[:2, :2] = 0.25                                   # the population lives in one corner
+    prior[:2, :2] = 0.25  # the population lives in one corner
     mech = mechanisms.get("geoind")(h=0.5, epsilon=400.0)
-    view = pd.DataFrame({"user": [0], "x": [GRID.x[-1]], "y": [GRID.y[-1]]})   # reported at the far corner
-    view.attrs["noise"] = {"epsilon": 400.0}                                      # as randomize records it
-    assert (mech.likelihood(view, GRID)[0][prior > 0] == 0).all()              # the linear values underflow
+    view = pd.DataFrame({"user": [0], "x": [GRID.x[-1]], "y": [GRID.y[-1]]})  # reported at the far corner
+    view.attrs["noise"] = {"epsilon": 400.0}  # as randomize records it
+    assert (mech.likelihood(view, GRID)[0][prior > 0] == 0).all()  # the linear values underflow
     post = bayes.posterior(prior, mech.log_likelihood(view, GRID))
     assert post[0, 1, 1] == pytest.approx(1.0) and post[0][prior == 0].sum() == 0
-    with pytest.raises(ValueError, match="0 wherever the prior is positive"):   # a truly impossible report
+    with pytest.raises(ValueError, match="0 wherever the prior is positive"):  # a truly impossible report
         bayes.posterior(prior, np.where(prior > 0, -np.inf, 0.0)[None])

@@ -27,27 +27,41 @@ from locpriv.stages import run as st_run
 
 # The documentation's example (docs/python-api.md, the fenced block marked ``python api-example``), kept
 # here too so the API's own tests hold it; the two must stay identical.
-API_EXAMPLE = '''\
+API_EXAMPLE = """\
 from locpriv import Domain, Grid, GeoInd, LaplaceLDP, RFF, SLDP
 from locpriv.seeding import rng
+
 grid = Grid.regular(Domain(0.0, 1.0, 0.0, 1.0), P=64, Q=64)
 xy = rng(0, "users").uniform(0.3, 0.7, size=(5000, 2))  # one location per user
-mechs = [GeoInd(epsilon=50.0, h=0.05), LaplaceLDP(epsilon=40.0, h=0.1), RFF(h=0.05, B=2),
-         SLDP(epsilon=2.0, split_rule="all_children")]  # the proven split rule (Thm 4.1)
+mechs = [
+    GeoInd(epsilon=50.0, h=0.05),
+    LaplaceLDP(epsilon=40.0, h=0.1),
+    RFF(h=0.05, B=2),
+    SLDP(epsilon=2.0, split_rule="all_children"),
+]  # the proven split rule (Thm 4.1)
 for mech in mechs:  # rng: an int seeds a simulation; None (the default) draws OS entropy
     density = mech.fit_estimate(xy, rng=1, grid=grid)  # a pdf on the grid
     g = mech.guarantee()  # the privacy record: model, epsilon, relation, trust model, ...
     print(type(mech).__name__, g.epsilon, g.trust_model, round(density.sum() * grid.cell_area, 2))
-'''
+"""
 
 GRID = Grid.regular(Domain(0.0, 1.0, 0.0, 1.0), 64, 64)
 # the smallest valid configuration of every registered mechanism
-CONFIGS = {"fedkde": dict(h=0.05), "geoind": dict(epsilon=50.0, h=0.05), "zero": {},
-           "laplace_ldp": dict(epsilon=40.0, h=0.1), "rff": dict(h=0.05, B=2), "sldp": dict(epsilon=2.0),
-           "privtree": dict(epsilon=2.0), "ldp_oue_grid": dict(epsilon=2.0, level=3),
-           "ldp_kdtree": dict(epsilon=2.0, height=3), "dp_heatmap": dict(epsilon=2.0, depth=4),
-           "heatmap_flat": dict(epsilon=2.0, depth=4), "heatmap_hierarchical": dict(epsilon=2.0, depth=4),
-           "hdg": dict(epsilon=2.0)}
+CONFIGS = {
+    "fedkde": dict(h=0.05),
+    "geoind": dict(epsilon=50.0, h=0.05),
+    "zero": {},
+    "laplace_ldp": dict(epsilon=40.0, h=0.1),
+    "rff": dict(h=0.05, B=2),
+    "sldp": dict(epsilon=2.0),
+    "privtree": dict(epsilon=2.0),
+    "ldp_oue_grid": dict(epsilon=2.0, level=3),
+    "ldp_kdtree": dict(epsilon=2.0, height=3),
+    "dp_heatmap": dict(epsilon=2.0, depth=4),
+    "heatmap_flat": dict(epsilon=2.0, depth=4),
+    "heatmap_hierarchical": dict(epsilon=2.0, depth=4),
+    "hdg": dict(epsilon=2.0),
+}
 CLASSES = {cls.name: cls for cls in api.CLASSES.values()}
 
 
@@ -60,8 +74,12 @@ def _run_example(code: str) -> list[str]:
 
 def _check_example_output(lines: list[str]) -> None:
     """One line per mechanism: its name, the configured epsilon (None: no formal DP), trust model, mass."""
-    assert [line.split()[:3] for line in lines] == [["GeoInd", "50.0", "local"], ["LaplaceLDP", "40.0", "local"],
-                                                    ["RFF", "None", "none"], ["SLDP", "2.0", "local"]]
+    assert [line.split()[:3] for line in lines] == [
+        ["GeoInd", "50.0", "local"],
+        ["LaplaceLDP", "40.0", "local"],
+        ["RFF", "None", "none"],
+        ["SLDP", "2.0", "local"],
+    ]
     masses = [float(line.split()[3]) for line in lines]
     # loose sanity only: test_estimate_integrates_to_one holds the statistical bound
     assert all(0.8 <= m <= 1.2 for m in masses), masses
@@ -80,17 +98,20 @@ def test_docs_api_example_runs():
 
 def test_the_api_classes_are_the_registered_mechanisms_exported_lazily():
     assert sorted(CLASSES) == mechanisms.names() == sorted(CONFIGS)
-    assert all(CLASSES[name] is mechanisms.get(name) for name in CLASSES)   # no wrappers
+    assert all(CLASSES[name] is mechanisms.get(name) for name in CLASSES)  # no wrappers
     assert set(api.__all__) == {*api.CLASSES, "Domain", "Grid", "Mechanism"}
     assert locpriv.GeoInd is api.GeoInd is mechanisms.get("geoind") and locpriv.Grid is Grid
     assert set(dir(locpriv)) >= set(api.__all__)
     with pytest.raises(AttributeError):
-        locpriv.NoSuchMechanism   # noqa: B018
+        locpriv.NoSuchMechanism  # noqa: B018
     # the workflow's jobs import locpriv and its submodules without paying for the API (or xarray)
-    probe = ("import sys, locpriv; from locpriv import io, seeding; "
-             "print(sorted({'locpriv.api', 'xarray'} & set(sys.modules)))")
-    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          check=True).stdout.strip() == "[]"
+    probe = (
+        "import sys, locpriv; from locpriv import io, seeding; "
+        "print(sorted({'locpriv.api', 'xarray'} & set(sys.modules)))"
+    )
+    assert (
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    )
 
 
 def test_constructor_is_keyword_only_and_abstract_bases_do_not_construct():
@@ -100,21 +121,28 @@ def test_constructor_is_keyword_only_and_abstract_bases_do_not_construct():
         Mechanism()
 
 
-@pytest.mark.parametrize("cls, given, message", [
-    (api.GeoInd, dict(epsilon=-1.0, h=0.5), r"'GeoInd\.epsilon': -1\.0 is not allowed; allowed: float > 0\.0"),
-    (api.GeoInd, dict(epsilon=1.0, h=0.5, eps=2), r"'GeoInd': unknown parameter\(s\) \['eps'\]; allowed:"),
-    (api.GeoInd, dict(h=0.5), r"'GeoInd\.epsilon': required"),
-    (api.GeoInd, dict(epsilon=1.0, h="knn"), r"'GeoInd\.h': 'knn' is resolved by the workflow from private data "
-                                             r"\(h: knn bandwidth computed from every user's raw location\); "
-                                             r"give a value: float > 0\.0"),
-    (api.GeoInd, dict(epsilon=math.inf, h=1.0), r"'GeoInd\.epsilon': inf is not allowed; allowed: a finite number"),
-    (api.GeoInd, dict(epsilon=1.0, h=math.nan), r"'GeoInd\.h': nan is not allowed; allowed: a finite number"),
-    (api.RFF, dict(h=0.55, B=math.inf), r"'RFF\.B': inf is not allowed; allowed: a finite number"),
-    (api.LaplaceLDP, dict(epsilon=4, h=0.5, estimator="ols"), r"'LaplaceLDP\.estimator': 'ols' is not allowed"),
-    (api.RFF, dict(h=0.55, B=2.5), r"'RFF\.B': 2\.5 is not allowed; allowed: int > 0"),
-    (api.SLDP, dict(epsilon="2"), r"'SLDP\.epsilon': '2' is not allowed"),
-    (api.SLDP, dict(epsilon=True), r"'SLDP\.epsilon': True is not allowed"),
-])
+@pytest.mark.parametrize(
+    "cls, given, message",
+    [
+        (api.GeoInd, dict(epsilon=-1.0, h=0.5), r"'GeoInd\.epsilon': -1\.0 is not allowed; allowed: float > 0\.0"),
+        (api.GeoInd, dict(epsilon=1.0, h=0.5, eps=2), r"'GeoInd': unknown parameter\(s\) \['eps'\]; allowed:"),
+        (api.GeoInd, dict(h=0.5), r"'GeoInd\.epsilon': required"),
+        (
+            api.GeoInd,
+            dict(epsilon=1.0, h="knn"),
+            r"'GeoInd\.h': 'knn' is resolved by the workflow from private data "
+            r"\(h: knn bandwidth computed from every user's raw location\); "
+            r"give a value: float > 0\.0",
+        ),
+        (api.GeoInd, dict(epsilon=math.inf, h=1.0), r"'GeoInd\.epsilon': inf is not allowed; allowed: a finite number"),
+        (api.GeoInd, dict(epsilon=1.0, h=math.nan), r"'GeoInd\.h': nan is not allowed; allowed: a finite number"),
+        (api.RFF, dict(h=0.55, B=math.inf), r"'RFF\.B': inf is not allowed; allowed: a finite number"),
+        (api.LaplaceLDP, dict(epsilon=4, h=0.5, estimator="ols"), r"'LaplaceLDP\.estimator': 'ols' is not allowed"),
+        (api.RFF, dict(h=0.55, B=2.5), r"'RFF\.B': 2\.5 is not allowed; allowed: int > 0"),
+        (api.SLDP, dict(epsilon="2"), r"'SLDP\.epsilon': '2' is not allowed"),
+        (api.SLDP, dict(epsilon=True), r"'SLDP\.epsilon': True is not allowed"),
+    ],
+)
 def test_bad_parameter_is_one_line_value_error_at_construction(cls, given, message):
     with pytest.raises(ValueError, match=message) as err:
         cls(**given)
@@ -126,7 +154,7 @@ def test_defaults_are_filled_and_numbers_cast_on_construction():
     assert dict(mech.settings) == {"h": 1.0, "B": 2, "h0": "h", "max_features": 50, "risk": 0.5, "min_bands": 2}
     assert type(mech.settings["h"]) is float and type(mech.settings["B"]) is int
     with pytest.raises(TypeError):
-        mech.settings["B"] = 3   # read-only
+        mech.settings["B"] = 3  # read-only
 
 
 def test_repr_equality_and_hash_are_by_class_and_parameters():
@@ -145,13 +173,13 @@ def test_rng_contract_none_int_or_generator():
     """None: OS entropy (two calls differ); an int: a seeded Generator (reproducible); a Generator: used as is."""
     mech, xy = api.GeoInd(epsilon=1.0, h=0.5), np.full((200, 2), 0.5)
     fresh = [mech.randomize(xy)[["x", "y"]].to_numpy() for _ in range(2)]
-    assert not np.array_equal(*fresh)   # P(equal) = 0 for 400 planar Laplace coordinates on a 2^-11 grid
+    assert not np.array_equal(*fresh)  # P(equal) = 0 for 400 planar Laplace coordinates on a 2^-11 grid
     seeded = mech.randomize(xy, rng=7)
     pd.testing.assert_frame_equal(seeded, mech.randomize(xy, rng=np.random.default_rng(7)))
     pd.testing.assert_frame_equal(seeded, mech.randomize(xy, rng=np.int64(7)))
     gen = np.random.default_rng(7)
     first = mech.randomize(xy, rng=gen)
-    assert not first.equals(mech.randomize(xy, rng=gen))   # the caller's Generator advanced: a new draw
+    assert not first.equals(mech.randomize(xy, rng=gen))  # the caller's Generator advanced: a new draw
     for bad in ("7", 7.0, True, np.random.RandomState(7)):
         with pytest.raises(TypeError, match="rng: expected None"):
             mech.randomize(xy, rng=bad)
@@ -198,9 +226,20 @@ def test_guarantee_record_states_epsilon_relation_and_trust_model(name):
 
 def test_trust_models_are_declared_per_class():
     assert {name: cls.trust_model for name, cls in CLASSES.items()} == {
-        "fedkde": "none", "rff": "none", "zero": "local", "geoind": "local", "laplace_ldp": "local",
-        "ldp_oue_grid": "local", "ldp_kdtree": "local", "hdg": "local", "sldp": "local", "privtree": "central",
-        "dp_heatmap": "distributed", "heatmap_flat": "distributed", "heatmap_hierarchical": "distributed"}
+        "fedkde": "none",
+        "rff": "none",
+        "zero": "local",
+        "geoind": "local",
+        "laplace_ldp": "local",
+        "ldp_oue_grid": "local",
+        "ldp_kdtree": "local",
+        "hdg": "local",
+        "sldp": "local",
+        "privtree": "central",
+        "dp_heatmap": "distributed",
+        "heatmap_flat": "distributed",
+        "heatmap_hierarchical": "distributed",
+    }
     with pytest.raises(TypeError, match="trust_model must be one of"):
         type("Bad", (Mechanism,), {"name": "bad_trust", "trust_model": "cloud"})
 
@@ -218,9 +257,9 @@ def test_privacy_map_metric_pure_and_approximate():
     assert sldp.map(1) == (eps, delta)
     for k in (2, 3, 5):
         e, d = sldp.map(k)
-        exact = delta * sum(math.exp(i * eps) for i in range(k))   # the induction's delta_k
+        exact = delta * sum(math.exp(i * eps) for i in range(k))  # the induction's delta_k
         assert e == k * eps and d == pytest.approx(k * math.exp((k - 1) * eps) * delta) and exact <= d
-    assert sldp.map(1000) == (1000 * eps, 1.0)   # capped: a delta above 1 bounds nothing
+    assert sldp.map(1000) == (1000 * eps, 1.0)  # capped: a delta above 1 bounds nothing
     tree = api.PrivTree(epsilon=2.0).guarantee()
     assert tree.map(1) == (4.0, 0.0) and tree.map(1, relation=ADD_REMOVE) == (2.0, 0.0)
     assert api.RFF(h=0.5, B=2).guarantee().map(1) is None
@@ -231,8 +270,9 @@ def test_privacy_map_metric_pure_and_approximate():
         ldp.map(1, relation=ADD_REMOVE)
 
 
-@pytest.mark.parametrize("name, config", [("geoind", CONFIGS["geoind"]), ("laplace_ldp", CONFIGS["laplace_ldp"]),
-                                          ("rff", dict(h=0.05, B=8))])   # B = 2: se 0.027, too weak
+@pytest.mark.parametrize(
+    "name, config", [("geoind", CONFIGS["geoind"]), ("laplace_ldp", CONFIGS["laplace_ldp"]), ("rff", dict(h=0.05, B=8))]
+)  # B = 2: se 0.027, too weak
 def test_estimate_integrates_to_one(name, config):
     """The density's mass on the grid, from K = 20 equal chunks of n = 20000 users.
 
@@ -242,12 +282,16 @@ def test_estimate_integrates_to_one(name, config):
     users in [0.4, 0.6]^2, at least 8 h from its edge, and the midpoint rule, exact to ~1e-20 for a
     Gaussian of h >= 1.6 cells).  Power: se < 0.02, so a lost normaliser (a factor 2π h^2, B or 1/n) fails.
     """
-    grid = Grid.regular(GRID.domain, 32, 32)   # coarse: RFF's cost is per grid cell and feature
+    grid = Grid.regular(GRID.domain, 32, 32)  # coarse: RFF's cost is per grid cell and feature
     mech = CLASSES[name](**config)
     xy = rng(0, "users").uniform(0.4, 0.6, size=(20000, 2))
     view = mech.randomize(xy, rng=rng(0, name), domain=grid)
-    mass = np.array([mech.estimate(chunk, grid=grid).sum() * grid.cell_area
-                     for chunk in (view.iloc[k * 1000:(k + 1) * 1000] for k in range(20))])
+    mass = np.array(
+        [
+            mech.estimate(chunk, grid=grid).sum() * grid.cell_area
+            for chunk in (view.iloc[k * 1000 : (k + 1) * 1000] for k in range(20))
+        ]
+    )
     np.testing.assert_allclose(mass.mean(), mech.estimate(view, grid=grid).sum() * grid.cell_area, rtol=1e-9)
     se = mass.std(ddof=1) / np.sqrt(len(mass))
     assert se < 0.02
@@ -255,8 +299,9 @@ def test_estimate_integrates_to_one(name, config):
 
 
 def test_sldp_estimate_is_a_pdf():
-    density = api.SLDP(epsilon=2.0).fit_estimate(rng(0, "users").uniform(0.3, 0.7, size=(5000, 2)),
-                                                  rng=rng(0, "sldp"), grid=GRID)
+    density = api.SLDP(epsilon=2.0).fit_estimate(
+        rng(0, "users").uniform(0.3, 0.7, size=(5000, 2)), rng=rng(0, "sldp"), grid=GRID
+    )
     assert (density >= 0).all()
     assert density.sum() * GRID.cell_area == pytest.approx(1.0, rel=1e-12)
 
@@ -267,10 +312,13 @@ def dataset(tmp_path_factory):
     d = tmp_path_factory.mktemp("api-vs-stages")
     xy = rng(0, "users").uniform(0.2, 0.8, size=(400, 2))
     pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1]}).to_csv(d / "points.csv", index=False)
-    spec = {"source": "points", "bbox": [0.0, 1.0, 0.0, 1.0], "path": str(d / "points.csv"),
-            "max_dropped_fraction": 0.0}
-    prepare.ingest(name="demo", spec=spec, seed=7, out_points=str(d / "points.parquet"),
-                   out_meta=str(d / "meta.json"))
+    spec = {
+        "source": "points",
+        "bbox": [0.0, 1.0, 0.0, 1.0],
+        "path": str(d / "points.csv"),
+        "max_dropped_fraction": 0.0,
+    }
+    prepare.ingest(name="demo", spec=spec, seed=7, out_points=str(d / "points.parquet"), out_meta=str(d / "meta.json"))
     prepare.encode_grid(spec=spec, grid_spec={"P": 64, "Q": 64}, out_grid=str(d / "grid.nc"))
     return d, pd.read_parquet(d / "points.parquet")
 
@@ -282,11 +330,19 @@ def test_api_equals_the_workflow_stages_bit_for_bit(name, dataset, tmp_path):
     d, points = dataset
     run = {"dataset": "demo", "mechanism": name, "params": {"n": "all", **CONFIGS[name]}, "rep": 0}
     common = {"run": run, "grid_path": str(d / "grid.nc"), "bandwidth_json": None}
-    st_run.randomize(seed=7, shards=[0], users_per_shard=10_000, points_path=str(d / "points.parquet"),
-                     meta_json=str(d / "meta.json"), out_dir=str(tmp_path / "view"), **common)
+    st_run.randomize(
+        seed=7,
+        shards=[0],
+        users_per_shard=10_000,
+        points_path=str(d / "points.parquet"),
+        meta_json=str(d / "meta.json"),
+        out_dir=str(tmp_path / "view"),
+        **common,
+    )
     view_path = st_run.shard_file(str(tmp_path / "view"), 0)
-    st_run.aggregate_estimate(view_paths=[view_path], out_agg=str(tmp_path / "agg.nc"),
-                              out_est=str(tmp_path / "est.nc"), **common)
+    st_run.aggregate_estimate(
+        view_paths=[view_path], out_agg=str(tmp_path / "agg.nc"), out_est=str(tmp_path / "est.nc"), **common
+    )
 
     mech = CLASSES[name](**CONFIGS[name])
     stream = rng(7, "randomize", *st_run.run_seed_keys(run, mech), 0)
@@ -296,8 +352,7 @@ def test_api_equals_the_workflow_stages_bit_for_bit(name, dataset, tmp_path):
     assert {k: v for k, v in written.attrs.items() if k in view.attrs} == view.attrs
     # randomisation reads only the public box: a Domain gives the same view as the Grid
     stream = rng(7, "randomize", *st_run.run_seed_keys(run, mech), 0)
-    pd.testing.assert_frame_equal(mech.randomize(points[["x", "y"]].to_numpy(), rng=stream, domain=GRID.domain),
-                                  view)
+    pd.testing.assert_frame_equal(mech.randomize(points[["x", "y"]].to_numpy(), rng=stream, domain=GRID.domain), view)
     estimate = lpio.read_nc3(str(tmp_path / "est.nc"))["density"]
     assert np.array_equal(estimate.values, mech.estimate(view, grid=GRID), equal_nan=True)
     assert json.loads(estimate.attrs["guarantee"]) == mech.guarantee().as_dict()

@@ -36,8 +36,8 @@ def test_weak_maxima_are_filtered_and_strong_ones_weighted():
     a, b = np.array([[GRID.x[15], GRID.y[30]]]), np.array([[GRID.x[44], GRID.y[30]]])
     ka = kde.kernel_surfaces(a, GRID.x, GRID.y, 0.2)
     kb = kde.kernel_surfaces(b, GRID.x, GRID.y, 0.2)
-    strong = attack.local_maxima_batch(ka + 0.95 * kb, GRID, true)      # 0.95 >= 1/1.1: both kept
-    weak = attack.local_maxima_batch(ka + 0.5 * kb, GRID, true)         # 0.5 < 1/1.1: one kept
+    strong = attack.local_maxima_batch(ka + 0.95 * kb, GRID, true)  # 0.95 >= 1/1.1: both kept
+    weak = attack.local_maxima_batch(ka + 0.5 * kb, GRID, true)  # 0.5 < 1/1.1: one kept
     assert strong["n_maxima"][0] == 2 and weak["n_maxima"][0] == 1
     # both peaks are |x| = 1.45 from the user, so Z = 1.45 up to the peaks' overlap
     assert strong["Z"][0] == pytest.approx(abs(GRID.x[15]), rel=1e-9)
@@ -46,11 +46,13 @@ def test_weak_maxima_are_filtered_and_strong_ones_weighted():
 
 def test_ratio_below_one_is_rejected():
     with pytest.raises(ValueError, match="ratio"):
-        attack.local_maxima_batch(np.ones((1, 4, 4)), Grid.regular(Domain(0, 1, 0, 1), 4, 4),
-                                  np.zeros((1, 2)), ratio=0.9)
+        attack.local_maxima_batch(
+            np.ones((1, 4, 4)), Grid.regular(Domain(0, 1, 0, 1), 4, 4), np.zeros((1, 2)), ratio=0.9
+        )
 
 
 # ---- person-level attack: a person is attacked with all their points' reports
+
 
 def test_person_targets_measure_to_the_nearest_of_the_persons_points():
     persons = attack.PersonTargets([np.array([[0.0, 0.0], [2.0, 0.0]]), np.array([[-1.0, -1.0]])])

@@ -33,10 +33,12 @@ def base(mechanisms: dict | None = None, **dataset) -> dict:
     """TINY with a real-data dataset 'bad' (given keys) beside the synthetic one, in its own
     experiment 'real' (every user: n: all, unless ``mechanisms`` says otherwise)."""
     cfg = copy.deepcopy(TINY)
-    cfg["datasets"]["bad"] = {"source": "points", "path": "data/p.csv", "lonlat_bbox": BOX, "knn_k": 5,
-                              **dataset}
-    cfg["experiments"]["real"] = {"datasets": ["bad"], "reps": 1, "mechanisms": mechanisms or {
-        "fedkde": {"n": "all", "h": "knn"}, "zero": {"n": "all"}}}
+    cfg["datasets"]["bad"] = {"source": "points", "path": "data/p.csv", "lonlat_bbox": BOX, "knn_k": 5, **dataset}
+    cfg["experiments"]["real"] = {
+        "datasets": ["bad"],
+        "reps": 1,
+        "mechanisms": mechanisms or {"fedkde": {"n": "all", "h": "knn"}, "zero": {"n": "all"}},
+    }
     return cfg
 
 
@@ -46,8 +48,9 @@ def csv(text: str, name: str = "p.csv"):
 
 def rows(n: int, persons: int = 3, same: bool = False) -> str:
     """n good rows inside BOX (all at one place if ``same``), ``persons`` persons."""
-    return "user,lat,lon\n" + "".join(f"{i % persons},{39.9 + (not same) * i * 1e-4},{116.3 + (not same) * i * 1e-4}\n"
-                                       for i in range(n))
+    return "user,lat,lon\n" + "".join(
+        f"{i % persons},{39.9 + (not same) * i * 1e-4},{116.3 + (not same) * i * 1e-4}\n" for i in range(n)
+    )
 
 
 def spread(n: int, persons: int = 3) -> str:
@@ -56,8 +59,9 @@ def spread(n: int, persons: int = 3) -> str:
     c = r.integers(0, 4, n)
     lat = np.clip(39.8 + 0.07 * c + r.normal(0, 0.02, n), 39.76, 40.09)
     lon = np.clip(116.2 + 0.09 * (c % 2) + 0.1 * (c // 2) + r.normal(0, 0.025, n), 116.16, 116.59)
-    return "user,lat,lon\n" + "".join(f"{i % persons},{a:.6f},{b:.6f}\n"
-                                       for i, (a, b) in enumerate(zip(lat, lon, strict=True)))
+    return "user,lat,lon\n" + "".join(
+        f"{i % persons},{a:.6f},{b:.6f}\n" for i, (a, b) in enumerate(zip(lat, lon, strict=True))
+    )
 
 
 def renamed(name: str) -> dict:
@@ -106,87 +110,248 @@ CASES = [
     ("empty-file", base(), {"p.csv": b""}, "ingest", ["data/p.csv", "empty (0 bytes)"]),
     ("header-only", base(), csv("user,lat,lon\n"), "ingest", ["data/p.csv", "no data rows"]),
     ("no-header-no-data", base(), csv("\n\n"), "ingest", ["data/p.csv", "no header row"]),
-    ("parquet-without-lonlat", base(path="data/p.parquet"), "parquet-xy", "ingest",
-     ["data/p.parquet", "'lon'", "column missing"]),
-    ("corrupt-parquet", base(path="data/p.parquet"), {"p.parquet": b"PAR1 not really parquet"}, "ingest",
-     ["data/p.parquet", "cannot be parsed"]),
-    ("latin-1-bytes", base(), {"p.csv": "user,lat,lon\nJosé,39.9,116.3\n".encode("latin-1")}, "ingest",
-     ["data/p.csv", "not UTF-8"]),
-    ("lat-lon-swapped", base(), csv("user,lat,lon\n" + "".join(f"1,{116.3 + i * 1e-3},39.9\n" for i in range(20))),
-     "ingest", ["data/p.csv", "swapped"]),
-    ("all-outside-box", base(), csv("user,lat,lon\n1,10,10\n2,11,11\n"), "ingest",
-     ["data/p.csv", "outside the box"]),
-    ("truncated-csv-gz", base(path="data/p.csv.gz"), {"p.csv.gz": truncated_gz()}, "ingest",
-     ["data/p.csv.gz", "truncated or corrupt"]),
-    ("not-gzip-csv-gz", base(path="data/p.csv.gz"), csv(rows(20), "p.csv.gz"), "ingest",
-     ["data/p.csv.gz", "truncated or corrupt"]),
-    ("missing-user-column", base(user_column="person"), csv(rows(20)), "ingest",
-     ["data/p.csv", "'person'", "user column missing"]),
+    (
+        "parquet-without-lonlat",
+        base(path="data/p.parquet"),
+        "parquet-xy",
+        "ingest",
+        ["data/p.parquet", "'lon'", "column missing"],
+    ),
+    (
+        "corrupt-parquet",
+        base(path="data/p.parquet"),
+        {"p.parquet": b"PAR1 not really parquet"},
+        "ingest",
+        ["data/p.parquet", "cannot be parsed"],
+    ),
+    (
+        "latin-1-bytes",
+        base(),
+        {"p.csv": "user,lat,lon\nJosé,39.9,116.3\n".encode("latin-1")},
+        "ingest",
+        ["data/p.csv", "not UTF-8"],
+    ),
+    (
+        "lat-lon-swapped",
+        base(),
+        csv("user,lat,lon\n" + "".join(f"1,{116.3 + i * 1e-3},39.9\n" for i in range(20))),
+        "ingest",
+        ["data/p.csv", "swapped"],
+    ),
+    ("all-outside-box", base(), csv("user,lat,lon\n1,10,10\n2,11,11\n"), "ingest", ["data/p.csv", "outside the box"]),
+    (
+        "truncated-csv-gz",
+        base(path="data/p.csv.gz"),
+        {"p.csv.gz": truncated_gz()},
+        "ingest",
+        ["data/p.csv.gz", "truncated or corrupt"],
+    ),
+    (
+        "not-gzip-csv-gz",
+        base(path="data/p.csv.gz"),
+        csv(rows(20), "p.csv.gz"),
+        "ingest",
+        ["data/p.csv.gz", "truncated or corrupt"],
+    ),
+    (
+        "missing-user-column",
+        base(user_column="person"),
+        csv(rows(20)),
+        "ingest",
+        ["data/p.csv", "'person'", "user column missing"],
+    ),
     ("wrong-lon-column", base(lon_column="long"), csv(rows(20)), "ingest", ["data/p.csv", "'long'", "column missing"]),
-    ("xy-data-without-x", base(lonlat_bbox=None, bbox=[0, 1, 0, 1]), csv("east,north\n0.5,0.5\n"), "ingest",
-     ["data/p.csv", "'x'", "column missing"]),
-    ("nan-text-inf-rows", base(), csv(rows(40) + "1,,116.3\n1,abc,116.3\n1,inf,116.3\n1,95,116.3\n"), "ingest",
-     ["data/p.csv", "max_dropped_fraction", "missing_coordinate 1", "non_numeric_coordinate 1",
-      "infinite_coordinate 1", "invalid_lonlat 1"]),
-    ("too-many-outside", base(), csv(rows(20) + "1,10,10\n"), "ingest",
-     ["data/p.csv", "outside_bbox 1", "max_dropped_fraction"]),
-    ("no-numeric-rows", base(), csv("user,lat,lon\n1,a,b\n2,c,d\n"), "ingest",
-     ["data/p.csv", "none of the 2 rows"]),
+    (
+        "xy-data-without-x",
+        base(lonlat_bbox=None, bbox=[0, 1, 0, 1]),
+        csv("east,north\n0.5,0.5\n"),
+        "ingest",
+        ["data/p.csv", "'x'", "column missing"],
+    ),
+    (
+        "nan-text-inf-rows",
+        base(),
+        csv(rows(40) + "1,,116.3\n1,abc,116.3\n1,inf,116.3\n1,95,116.3\n"),
+        "ingest",
+        [
+            "data/p.csv",
+            "max_dropped_fraction",
+            "missing_coordinate 1",
+            "non_numeric_coordinate 1",
+            "infinite_coordinate 1",
+            "invalid_lonlat 1",
+        ],
+    ),
+    (
+        "too-many-outside",
+        base(),
+        csv(rows(20) + "1,10,10\n"),
+        "ingest",
+        ["data/p.csv", "outside_bbox 1", "max_dropped_fraction"],
+    ),
+    ("no-numeric-rows", base(), csv("user,lat,lon\n1,a,b\n2,c,d\n"), "ingest", ["data/p.csv", "none of the 2 rows"]),
     ("knn-k-above-points", base(knn_k=50), csv(rows(10)), "bandwidth", ["knn_k", "10 points"]),
     # --- issue 29: data too small for the config, ids, bandwidth, files ---------------------------
-    ("n-above-users", base({"zero": {"n": [10, 5000]}}), csv(rows(20)), "ingest",
-     ["experiments.real.mechanisms.zero.n", "5000", "has 20", "data/p.csv", "allowed"]),
-    ("n-all-and-5000", base({"zero": {"n": ["all", 5000]}}), csv(rows(20)), "ingest",
-     ["experiments.real.mechanisms.zero.n", "5000", "data/p.csv"]),
+    (
+        "n-above-users",
+        base({"zero": {"n": [10, 5000]}}),
+        csv(rows(20)),
+        "ingest",
+        ["experiments.real.mechanisms.zero.n", "5000", "has 20", "data/p.csv", "allowed"],
+    ),
+    (
+        "n-all-and-5000",
+        base({"zero": {"n": ["all", 5000]}}),
+        csv(rows(20)),
+        "ingest",
+        ["experiments.real.mechanisms.zero.n", "5000", "data/p.csv"],
+    ),
     ("one-point-file", base(), csv(rows(1)), "ingest", ["data/p.csv", "only 1 usable row", "Fix"]),
-    ("person-cap-leaves-too-few", base({"zero": {"n": 10}}, user_column="user", max_points_per_person=1),
-     csv(rows(30)), "ingest", ["experiments.real.mechanisms.zero.n", "has 3", "max_points_per_person"]),
-    ("empty-user-ids", base(user_column="user"), csv(rows(30).replace("\n0,", "\n,")), "ingest",
-     ["data/p.csv", "missing_user_id 10", "max_dropped_fraction"]),
-    ("identical-points-zero-bandwidth", base(), csv(rows(30, same=True)), "bandwidth",
-     ["results/ingest/bad/points.parquet", "knn_k", "identical", "Fix"]),
-    ("binary-file", base(), {"p.csv": b"PK\x03\x04" + bytes(range(256)) * 8}, "ingest",
-     ["data/p.csv", "not a text CSV", "ZIP", "Fix"]),
-    ("nul-bytes", base(), {"p.csv": b"user,lat,lon\n1,39.9,116.3\n\x00\x01\x02"}, "ingest",
-     ["data/p.csv", "not a text CSV", "binary"]),
-    ("duplicated-column", base(), csv(rows(20).replace("user,lat,lon\n", "user,lat,lon,lat\n")
-                                      .replace("\n1,", ",39.95\n1,").replace("\n2,", ",39.95\n2,")
-                                      .replace("\n0,", ",39.95\n0,")),
-     "ingest", ["data/p.csv", "'lat'", "appears 2 times", "Fix"]),
-    ("too-few-points-for-the-workload", base(), csv(rows(30)), "workload",
-     ["points.parquet", "utility.range_queries", "Fix"]),
+    (
+        "person-cap-leaves-too-few",
+        base({"zero": {"n": 10}}, user_column="user", max_points_per_person=1),
+        csv(rows(30)),
+        "ingest",
+        ["experiments.real.mechanisms.zero.n", "has 3", "max_points_per_person"],
+    ),
+    (
+        "empty-user-ids",
+        base(user_column="user"),
+        csv(rows(30).replace("\n0,", "\n,")),
+        "ingest",
+        ["data/p.csv", "missing_user_id 10", "max_dropped_fraction"],
+    ),
+    (
+        "identical-points-zero-bandwidth",
+        base(),
+        csv(rows(30, same=True)),
+        "bandwidth",
+        ["results/ingest/bad/points.parquet", "knn_k", "identical", "Fix"],
+    ),
+    (
+        "binary-file",
+        base(),
+        {"p.csv": b"PK\x03\x04" + bytes(range(256)) * 8},
+        "ingest",
+        ["data/p.csv", "not a text CSV", "ZIP", "Fix"],
+    ),
+    (
+        "nul-bytes",
+        base(),
+        {"p.csv": b"user,lat,lon\n1,39.9,116.3\n\x00\x01\x02"},
+        "ingest",
+        ["data/p.csv", "not a text CSV", "binary"],
+    ),
+    (
+        "duplicated-column",
+        base(),
+        csv(
+            rows(20)
+            .replace("user,lat,lon\n", "user,lat,lon,lat\n")
+            .replace("\n1,", ",39.95\n1,")
+            .replace("\n2,", ",39.95\n2,")
+            .replace("\n0,", ",39.95\n0,")
+        ),
+        "ingest",
+        ["data/p.csv", "'lat'", "appears 2 times", "Fix"],
+    ),
+    (
+        "too-few-points-for-the-workload",
+        base(),
+        csv(rows(30)),
+        "workload",
+        ["points.parquet", "utility.range_queries", "Fix"],
+    ),
     # --- configuration, checked before any job -------------------------------------------------
     ("missing-file", base(path="data/nope.csv"), {}, "dry", ["datasets.bad.path", "does not exist"]),
     ("directory-as-path", base(path="data"), csv(rows(5)), "dry", ["datasets.bad.path", "is a directory"]),
-    ("known-file-other-bytes", base(path="data/housing.csv"), csv(rows(5), "housing.csv"), "dry",
-     ["datasets.bad.path", "not the expected data", "get it from"]),
-    ("real-file-missing-study", dict(copy.deepcopy(TINY), studies={"sldp": {"classify": {
-        "path": "data/housing.csv", "lonlat_bbox": [-124.48, -114.13, 32.53, 42.01], "epsilon": [1.0]}}}), {}, "dry",
-     ["studies.sldp.classify.path", "get it from"]),
-    ("geoind-epsilon-inf", with_mech({"geoind": {"n": 300, "h": 0.55, "epsilon": float("inf")}}), {}, "dry",
-     ["geoind.epsilon", "inf"]),
-    ("geoind-epsilon-nan", with_mech({"geoind": {"n": 300, "h": 0.55, "epsilon": float("nan")}}), {}, "dry",
-     ["geoind.epsilon"]),
-    ("epsilon-negative", with_mech({"geoind": {"n": 300, "h": 0.55, "epsilon": -1}}), {}, "dry",
-     ["geoind.epsilon"]),
-    ("epsilon-text", with_mech({"geoind": {"n": 300, "h": 0.55, "epsilon": "high"}}), {}, "dry",
-     ["geoind.epsilon"]),
+    (
+        "known-file-other-bytes",
+        base(path="data/housing.csv"),
+        csv(rows(5), "housing.csv"),
+        "dry",
+        ["datasets.bad.path", "not the expected data", "get it from"],
+    ),
+    (
+        "real-file-missing-study",
+        dict(
+            copy.deepcopy(TINY),
+            studies={
+                "sldp": {
+                    "classify": {
+                        "path": "data/housing.csv",
+                        "lonlat_bbox": [-124.48, -114.13, 32.53, 42.01],
+                        "epsilon": [1.0],
+                    }
+                }
+            },
+        ),
+        {},
+        "dry",
+        ["studies.sldp.classify.path", "get it from"],
+    ),
+    (
+        "geoind-epsilon-inf",
+        with_mech({"geoind": {"n": 300, "h": 0.55, "epsilon": float("inf")}}),
+        {},
+        "dry",
+        ["geoind.epsilon", "inf"],
+    ),
+    (
+        "geoind-epsilon-nan",
+        with_mech({"geoind": {"n": 300, "h": 0.55, "epsilon": float("nan")}}),
+        {},
+        "dry",
+        ["geoind.epsilon"],
+    ),
+    ("epsilon-negative", with_mech({"geoind": {"n": 300, "h": 0.55, "epsilon": -1}}), {}, "dry", ["geoind.epsilon"]),
+    ("epsilon-text", with_mech({"geoind": {"n": 300, "h": 0.55, "epsilon": "high"}}), {}, "dry", ["geoind.epsilon"]),
     ("inverted-bbox", synthetic(bbox=[3, -3, -3, 3]), {}, "dry", ["datasets.gauss9.bbox", "inverted"]),
-    ("inverted-lonlat-bbox", base(lonlat_bbox=[116.6, 116.15, 39.75, 40.1]), csv(rows(5)), "dry",
-     ["datasets.bad.lonlat_bbox", "inverted"]),
-    ("lonlat-bbox-not-degrees", base(lonlat_bbox=[116.15, 116.6, 39.75, 95]), csv(rows(5)), "dry",
-     ["datasets.bad.lonlat_bbox", "not a lon/lat box"]),
+    (
+        "inverted-lonlat-bbox",
+        base(lonlat_bbox=[116.6, 116.15, 39.75, 40.1]),
+        csv(rows(5)),
+        "dry",
+        ["datasets.bad.lonlat_bbox", "inverted"],
+    ),
+    (
+        "lonlat-bbox-not-degrees",
+        base(lonlat_bbox=[116.15, 116.6, 39.75, 95]),
+        csv(rows(5)),
+        "dry",
+        ["datasets.bad.lonlat_bbox", "not a lon/lat box"],
+    ),
     ("bbox-three-numbers", synthetic(bbox=[-3, 3, -3]), {}, "dry", ["datasets.gauss9.bbox"]),
     ("both-boxes", base(bbox=[0, 1, 0, 1]), csv(rows(5)), "dry", ["datasets.bad", "exactly one"]),
     ("no-box", base(lonlat_bbox=None), csv(rows(5)), "dry", ["datasets.bad", "exactly one"]),
-    ("cap-without-user-column", base(max_points_per_person=5), csv(rows(5)), "dry",
-     ["datasets.bad.max_points_per_person", "user_column"]),
-    ("dropped-fraction-above-1", base(max_dropped_fraction=2), csv(rows(5)), "dry",
-     ["datasets.bad.max_dropped_fraction"]),
-    ("rff-B-above-max-features", with_mech({"rff": {"n": 300, "h": 0.55, "B": 60}}), {}, "dry",
-     ["rff.B", "max_features"]),
-    ("rff-B-million", with_mech({"rff": {"n": 300, "h": 0.55, "B": 1000000, "max_features": 1000000}}), {},
-     "dry", ["memory_limit_mb", "rff features"]),
+    (
+        "cap-without-user-column",
+        base(max_points_per_person=5),
+        csv(rows(5)),
+        "dry",
+        ["datasets.bad.max_points_per_person", "user_column"],
+    ),
+    (
+        "dropped-fraction-above-1",
+        base(max_dropped_fraction=2),
+        csv(rows(5)),
+        "dry",
+        ["datasets.bad.max_dropped_fraction"],
+    ),
+    (
+        "rff-B-above-max-features",
+        with_mech({"rff": {"n": 300, "h": 0.55, "B": 60}}),
+        {},
+        "dry",
+        ["rff.B", "max_features"],
+    ),
+    (
+        "rff-B-million",
+        with_mech({"rff": {"n": 300, "h": 0.55, "B": 1000000, "max_features": 1000000}}),
+        {},
+        "dry",
+        ["memory_limit_mb", "rff features"],
+    ),
     ("huge-grid", top(grid={"P": 10000, "Q": 10000}), {}, "dry", ["memory_limit_mb", "grid 10000x10000"]),
     ("grid-P-1", top(grid={"P": 1, "Q": 20}), {}, "dry", ["grid.P"]),
     ("seed-negative", top(seed=-1), {}, "dry", ["'seed'"]),
@@ -200,22 +365,52 @@ CASES = [
     ("unknown-source", synthetic(source="csv"), {}, "dry", ["datasets.gauss9.source"]),
     ("unknown-pattern", synthetic(pattern="spiral"), {}, "dry", ["datasets.gauss9.pattern"]),
     ("knn-k-zero", synthetic(knn_k=0), {}, "dry", ["datasets.gauss9.knn_k"]),
-    ("unknown-dataset-in-experiment", top(experiments={"density": {"datasets": ["nope"], "mechanisms": {
-        "zero": {"n": 300}}}}), {}, "dry", ["experiments.density.datasets", "nope"]),
+    (
+        "unknown-dataset-in-experiment",
+        top(experiments={"density": {"datasets": ["nope"], "mechanisms": {"zero": {"n": 300}}}}),
+        {},
+        "dry",
+        ["experiments.density.datasets", "nope"],
+    ),
     # --- issue 29: names, numbers and boxes checked before any job -----------------------------------
     ("dataset-name-unicode", renamed("données"), {}, "dry", ["datasets.données", "file paths"]),
     ("dataset-name-slash", renamed("a/b"), {}, "dry", ["datasets.a/b", "file paths"]),
-    ("epsilon-1e300", with_mech({"geoind": {"n": 300, "h": 0.55, "epsilon": 1e300}}), {}, "dry",
-     ["geoind.epsilon", "at most 700"]),
-    ("laplace-epsilon-1e300", with_mech({"laplace_ldp": {"n": 300, "h": 0.55, "epsilon": 1e300}}), {}, "dry",
-     ["laplace_ldp.epsilon", "at most 700"]),
+    (
+        "epsilon-1e300",
+        with_mech({"geoind": {"n": 300, "h": 0.55, "epsilon": 1e300}}),
+        {},
+        "dry",
+        ["geoind.epsilon", "at most 700"],
+    ),
+    (
+        "laplace-epsilon-1e300",
+        with_mech({"laplace_ldp": {"n": 300, "h": 0.55, "epsilon": 1e300}}),
+        {},
+        "dry",
+        ["laplace_ldp.epsilon", "at most 700"],
+    ),
     ("seed-2-to-the-70", top(seed=2**70), {}, "dry", ["'seed'", "9223372036854775807"]),
-    ("n-above-synthetic-users", with_mech({"zero": {"n": 5000}}), {}, "dry",
-     ["experiments.density.mechanisms.zero.n", "gauss9", "has 600"]),
-    ("whole-world-box", base(lonlat_bbox=[-180, 180, -85, 85]), csv(rows(5)), "dry",
-     ["datasets.bad.lonlat_bbox", "distorts distances", "max_projection_distortion"]),
-    ("yaml-syntax-error", None, "seed: 1\ngrid: {P: 24, Q: [20\nattack: {users: 3}\n", "dry",
-     ["config.yaml", "line 3, column", "YAML"]),
+    (
+        "n-above-synthetic-users",
+        with_mech({"zero": {"n": 5000}}),
+        {},
+        "dry",
+        ["experiments.density.mechanisms.zero.n", "gauss9", "has 600"],
+    ),
+    (
+        "whole-world-box",
+        base(lonlat_bbox=[-180, 180, -85, 85]),
+        csv(rows(5)),
+        "dry",
+        ["datasets.bad.lonlat_bbox", "distorts distances", "max_projection_distortion"],
+    ),
+    (
+        "yaml-syntax-error",
+        None,
+        "seed: 1\ngrid: {P: 24, Q: [20\nattack: {users: 3}\n",
+        "dry",
+        ["config.yaml", "line 3, column", "YAML"],
+    ),
     ("yaml-tab-indent", None, "seed: 1\ngrid:\n\tP: 24\n", "dry", ["config.yaml", "line 3, column 1", "YAML"]),
 ]
 
@@ -230,8 +425,11 @@ def shared(tmp_path_factory):
 
 
 def snapshot(wd: Path) -> dict:
-    return {str(p.relative_to(wd)): (p.read_bytes(), p.stat().st_mtime_ns)
-            for p in (wd / "results").rglob("*") if p.is_file()}
+    return {
+        str(p.relative_to(wd)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in (wd / "results").rglob("*")
+        if p.is_file()
+    }
 
 
 @pytest.mark.parametrize("name,cfg,files,mode,words", CASES, ids=[c[0] for c in CASES])
@@ -256,8 +454,12 @@ def test_bad_input_gives_one_line_and_loses_nothing(shared, name, cfg, files, mo
         for fname, content in files.items():
             (data / fname).write_bytes(content)
     before = snapshot(wd)
-    target = {"dry": [], "ingest": [BAD_OUT], "bandwidth": ["results/ingest/bad/bandwidth.json"],
-              "workload": ["results/ingest/bad/range-workload.parquet"]}[mode]
+    target = {
+        "dry": [],
+        "ingest": [BAD_OUT],
+        "bandwidth": ["results/ingest/bad/bandwidth.json"],
+        "workload": ["results/ingest/bad/range-workload.parquet"],
+    }[mode]
     proc = run_snakemake(wd, "--cores", "1", *(["--dry-run"] if mode == "dry" else []), *target, check=False)
     console = proc.stdout + proc.stderr
     try:
@@ -300,8 +502,9 @@ def test_optional_keys_are_optional(shared):
 
 
 def check_config(*paths) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "locpriv.check_config", *map(str, paths)],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "locpriv.check_config", *map(str, paths)], capture_output=True, text=True
+    )
 
 
 def test_configfile_yaml_error_gets_line_and_column(tmp_path):
@@ -354,8 +557,11 @@ def test_n_above_the_users_of_an_ingested_dataset_stops_before_the_dag(tmp_path)
     meta = (wd / BAD_OUT).read_bytes()
     code, console = run_case(wd, base({"zero": {"n": 50}}), {}, dry=True)
     assert code != 0 and "Traceback" not in console and "InputFunctionException" not in console
-    assert [line for line in console.splitlines() if "config key 'experiments.real.mechanisms.zero.n'" in line
-            and "has 20" in line and "data/p.csv" in line]
+    assert [
+        line
+        for line in console.splitlines()
+        if "config key 'experiments.real.mechanisms.zero.n'" in line and "has 20" in line and "data/p.csv" in line
+    ]
     assert (wd / BAD_OUT).read_bytes() == meta
 
 
@@ -411,13 +617,19 @@ def test_config_time_warnings_wide_h_and_unitless_real_data(tmp_path):
     frontier levels, in metres, cannot apply): the dry run says so and goes on."""
     wd = tmp_path / "wd"
     wd.mkdir()
-    cfg = base({"fedkde": {"n": "all", "h": 20000.0}}, lonlat_bbox=None, bbox=[0, 50, 0, 40], x_column="lon",
-               y_column="lat")
+    cfg = base(
+        {"fedkde": {"n": "all", "h": 20000.0}}, lonlat_bbox=None, bbox=[0, 50, 0, 40], x_column="lon", y_column="lat"
+    )
     del cfg["datasets"]["bad"]["lonlat_bbox"]
     code, console = run_case(wd, cfg, {"p.csv": rows(20)}, dry=True)
     assert code == 0, console[-2000:]
-    assert [line for line in console.splitlines() if line.startswith("warning: dataset bad: bandwidth")
-            and "experiments.real.mechanisms.fedkde.h" in line and "max_bandwidth_fraction" in line]
+    assert [
+        line
+        for line in console.splitlines()
+        if line.startswith("warning: dataset bad: bandwidth")
+        and "experiments.real.mechanisms.fedkde.h" in line
+        and "max_bandwidth_fraction" in line
+    ]
     assert [line for line in console.splitlines() if "units to m or km" in line]
 
 
@@ -433,8 +645,12 @@ def test_persons_are_counted_and_their_epsilon_is_inf_or_zero(tmp_path):
     cfg["datasets"] = {"bad": cfg["datasets"]["bad"]}
     code, console = run_case(wd, cfg, {"p.csv": spread(900, persons=4)})
     assert code == 0, console[-3000:]
-    assert [line for line in console.splitlines() if "ingest bad: 4 persons, up to 225 rows each" in line
-            and "person-level epsilon unbounded: set max_points_per_person" in line]
+    assert [
+        line
+        for line in console.splitlines()
+        if "ingest bad: 4 persons, up to 225 rows each" in line
+        and "person-level epsilon unbounded: set max_points_per_person" in line
+    ]
     runs = pd.read_csv(wd / "results/summary/runs.csv").set_index("mechanism")
     assert runs.loc["zero", "guarantee_epsilon_person"] == 0.0
     assert runs.loc["laplace_ldp", "guarantee_epsilon_person"] == float("inf")
@@ -446,8 +662,11 @@ def test_single_person_is_counted_on_the_console(tmp_path):
     wd.mkdir()
     code, console = run_case(wd, base(user_column="user"), {"p.csv": rows(20, persons=1)}, BAD_OUT)
     assert code == 0, console[-2000:]
-    assert [line for line in console.splitlines() if "ingest bad: 1 person, up to 20 rows each" in line
-            and "unbounded" in line]
+    assert [
+        line
+        for line in console.splitlines()
+        if "ingest bad: 1 person, up to 20 rows each" in line and "unbounded" in line
+    ]
 
 
 def test_frontier_levels_are_in_the_dataset_unit():
@@ -457,13 +676,19 @@ def test_frontier_levels_are_in_the_dataset_unit():
     from locpriv.domain import Domain
 
     levels = {"synthetic": [0.1, 0.5], "real": [250, 500, 1000]}
-    specs = {"km": {"source": "points", "bbox": [0, 50, 0, 40], "units": "km"},
-             "metres": {"source": "points", "bbox": [0, 5000, 0, 4000], "units": "m"},
-             "lonlat": {"source": "points", "lonlat_bbox": BOX},
-             "unitless": {"source": "points", "bbox": [0, 50, 0, 40]}}
-    domains = {"km": Domain(0, 50, 0, 40), "metres": Domain(0, 5000, 0, 4000), "lonlat": Domain(0, 1, 0, 1),
-               "unitless": Domain(0, 50, 0, 40)}
+    specs = {
+        "km": {"source": "points", "bbox": [0, 50, 0, 40], "units": "km"},
+        "metres": {"source": "points", "bbox": [0, 5000, 0, 4000], "units": "m"},
+        "lonlat": {"source": "points", "lonlat_bbox": BOX},
+        "unitless": {"source": "points", "bbox": [0, 50, 0, 40]},
+    }
+    domains = {
+        "km": Domain(0, 50, 0, 40),
+        "metres": Domain(0, 5000, 0, 4000),
+        "lonlat": Domain(0, 1, 0, 1),
+        "unitless": Domain(0, 50, 0, 40),
+    }
     got = {name: list(v.values()) for name, v in frontier.dataset_levels(specs, levels, domains).items()}
     assert got["km"] == pytest.approx([0.25, 0.5, 1.0])
     assert got["metres"] == got["lonlat"] == [250.0, 500.0, 1000.0]
-    assert got["unitless"] == pytest.approx([4.0, 20.0])   # fractions of the 40-unit shorter side
+    assert got["unitless"] == pytest.approx([4.0, 20.0])  # fractions of the 40-unit shorter side

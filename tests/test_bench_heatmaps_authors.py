@@ -17,7 +17,8 @@ import pytest
 from test_heatmaps_polya import ALPHA_TEST, chi_square_pvalue, discrete_laplace_pmf
 
 _SPEC = importlib.util.spec_from_file_location(
-    "bench_heatmaps", Path(__file__).resolve().parents[1] / "perf" / "bench_heatmaps.py")
+    "bench_heatmaps", Path(__file__).resolve().parents[1] / "perf" / "bench_heatmaps.py"
+)
 bench = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(bench)
 
@@ -53,12 +54,40 @@ def test_summary_pairs_each_rep_with_the_authors_own_noise_where_it_ran():
     for rep, scale in enumerate((1.0, 2.0)):
         for n, methods in ((100_000, (bench.AUTHORS, bench.AUTHORS_LAW)), (1_000_000, (bench.AUTHORS_LAW,))):
             for method in methods:
-                rows.append(dict(input="m", users_per_round=n, rep=rep, method=method, map=bench.THEIR_MAP,
-                                 mse=4.0 * scale * (1.1 if method == bench.AUTHORS else 1.0), l1=2.0,
-                                 communication=10, rounds=3, epsilon=1.0, seconds=1.0, their_mse=0.0, deepest=5))
-            rows.append(dict(input="m", users_per_round=n, rep=rep, method=bench.LOCPRIV_DEFAULTS, map=bench.SMOOTH,
-                             mse=scale * (1.0 if rep == 0 else 6.0), l1=1.0, communication=12, rounds=4,
-                             epsilon=1.0, seconds=1.0, their_mse=np.nan, deepest=6))
+                rows.append(
+                    dict(
+                        input="m",
+                        users_per_round=n,
+                        rep=rep,
+                        method=method,
+                        map=bench.THEIR_MAP,
+                        mse=4.0 * scale * (1.1 if method == bench.AUTHORS else 1.0),
+                        l1=2.0,
+                        communication=10,
+                        rounds=3,
+                        epsilon=1.0,
+                        seconds=1.0,
+                        their_mse=0.0,
+                        deepest=5,
+                    )
+                )
+            rows.append(
+                dict(
+                    input="m",
+                    users_per_round=n,
+                    rep=rep,
+                    method=bench.LOCPRIV_DEFAULTS,
+                    map=bench.SMOOTH,
+                    mse=scale * (1.0 if rep == 0 else 6.0),
+                    l1=1.0,
+                    communication=12,
+                    rounds=4,
+                    epsilon=1.0,
+                    seconds=1.0,
+                    their_mse=np.nan,
+                    deepest=6,
+                )
+            )
     out = bench.authors_summary(pd.DataFrame(rows))
     small = out.loc[("m", 100_000, bench.LOCPRIV_DEFAULTS, bench.SMOOTH)]
     assert small["reference"] == bench.AUTHORS
@@ -68,7 +97,8 @@ def test_summary_pairs_each_rep_with_the_authors_own_noise_where_it_ran():
     assert small["± s.e. (%)"] == pytest.approx(np.std(changes, ddof=1) / math.sqrt(2))
     assert small["reps lower"] == "1 / 2" and small["L1 vs authors (%)"] == pytest.approx(-50)
     assert out.loc[("m", 100_000, bench.AUTHORS_LAW, bench.THEIR_MAP), "MSE vs authors (%)"] == pytest.approx(
-        100 * (1 / 1.1 - 1))
+        100 * (1 / 1.1 - 1)
+    )
     large = out.loc[("m", 1_000_000, bench.LOCPRIV_DEFAULTS, bench.SMOOTH)]
     assert large["reference"] == bench.AUTHORS_LAW
     assert large["MSE vs authors (%)"] == pytest.approx(np.mean([100 * (1 / 4 - 1), 100 * (12 / 8 - 1)]))

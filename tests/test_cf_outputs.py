@@ -25,15 +25,34 @@ from locpriv.heatmaps import study as heatmaps
 pytestmark = pytest.mark.workflow
 
 # the file names the rule files give .nc outputs (checked below against the rule files themselves)
-KINDS = {"grid.nc", "truth.nc", "pooled-kde", "aggregate.nc", "estimate.nc", "population.nc", "heatmap.nc",
-         "heights.nc"}
+KINDS = {
+    "grid.nc",
+    "truth.nc",
+    "pooled-kde",
+    "aggregate.nc",
+    "estimate.nc",
+    "population.nc",
+    "heatmap.nc",
+    "heights.nc",
+}
 # a length, a density per unit area, or dimensionless: UDUNITS spellings
 UNITS = re.compile(r"^(m|domain_unit|pixel)(-2)?$|^1$")
-SECTION_HEATMAPS = {"population": {"source": "synthetic", "depth": 5, "users": 40_000},
-                    "base": {"users_per_round": 10_000, "shard_size": 2000}, "sweep": {}, "reps": 1}
-SECTION_RADIOMAP = {"environment": {"size": 60.0, "cell": 6.0, "n_buildings": 5}, "n_users": 6, "n_stations": 20,
-                    "n_measurements": 15, "training": {"epochs": 2}, "evaluation": {"stride": 2, "n_stations": 2},
-                    "attack": {"nu": [1], "epochs": [1]}, "runs": {"radio_fedavg": {}}}
+SECTION_HEATMAPS = {
+    "population": {"source": "synthetic", "depth": 5, "users": 40_000},
+    "base": {"users_per_round": 10_000, "shard_size": 2000},
+    "sweep": {},
+    "reps": 1,
+}
+SECTION_RADIOMAP = {
+    "environment": {"size": 60.0, "cell": 6.0, "n_buildings": 5},
+    "n_users": 6,
+    "n_stations": 20,
+    "n_measurements": 15,
+    "training": {"epochs": 2},
+    "evaluation": {"stride": 2, "n_stations": 2},
+    "attack": {"nu": [1], "epochs": [1]},
+    "runs": {"radio_fedavg": {}},
+}
 
 
 def kind(path) -> str:
@@ -52,18 +71,22 @@ def test_the_rule_files_write_no_other_kind_of_netcdf():
 def netcdf_files(tmp_path_factory):
     cfg = copy.deepcopy(TINY)
     # a DP mechanism with a guarantee and a partition mechanism (aggregate per unit area) beside TINY's
-    cfg["experiments"]["density"]["mechanisms"].update(geoind={"n": [600], "h": 0.55, "epsilon": [2]},
-                                                       privtree={"n": [600], "epsilon": [2]})
+    cfg["experiments"]["density"]["mechanisms"].update(
+        geoind={"n": [600], "h": 0.55, "epsilon": [2]}, privtree={"n": [600], "epsilon": [2]}
+    )
     cfg["studies"] = {"heatmaps": SECTION_HEATMAPS, "radiomap": SECTION_RADIOMAP}
     wd = tmp_path_factory.mktemp("cf")
     (wd / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     # the files themselves as targets (the attacks, audits and metrics after them are not needed here)
     runs = lpconfig.check_startup(copy.deepcopy(cfg), None)
     base = {**heatmaps.validate_config(SECTION_HEATMAPS)["base"], "method": "dp_heatmap", "rep": 0}
-    targets = [*(f"results/{run.path}/estimate.nc" for run in runs), "results/ingest/gauss9/truth.nc",
-               "results/ingest/gauss9/pooled-kde/n~600_h~0.55.nc",
-               f"results/studies/heatmaps/runs/{heatmaps.run_dir(base)}/heatmap.nc",
-               "results/studies/radiomap/ingest/heights.nc"]
+    targets = [
+        *(f"results/{run.path}/estimate.nc" for run in runs),
+        "results/ingest/gauss9/truth.nc",
+        "results/ingest/gauss9/pooled-kde/n~600_h~0.55.nc",
+        f"results/studies/heatmaps/runs/{heatmaps.run_dir(base)}/heatmap.nc",
+        "results/studies/radiomap/ingest/heights.nc",
+    ]
     run_snakemake(wd, "--cores", "2", *targets)
     files = sorted((wd / "results").rglob("*.nc"))
     assert {kind(p) for p in files} == KINDS
@@ -76,7 +99,7 @@ def test_every_file_states_cf_and_names_and_units_every_variable(netcdf_files):
             assert ds.attrs["Conventions"] == "CF-1.10", path
             assert ds.attrs["projection"], path
             for name, var in ds.variables.items():
-                if name == "crs":   # a grid-mapping variable: its attributes are the projection's
+                if name == "crs":  # a grid-mapping variable: its attributes are the projection's
                     assert "crs_wkt" in var.attrs, path
                     continue
                 assert var.attrs.get("long_name"), (path, name)
@@ -154,8 +177,10 @@ def test_projected_real_data_carry_their_grid_mapping(tmp_path):
     grid = Grid.regular(Domain(-1000.0, 1000.0, -800.0, 800.0), 8, 6)
     io.write_netcdf(grid.to_dataset("m", proj.grid_mapping()), tmp_path / "grid.nc")
     geometry = io.read_nc3(tmp_path / "grid.nc")
-    io.write_netcdf(grid.surface(np.ones(grid.shape), "density", {"long_name": "d", "units": "m-2"}, geometry),
-                    tmp_path / "estimate.nc")
+    io.write_netcdf(
+        grid.surface(np.ones(grid.shape), "density", {"long_name": "d", "units": "m-2"}, geometry),
+        tmp_path / "estimate.nc",
+    )
     with xr.open_dataset(tmp_path / "estimate.nc", engine="scipy") as ds:
         assert ds["density"].attrs["grid_mapping"] == cf.GRID_MAPPING
         assert ds["x"].attrs["standard_name"] == "projection_x_coordinate" and ds["x"].attrs["units"] == "m"

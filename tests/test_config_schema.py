@@ -28,7 +28,8 @@ PUBLISHED = lpconfig.published_schema()
 def test_published_schema_and_docs_are_what_the_generator_writes():
     for path, text in schema.generated().items():
         assert path.exists() and path.read_text() == text, (
-            f"{path.relative_to(ROOT)} is out of date: run `python -m locpriv.schema --write`")
+            f"{path.relative_to(ROOT)} is out of date: run `python -m locpriv.schema --write`"
+        )
 
 
 def test_the_sync_check_fails_on_a_stale_file(tmp_path, monkeypatch, capsys):
@@ -61,19 +62,30 @@ def _properties(node: dict, key: str):
 
 ALL_KEYS = list(_properties(PUBLISHED, "config"))
 # optional keys whose absence means something no default value can say (each one's description says what)
-NO_DEFAULT = {"config.adversary.users", "config.datasets.<name>.lonlat_bbox", "config.datasets.<name>.bbox",
-              "config.datasets.<name>.user_column", "config.datasets.<name>.max_points_per_person",
-              "config.studies.radiomap.runs.radio_fedavg"}  # left out of a given `runs`: not run
+NO_DEFAULT = {
+    "config.adversary.users",
+    "config.datasets.<name>.lonlat_bbox",
+    "config.datasets.<name>.bbox",
+    "config.datasets.<name>.user_column",
+    "config.datasets.<name>.max_points_per_person",
+    "config.studies.radiomap.runs.radio_fedavg",
+}  # left out of a given `runs`: not run
 
 
 def test_every_key_has_a_description_and_every_optional_value_a_default():
     assert len(ALL_KEYS) > 250  # the walk reaches the studies and the mechanisms
     undocumented = [key for key, node, _ in ALL_KEYS if not node.get("description")]
     assert undocumented == []
-    no_default = [key for key, node, required in ALL_KEYS
-                  if not required and "default" not in node and "properties" not in node
-                  and not isinstance(node.get("additionalProperties"), dict) and key not in NO_DEFAULT
-                  and node.get("const") is None]
+    no_default = [
+        key
+        for key, node, required in ALL_KEYS
+        if not required
+        and "default" not in node
+        and "properties" not in node
+        and not isinstance(node.get("additionalProperties"), dict)
+        and key not in NO_DEFAULT
+        and node.get("const") is None
+    ]
     assert no_default == []
 
 
@@ -95,10 +107,20 @@ def define():
 
         def claim(self):
             epsilon = self.settings.get("epsilon")
-            return Guarantee(model="epsilon-LDP" if epsilon else "none", epsilon=epsilon, delta=epsilon and 0.0,
-                             relation="any two inputs (local)", covers="the location")
-        return type(name.title(), (Mechanism,), {"__doc__": doc, "name": name, "trust_model": "local",
-                                                 "params": {param.name: param}, "claim": claim})
+            return Guarantee(
+                model="epsilon-LDP" if epsilon else "none",
+                epsilon=epsilon,
+                delta=epsilon and 0.0,
+                relation="any two inputs (local)",
+                covers="the location",
+            )
+
+        return type(
+            name.title(),
+            (Mechanism,),
+            {"__doc__": doc, "name": name, "trust_model": "local", "params": {param.name: param}, "claim": claim},
+        )
+
     yield make
     for name in names:
         REGISTRY.pop(name, None)
@@ -122,8 +144,11 @@ def test_a_mechanism_stating_epsilon_without_an_audit_case_is_refused_at_config_
     no_audit = define("_noaudit", "Claims an epsilon, audits nothing.", Param("epsilon", "float", "budget", low=0.0))
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     config["experiments"]["density"]["mechanisms"] = {"_noaudit": {"n": 100, "epsilon": 1.0}}
-    with pytest.raises(lpconfig.ConfigError, match=r"^config key 'experiments\.density\.mechanisms\._noaudit': "
-                                                   r"mechanism '_noaudit' states an epsilon but has no audit case"):
+    with pytest.raises(
+        lpconfig.ConfigError,
+        match=r"^config key 'experiments\.density\.mechanisms\._noaudit': "
+        r"mechanism '_noaudit' states an epsilon but has no audit case",
+    ):
         lpconfig.expand_runs(config)
     with pytest.raises(NotImplementedError, match="audit_case"):
         no_audit(epsilon=1.0).audit_pairs(None)
@@ -189,8 +214,11 @@ def test_schema_choices_are_the_codes_registries():
         (_enum(d, "heatmaps", "properties", "methods"), METHODS),
         (_enum(d, "heatmaps", "properties", "aggregation"), AGGREGATIONS),
         (_enum(d, "heatmaps", "properties", "secagg", "properties", "graph"), GRAPHS),
-        *[(_enum(d, "heatmaps", "properties", "adaptive", "properties", k), v) for k, v in OPTIONS.items()
-          if k in PUBLISHED[d]["heatmaps"]["properties"]["adaptive"]["properties"]],
+        *[
+            (_enum(d, "heatmaps", "properties", "adaptive", "properties", k), v)
+            for k, v in OPTIONS.items()
+            if k in PUBLISHED[d]["heatmaps"]["properties"]["adaptive"]["properties"]
+        ],
         (_enum(d, "radiomap", "properties", "training", "properties", "theta"), THETA_MODES),
         (_enum(d, "radiomap", "properties", "training", "properties", "calibration"), radiomap_noise.CALIBRATIONS),
         (sorted(PUBLISHED[d]["radiomap"]["properties"]["runs"]["properties"]), sorted(SCHEMES)),
@@ -220,11 +248,16 @@ def test_schema_defaults_are_the_ones_the_code_uses_elsewhere():
     assert lpconfig.schema_defaults("points_dataset")["max_dropped_fraction"] == ingest.DEFAULT_MAX_DROPPED_FRACTION
     assert lpconfig.DEFAULT_KNN_K == lpconfig.schema_defaults("synthetic_dataset")["knn_k"]
     assert (sldp["mean"]["threshold"], sldp["range"]["threshold"], sldp["classify"]) == (
-        MEAN_THRESHOLD, DEFAULT_THRESHOLD, None)
+        MEAN_THRESHOLD,
+        DEFAULT_THRESHOLD,
+        None,
+    )
     assert sldp["range"]["kdtree_height"] == ldp_kdtree.DEFAULT_HEIGHT
     assert heat["adaptive"] == {k: getattr(adaptive, k) for k in heat["adaptive"]}
     assert (heat["base"]["calibration"], heat["secagg"]) == (
-        adaptive.calibration, {k: getattr(adaptive.secagg.protocol, k) for k in heat["secagg"]})
+        adaptive.calibration,
+        {k: getattr(adaptive.secagg.protocol, k) for k in heat["secagg"]},
+    )
     assert dataclasses.is_dataclass(adaptive)
 
 
@@ -245,8 +278,13 @@ def test_fill_defaults_replaces_free_mappings_and_fills_given_optional_sections(
 def test_docs_have_a_row_for_every_key_and_mechanism_parameter():
     docs = (ROOT / "docs/configuration.md").read_text()
     keys = {line.split("`")[1] for line in docs.splitlines() if line.startswith("| `")}
-    assert {"studies.radiomap.attack.epochs", "studies.deconv.datasets.<name>.bounds", "grid.P",
-            "experiments.<name>.mechanisms.rff.max_features", "experiments.<name>.mechanisms.zero.n"} <= keys
+    assert {
+        "studies.radiomap.attack.epochs",
+        "studies.deconv.datasets.<name>.bounds",
+        "grid.P",
+        "experiments.<name>.mechanisms.rff.max_features",
+        "experiments.<name>.mechanisms.zero.n",
+    } <= keys
     expected = {key.removeprefix("config.") for key, _, _ in ALL_KEYS}
     sections = {"studies", *(f"studies.{name}" for name in PUBLISHED["properties"]["studies"]["properties"])}
     assert expected - keys == sections  # a study section is a heading, not a row

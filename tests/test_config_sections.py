@@ -56,8 +56,9 @@ def test_every_section_gives_the_same_one_line_error(section, bad):
         validate(config)
     message = str(err.value)
     assert "\n" not in message
-    assert re.fullmatch(rf"config key '{re.escape(top)}\.{re.escape(name)}\.{re.escape(key)}': .+; allowed: .+",
-                        message), message
+    assert re.fullmatch(
+        rf"config key '{re.escape(top)}\.{re.escape(name)}\.{re.escape(key)}': .+; allowed: .+", message
+    ), message
 
 
 @pytest.mark.parametrize("bad", BAD)
@@ -67,8 +68,9 @@ def test_study_validators_alone_give_the_same_error(study, bad):
     key, value = BAD[bad] or SECTIONS[study][1]
     section = copy.deepcopy(BASE["studies"][study])
     section[key] = value
-    with pytest.raises(lpconfig.ConfigError,
-                       match=rf"^config key 'studies\.{study}\.{re.escape(key)}': [^\n]+; allowed: [^\n]+$"):
+    with pytest.raises(
+        lpconfig.ConfigError, match=rf"^config key 'studies\.{study}\.{re.escape(key)}': [^\n]+; allowed: [^\n]+$"
+    ):
         VALIDATORS[study](section)
 
 
@@ -81,8 +83,11 @@ def test_reps_is_one_positive_integer_in_every_study(study):
     section = copy.deepcopy(BASE["studies"][study])
     for bad in ([3, 1], [3], 0, 2.0, True):
         section["reps"] = bad
-        with pytest.raises(lpconfig.ConfigError, match=rf"^config key 'studies\.{study}\.reps': .+; allowed: "
-                                                       r"integer >= 1 \(repetitions of every setting"):
+        with pytest.raises(
+            lpconfig.ConfigError,
+            match=rf"^config key 'studies\.{study}\.reps': .+; allowed: "
+            r"integer >= 1 \(repetitions of every setting",
+        ):
             VALIDATORS[study](section)
     section["reps"] = 3
     assert VALIDATORS[study](section)["reps"] == 3
@@ -121,7 +126,8 @@ def test_deconv_dataset_defaults_are_the_schemas():
     cfg = deconv.validate_config({"datasets": {"a": {"source": "synthetic"}, "b": {"source": "adult", "path": "x"}}})
     synthetic, adult = lpconfig.schema_defaults("deconv_synthetic"), lpconfig.schema_defaults("deconv_adult")
     assert {k: cfg["datasets"]["a"][k] for k in ("x", "curve", "n", "test_size")} == {
-        k: synthetic[k] for k in ("x", "curve", "n", "test_size")}
+        k: synthetic[k] for k in ("x", "curve", "n", "test_size")
+    }
     assert cfg["datasets"]["b"]["bounds"] == adult["bounds"] and cfg["datasets"]["b"]["n"] == ["all"]
     with pytest.raises(lpconfig.ConfigError, match=r"^config key 'studies\.deconv\.datasets\.b\.path': missing; "):
         deconv.validate_config({"datasets": {"b": {"source": "adult"}}})
@@ -139,10 +145,13 @@ def test_a_studies_only_config_needs_no_main_dag_keys():
     assert lpconfig.check_startup({"seed": 1, "studies": {"deconv": BASE["studies"]["deconv"]}}, None) == []
     config = copy.deepcopy(BASE)
     del config["grid"]
-    with pytest.raises(lpconfig.ConfigError, match=r"^config key 'grid': missing, and required with 'experiments'; "
-                                                   r"allowed: the evaluation grid"):
+    with pytest.raises(
+        lpconfig.ConfigError,
+        match=r"^config key 'grid': missing, and required with 'experiments'; "
+        r"allowed: the evaluation grid",
+    ):
         lpconfig.check_schema(config)
     with pytest.raises(lpconfig.ConfigError, match=r"^config key '<top level>': .*allowed: "):
-        lpconfig.check_schema({"seed": 1})   # nothing to run
+        lpconfig.check_schema({"seed": 1})  # nothing to run
     with pytest.raises(lpconfig.ConfigError, match=r"^config key 'studies\.nope': unknown study 'nope'; allowed: "):
         lpconfig.check_schema({"seed": 1, "studies": {"nope": {}}})

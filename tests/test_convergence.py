@@ -62,7 +62,7 @@ def cut(path: Path) -> None:
 def garble(path: Path) -> None:
     """64 random bytes (fixed seed) in the middle of the file."""
     data = bytearray(path.read_bytes())
-    data[len(data) // 2:len(data) // 2 + 64] = np.random.default_rng(29).bytes(64)
+    data[len(data) // 2 : len(data) // 2 + 64] = np.random.default_rng(29).bytes(64)
     path.write_bytes(bytes(data))
 
 
@@ -75,8 +75,11 @@ DAMAGE = {"cut": cut, "garble": garble, "delete": Path.unlink, "foreign": foreig
 
 
 def files(wd: Path) -> dict:
-    return {str(p.relative_to(wd)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in (wd / "results").rglob("*") if p.is_file() and p.name != ".snakemake_timestamp"}
+    return {
+        str(p.relative_to(wd)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in (wd / "results").rglob("*")
+        if p.is_file() and p.name != ".snakemake_timestamp"
+    }
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +94,7 @@ def reference(tmp_path_factory):
 
 def damaged_copy(reference: Path, tmp_path: Path, damage: dict[str, str]) -> Path:
     wd = tmp_path / "wd"
-    shutil.copytree(reference, wd, symlinks=True)   # copy2: the mtimes stay as they were
+    shutil.copytree(reference, wd, symlinks=True)  # copy2: the mtimes stay as they were
     for kind, how in damage.items():
         DAMAGE[how](wd / KINDS[kind])
     return wd
@@ -122,8 +125,9 @@ def test_the_console_is_a_progress_line_and_the_files_to_open(reference):
     progress = [line for line in lines if line.startswith("locpriv: ") and "jobs done" in line]
     assert progress and "(more once the data are read)" in progress[0] and progress[-1].endswith(" s")
     assert any("left" in line for line in progress)
-    assert lines[-1].startswith("locpriv: done. Open results/summary/frontier.csv, results/plots/frontier.png, "
-                                "results/summary/runs.csv")
+    assert lines[-1].startswith(
+        "locpriv: done. Open results/summary/frontier.csv, results/plots/frontier.png, results/summary/runs.csv"
+    )
 
 
 def test_every_format_finds_a_cut_or_garbled_file(tmp_path):
@@ -137,8 +141,9 @@ def test_every_format_finds_a_cut_or_garbled_file(tmp_path):
     made = {
         "table.parquet": lambda p: io.write_parquet(frame, p),
         "streamed.parquet": lambda p: io.write_parquet_batches(iter([frame, frame]), p, dict, 256),
-        "surface.nc": lambda p: io.write_netcdf(nc3.Dataset({"v": nc3.Variable(("x", "y"), np.ones((20, 30)))},
-                                                            {"units": "m"}), p),
+        "surface.nc": lambda p: io.write_netcdf(
+            nc3.Dataset({"v": nc3.Variable(("x", "y"), np.ones((20, 30)))}, {"units": "m"}), p
+        ),
         "labelled.nc": lambda p: io.write_netcdf(xr.Dataset({"v": (("x", "y"), np.ones((20, 30)))}), p),
         "figure.png": lambda p: Figure().savefig(p, format="png"),
         "meta.json": lambda p: io.write_json({"a": list(range(100))}, p),
@@ -161,7 +166,7 @@ def _garble_checked_part(path: Path) -> None:
     """64 random bytes where the format checks them: a Parquet data page (CRC), a NetCDF header."""
     data = bytearray(path.read_bytes())
     at = {".parquet": 200, ".nc": 0}.get(path.suffix, len(data) // 2)
-    data[at:at + 64] = np.random.default_rng(29).bytes(64)
+    data[at : at + 64] = np.random.default_rng(29).bytes(64)
     path.write_bytes(bytes(data))
 
 
@@ -174,9 +179,9 @@ def test_a_recorded_digest_finds_any_change(tmp_path, monkeypatch):
     integrity.record_digests(["s.nc", "t.parquet"])
     for name in ("s.nc", "t.parquet"):
         assert integrity.damage(name, integrity.recorded(name)) is None
-    garble(Path("s.nc"))                 # lands in the data: the header still adds up
+    garble(Path("s.nc"))  # lands in the data: the header still adds up
     assert integrity.damage("s.nc") is None and integrity.damage("s.nc", integrity.recorded("s.nc"))
-    garble(Path("t.parquet"))            # lands in the footer's metadata
+    garble(Path("t.parquet"))  # lands in the footer's metadata
     assert integrity.damage("t.parquet", integrity.recorded("t.parquet"))
     foreign(Path("t.parquet"))
     assert integrity.damage("t.parquet") is None and integrity.damage("t.parquet", integrity.recorded("t.parquet"))
@@ -188,8 +193,14 @@ def test_damaged_run_files_are_remade_and_a_stray_file_is_left_alone(reference, 
     (with estimate.nc: the issue's case), random bytes in the Bayes attack table's footer, a run's
     metrics replaced by a valid Parquet of another schema, a deleted local-maxima table; an empty
     stray file beside good shards is not the workflow's."""
-    damage = {"shard": "garble", "estimate": "cut", "aggregate": "delete", "attack_bayes": "garble",
-              "metrics": "foreign", "attack_local_maxima": "delete"}
+    damage = {
+        "shard": "garble",
+        "estimate": "cut",
+        "aggregate": "delete",
+        "attack_bayes": "garble",
+        "metrics": "foreign",
+        "attack_local_maxima": "delete",
+    }
     wd = damaged_copy(reference, tmp_path, damage)
     stray = f"{C}/view/batch~0/stray.parquet"
     (wd / stray).touch()
@@ -199,8 +210,13 @@ def test_damaged_run_files_are_remade_and_a_stray_file_is_left_alone(reference, 
 @pytest.mark.workflow
 def test_damaged_results_are_remade(reference, tmp_path):
     """Results made by different jobs, none feeding another: each must be found and remade."""
-    damage = {"ingest_counts": "cut", "audit_table": "garble", "frontier_plot": "delete", "plot": "garble",
-              "surfaces": "cut"}
+    damage = {
+        "ingest_counts": "cut",
+        "audit_table": "garble",
+        "frontier_plot": "delete",
+        "plot": "garble",
+        "surfaces": "cut",
+    }
     same_command_converges(reference, damaged_copy(reference, tmp_path, damage), damage)
 
 
@@ -218,8 +234,11 @@ def test_a_failed_update_output_is_not_taken_for_up_to_date(reference, tmp_path)
         proc = run_snakemake(wd, "--cores", "2", check=False)
         console = proc.stdout + proc.stderr
         assert proc.returncode != 0 and "Nothing to be done" not in console, console[-3000:]
-        assert [line for line in console.splitlines() if line.startswith("Error in summary: ")
-                and KINDS["metrics"] in line and "Fix: delete" in line], console[-3000:]
+        assert [
+            line
+            for line in console.splitlines()
+            if line.startswith("Error in summary: ") and KINDS["metrics"] in line and "Fix: delete" in line
+        ], console[-3000:]
         assert (wd / KINDS["summary"]).read_bytes() == summary
     (wd / KINDS["metrics"]).unlink()
     same_command_converges(reference, wd, {})
@@ -229,14 +248,29 @@ def test_a_failed_update_output_is_not_taken_for_up_to_date(reference, tmp_path)
 @pytest.mark.heavy
 def test_damaged_dataset_files_are_remade(reference, tmp_path):
     """Every per-dataset kind at once (each is found: its own console line), then every run again."""
-    damage = {"points": "garble", "meta": "cut", "bandwidth": "garble", "truth": "cut", "pooled_kde": "garble",
-              "range_workload": "cut", "grid": "delete", "audit": "cut"}
+    damage = {
+        "points": "garble",
+        "meta": "cut",
+        "bandwidth": "garble",
+        "truth": "cut",
+        "pooled_kde": "garble",
+        "range_workload": "cut",
+        "grid": "delete",
+        "audit": "cut",
+    }
     same_command_converges(reference, damaged_copy(reference, tmp_path, damage), damage)
 
 
 @pytest.mark.workflow
 @pytest.mark.heavy
-@pytest.mark.parametrize("kind,how", [(kind, how) for kind in sorted(KINDS) for how in sorted(DAMAGE)
-                                      if how != "foreign" or KINDS[kind].endswith(".parquet")])
+@pytest.mark.parametrize(
+    "kind,how",
+    [
+        (kind, how)
+        for kind in sorted(KINDS)
+        for how in sorted(DAMAGE)
+        if how != "foreign" or KINDS[kind].endswith(".parquet")
+    ],
+)
 def test_every_kind_every_damage(reference, tmp_path, kind, how):
     same_command_converges(reference, damaged_copy(reference, tmp_path, {kind: how}), {kind: how})

@@ -36,8 +36,13 @@ def test_dropped_rows_are_counted_by_reason_and_reported(tmp_path):
     f = write_rows(tmp_path / "p.csv", 200, ["1,,116.3", "1,abc,116.3", "1,-inf,116.3", "1,95,116.3", "1,10,10"])
     pts, meta = ingest.real_points("d", spec(f, max_dropped_fraction=0.05), np.random.default_rng(0))
     assert len(pts) == 200 and meta["rows_read"] == 205
-    assert meta["rows_dropped"] == {"missing_coordinate": 1, "non_numeric_coordinate": 1,
-                                    "infinite_coordinate": 1, "invalid_lonlat": 1, "outside_bbox": 1}
+    assert meta["rows_dropped"] == {
+        "missing_coordinate": 1,
+        "non_numeric_coordinate": 1,
+        "infinite_coordinate": 1,
+        "invalid_lonlat": 1,
+        "outside_bbox": 1,
+    }
     line = ingest_report("d", meta)[0]
     assert "205 rows read, 200 kept" in line and "invalid_lonlat 1" in line and "outside_bbox 1" in line
 
@@ -53,12 +58,14 @@ def test_too_many_dropped_rows_stop_the_ingest_with_the_counts(tmp_path):
 def test_column_keys_and_a_missing_user_column(tmp_path):
     f = tmp_path / "p.csv"
     f.write_text("person,latitude,long\na,39.9,116.3\nb,39.95,116.35\n")
-    pts, meta = ingest.real_points("d", spec(f, lon_column="long", lat_column="latitude", user_column="person"),
-                                   np.random.default_rng(0))
+    pts, meta = ingest.real_points(
+        "d", spec(f, lon_column="long", lat_column="latitude", user_column="person"), np.random.default_rng(0)
+    )
     assert sorted(pts["source_user"]) == ["a", "b"] and meta["persons"] == 2
     with pytest.raises(InputError, match=r"'user'.*user column missing"):
-        ingest.real_points("d", spec(f, lon_column="long", lat_column="latitude", user_column="user"),
-                           np.random.default_rng(0))
+        ingest.real_points(
+            "d", spec(f, lon_column="long", lat_column="latitude", user_column="user"), np.random.default_rng(0)
+        )
     # without user_column no person is kept (no silent default)
     pts, meta = ingest.real_points("d", spec(f, lon_column="long", lat_column="latitude"), np.random.default_rng(0))
     assert "source_user" not in pts and meta["person_cap"] is None
@@ -66,13 +73,11 @@ def test_column_keys_and_a_missing_user_column(tmp_path):
 
 def test_person_cap_is_recorded_and_applied(tmp_path):
     f = write_rows(tmp_path / "p.csv", 100)  # persons 0..3 with 25 rows each
-    pts, meta = ingest.real_points("d", spec(f, user_column="user", max_points_per_person=10),
-                                   np.random.default_rng(0))
+    pts, meta = ingest.real_points("d", spec(f, user_column="user", max_points_per_person=10), np.random.default_rng(0))
     assert len(pts) == 40 and pts["source_user"].value_counts().max() == 10
     assert meta["persons"] == 4 and meta["person_cap"] == 10 and meta["rows_over_person_cap"] == 60
     assert meta["n_users"] == 40 and "person_cap x the record-level epsilon" in meta["users"]
-    again, _ = ingest.real_points("d", spec(f, user_column="user", max_points_per_person=10),
-                                  np.random.default_rng(0))
+    again, _ = ingest.real_points("d", spec(f, user_column="user", max_points_per_person=10), np.random.default_rng(0))
     pd.testing.assert_frame_equal(pts, again)  # same seed, same rows
 
 
@@ -84,8 +89,9 @@ def test_person_budget_split_keeps_one_row_per_person_so_person_epsilon_is_epsil
     assert meta["person_cap"] == 1 and meta["rows_over_person_cap"] == 96
     assert persons.person_level_epsilon(2.0, meta["person_cap"]) == 2.0
     # group (the default) keeps today's cap x eps
-    _, grouped = ingest.real_points("d", spec(f, user_column="user", person_budget="group", max_points_per_person=10),
-                                    np.random.default_rng(0))
+    _, grouped = ingest.real_points(
+        "d", spec(f, user_column="user", person_budget="group", max_points_per_person=10), np.random.default_rng(0)
+    )
     assert persons.person_level_epsilon(2.0, grouped["person_cap"]) == 20.0
 
 
@@ -104,8 +110,8 @@ def test_cap_rows_keeps_a_uniform_subset_of_each_person():
 
 def test_person_level_epsilon_is_cap_times_record_epsilon():
     assert persons.person_level_epsilon(0.5, 20) == 10.0
-    assert persons.person_level_epsilon(0.5, None) == float("inf")   # no cap: a person's rows are unbounded
-    assert persons.person_level_epsilon(0.0, None) == 0.0            # ... but zero times anything is zero
+    assert persons.person_level_epsilon(0.5, None) == float("inf")  # no cap: a person's rows are unbounded
+    assert persons.person_level_epsilon(0.0, None) == 0.0  # ... but zero times anything is zero
     assert persons.person_level_epsilon(None, 20) is None
     with pytest.raises(ValueError):
         persons.person_level_epsilon(1.0, 0)
@@ -115,8 +121,13 @@ def test_projection_warning_above_one_percent():
     assert projection_error(BOX) < 0.003  # Beijing box: 0.26 %
     california = [-124.35, -114.31, 32.54, 41.95]
     assert projection_error(california) > 0.06
-    meta = {"rows_read": 1, "n_users": 1, "rows_dropped": {}, "projection_max_distance_error":
-            projection_error(california), "lonlat_bbox": california}
+    meta = {
+        "rows_read": 1,
+        "n_users": 1,
+        "rows_dropped": {},
+        "projection_max_distance_error": projection_error(california),
+        "lonlat_bbox": california,
+    }
     lines = ingest_report("ca", meta)
     assert len(lines) == 2 and lines[1].startswith("warning: ingest ca") and "6.6%" in lines[1]
     meta["projection_max_distance_error"] = projection_error(BOX)
@@ -149,7 +160,7 @@ def test_damaged_outputs_are_found(tmp_path):
         os.chdir(tmp_path)
         os.mkdir("results")
         os.replace("t.parquet", "results/t.parquet")
-        (tmp_path / "results/other.parquet").write_bytes(b"not ours")   # no output of this config
+        (tmp_path / "results/other.parquet").write_bytes(b"not ours")  # no output of this config
         lines = smk.remove_damaged(["results/t.parquet"], dict)
     finally:
         os.chdir(cwd)
@@ -161,7 +172,7 @@ def test_failed_script_prints_one_line_and_keeps_the_traceback_in_the_log(tmp_pa
     log = tmp_path / "job.log"
     script = textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {str(ROOT / 'lib')!r})
+        sys.path.insert(0, {str(ROOT / "lib")!r})
         from types import SimpleNamespace
         from locpriv.errors import InputError
         from locpriv.smk import logged
@@ -173,7 +184,8 @@ def test_failed_script_prints_one_line_and_keeps_the_traceback_in_the_log(tmp_pa
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [
-        f"Error in ingest: data/p.csv: field 'lat': column missing. Fix: rename it (traceback: {log})"]
+        f"Error in ingest: data/p.csv: field 'lat': column missing. Fix: rename it (traceback: {log})"
+    ]
     assert "Traceback" in log.read_text() and "working" in log.read_text()
     assert "Error in ingest" in (tmp_path / smk.ERROR_DIGEST).read_text()
 
@@ -190,8 +202,9 @@ def test_stale_locks_of_a_dead_run_are_removed_but_a_live_runs_kept(tmp_path):
     (root / "locks").mkdir(parents=True)
     (root / "locpriv-pids").mkdir()
     (root / "locks" / "0.input.lock").write_text("x")
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
     (root / "locpriv-pids" / dead).touch()
     line, live = smk.claim_workdir(str(root))
     assert "removed 1 lock" in line and not live and not list((root / "locks").iterdir())
@@ -217,8 +230,11 @@ def test_config_time_checks():
     lpconfig.check_values(dict(big, memory_limit_mb=10**6))  # the limit is the user's to raise
     with pytest.raises(lpconfig.ConfigError, match="inverted"):
         lpconfig.check_box([1, 0, 0, 1], "datasets.x.bbox")
-    inf = copy.deepcopy(cfg)   # the schema refuses it first; the mechanism's own check says the same
+    inf = copy.deepcopy(cfg)  # the schema refuses it first; the mechanism's own check says the same
     inf["experiments"]["density"]["mechanisms"] = {"geoind": {"n": 300, "h": 0.5, "epsilon": float("inf")}}
-    with pytest.raises(lpconfig.ConfigError, match=r"mechanisms\.geoind\.epsilon': inf is not allowed; allowed: "
-                                                   r"a finite number"):
+    with pytest.raises(
+        lpconfig.ConfigError,
+        match=r"mechanisms\.geoind\.epsilon': inf is not allowed; allowed: "
+        r"a finite number",
+    ):
         lpconfig.expand_runs(inf)

@@ -77,7 +77,11 @@ def test_config_examples_are_found():
 
 @pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason='needs the docs extra: pip install -e ".[docs]"')
 def test_docs_site_builds_with_warnings_as_errors(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
-                          cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "api/mechanisms/index.html").read_text().count('class="doc doc-heading"') >= 20

@@ -48,7 +48,7 @@ def test_discrete_laplace_has_the_exact_law(scale, timing_safe):
     alpha = 1e-6; the timing-safe law is within timing_safe_tv (< 1e-10 here) of it."""
     z = discrete_laplace(scale, np.random.default_rng(1), size=N, timing_safe=timing_safe)
     s = exact_scale(scale)
-    assert scale < s <= scale + 2 ** -15
+    assert scale < s <= scale + 2**-15
     assert _pvalue(z, s) > ALPHA
 
 
@@ -66,29 +66,31 @@ def test_per_element_scales_and_reproducible_bytes():
     assert a[::2].std() < 1 < 50 < a[1::2].std()
     # per-element scales draw each element as a call with its scale alone would (same law):
     # the 50-scale half passes the exact-law test
-    assert _pvalue(discrete_laplace(np.tile([0.5, 50.0], N // 2), np.random.default_rng(2))[1::2],
-                   exact_scale(50.0)) > ALPHA
+    assert (
+        _pvalue(discrete_laplace(np.tile([0.5, 50.0], N // 2), np.random.default_rng(2))[1::2], exact_scale(50.0))
+        > ALPHA
+    )
 
 
 def _magnitudes_by_exact_inversion(scale, words, starts):
     """Sign and magnitude of each word by the slow path alone (exact comparisons only); the walk
     from ``starts`` ends at #{K >= 1 : U < tau_K} wherever it starts."""
     t = int(sampling._rational(scale))
-    fresh = np.random.default_rng(0)        # later bits, should a comparison need them
+    fresh = np.random.default_rng(0)  # later bits, should a comparison need them
     out = []
     for w, start in zip(words.tolist(), starts.tolist(), strict=True):
-        magnitude = sampling._exact_magnitude(w & (2 ** 63 - 1), start, t, fresh)
+        magnitude = sampling._exact_magnitude(w & (2**63 - 1), start, t, fresh)
         out.append(-magnitude if w >> 63 else magnitude)
     return np.array(out)
 
 
-@pytest.mark.parametrize("scale", [0.3, 2.5, 100.0, 1e4, 2.0 ** 35])
+@pytest.mark.parametrize("scale", [0.3, 2.5, 100.0, 1e4, 2.0**35])
 def test_fast_path_equals_exact_inversion_draw_by_draw(scale):
     """The float fast path returns, for the same 64-bit words, what exact decimal comparisons
     of U with every tail probability give: floating point decides only the speed."""
     z = discrete_laplace(scale, np.random.default_rng(5), size=400)
-    words = np.random.default_rng(5).integers(0, 2 ** 64 - 1, size=400, endpoint=True, dtype=np.uint64)
-    starts = np.maximum(np.abs(z) + np.tile([3, -3], 200), 0)          # walks down and walks up
+    words = np.random.default_rng(5).integers(0, 2**64 - 1, size=400, endpoint=True, dtype=np.uint64)
+    starts = np.maximum(np.abs(z) + np.tile([3, -3], 200), 0)  # walks down and walks up
     np.testing.assert_array_equal(z, _magnitudes_by_exact_inversion(scale, words, starts))
 
 
@@ -99,6 +101,7 @@ def _count_slow_calls(monkeypatch):
     def counted(*args):
         calls.append(args)
         return exact(*args)
+
     monkeypatch.setattr(sampling, "_exact_magnitude", counted)
     return calls
 
@@ -106,7 +109,7 @@ def _count_slow_calls(monkeypatch):
 def test_slow_path_has_the_exact_law(monkeypatch):
     """With the certification margin widened to 2^-4, a large share of draws is finished by the
     exact slow path; the law is still exact (chi-square, alpha = 1e-6)."""
-    monkeypatch.setattr(sampling, "_margin", lambda factors: 2.0 ** -4)
+    monkeypatch.setattr(sampling, "_margin", lambda factors: 2.0**-4)
     calls = _count_slow_calls(monkeypatch)
     z = discrete_laplace(2.5, np.random.default_rng(3), size=40_000)
     assert len(calls) > 5_000
@@ -131,7 +134,7 @@ def test_timing_safe_work_does_not_depend_on_the_noise(monkeypatch):
     noise.  Power: in the default mode, with the slow path made frequent (margin 2^-4), the work
     depends on the noise: zero noise reaches the slow path far less often (one threshold near U
     instead of two), Fisher's exact test at alpha = 1e-6."""
-    monkeypatch.setattr(sampling, "_margin", lambda factors: 2.0 ** -4)
+    monkeypatch.setattr(sampling, "_margin", lambda factors: 2.0**-4)
     noise, work = _work_per_call(monkeypatch, timing_safe=True)
     assert set(work) == {(1, 0)} and len(set(noise.tolist())) > 3
     noise, work = _work_per_call(monkeypatch, timing_safe=False)
@@ -160,13 +163,13 @@ def test_bernoulli_exp_integer_is_exact(m):
 
 def test_bernoulli_exp_integer_slow_path_is_exact(monkeypatch):
     """Margin widened to 2^-3: most draws near e^-1 go to the exact comparison; same frequency test."""
-    monkeypatch.setattr(sampling, "_margin", lambda factors: 2.0 ** -3)
+    monkeypatch.setattr(sampling, "_margin", lambda factors: 2.0**-3)
     hits = bernoulli_exp_integer(np.ones(N, dtype=np.int64), np.random.default_rng(4)).mean()
     p = math.exp(-1)
     assert abs(hits - p) <= 5 * math.sqrt(p * (1 - p) / N)
 
 
-@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), 2.0 ** 40])
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), 2.0**40])
 def test_bad_scales_are_refused(bad):
     with pytest.raises(ValueError, match="scale"):
         discrete_laplace(bad, np.random.default_rng(0), size=3)
@@ -182,16 +185,17 @@ def test_non_finite_and_huge_inputs_are_refused():
     with pytest.raises(ValueError, match="NaN or infinite"):
         release_on_grid(np.array([3.0, np.nan]), 0.0, 1.0, 2, 1.0, rng)
     with pytest.raises(ValueError, match="2\\^52 grid steps"):
-        release_on_grid(np.array([2.0 ** 60]), 0.0, 1.0, 2, 1.0, rng)
+        release_on_grid(np.array([2.0**60]), 0.0, 1.0, 2, 1.0, rng)
     with pytest.raises(ValueError, match="whole numbers"):
         release_on_grid(np.array([0.5]), 0.0, 1.0, 2, 1.0, rng)
     from locpriv.dp.gaussian import discrete_gaussian, release
+
     with pytest.raises(ValueError, match="NaN or infinite"):
-        release(np.array([[np.nan, 1.0]]), 1.0, 2.0 ** -10, rng)
+        release(np.array([[np.nan, 1.0]]), 1.0, 2.0**-10, rng)
     with pytest.raises(ValueError, match="2\\^52 grid steps"):
-        release(np.array([[1e300, 1.0]]), 1.0, 2.0 ** -10, rng)
+        release(np.array([[1e300, 1.0]]), 1.0, 2.0**-10, rng)
     with pytest.raises(ValueError, match="sigma"):
-        discrete_gaussian(np.array([2.0 ** 40]), rng)
+        discrete_gaussian(np.array([2.0**40]), rng)
 
 
 def test_grid_step_is_the_largest_power_of_two_below_width_over_cells():
@@ -230,7 +234,7 @@ def test_extreme_inputs_have_the_stated_epsilon_exactly():
     step = laplace_ldp.grid_steps(bounds)
     top = np.rint((bounds[:, 1] - bounds[:, 0]) / step)
     s = laplace_ldp.scales(bounds, eps) / step
-    z = top + 5                                     # grid index of a report beyond the far corner
+    z = top + 5  # grid index of a report beyond the far corner
     log_ratio = sum(math.log(_pmf(z[j] - top[j], s[j]) / _pmf(z[j], s[j])) for j in range(2))
     assert log_ratio == pytest.approx(spent, rel=1e-9)
     np.testing.assert_allclose(laplace_ldp.scales(bounds, eps), 2 * np.array([10.0, 4.0]) / eps, rtol=1e-6)
@@ -249,13 +253,28 @@ def test_central_release_sensitivity_covers_rounding():
 
 
 def test_leaked_guarantee_has_no_epsilon_and_names_every_leak():
-    g = Guarantee(model="epsilon-LDP", epsilon=1.0, delta=0.0, relation="any two inputs (local)", covers="x",
-                  other_relations={"replace": 2.0})
+    g = Guarantee(
+        model="epsilon-LDP",
+        epsilon=1.0,
+        delta=0.0,
+        relation="any two inputs (local)",
+        covers="x",
+        other_relations={"replace": 2.0},
+    )
     void = g.leaked("a").leaked("b")
     assert void.epsilon is None and void.delta is None and void.other_relations == {}
     assert void.non_private_inputs == "a; b" and "VOID" in void.note
-    assert set(g.as_dict()) == {"model", "epsilon", "delta", "relation", "covers", "discretisation", "note",
-                                "non_private_inputs", "other_relations"}
+    assert set(g.as_dict()) == {
+        "model",
+        "epsilon",
+        "delta",
+        "relation",
+        "covers",
+        "discretisation",
+        "note",
+        "non_private_inputs",
+        "other_relations",
+    }
     assert no_guarantee("why").epsilon is None
     with pytest.raises(ValueError, match="epsilon"):
         Guarantee(model="m", epsilon=-1.0, delta=0.0, relation="r", covers="c")
@@ -264,10 +283,11 @@ def test_leaked_guarantee_has_no_epsilon_and_names_every_leak():
 def test_discrete_gaussian_follows_its_law_with_power():
     """Chi-square of N_Z(0, σ²) draws against the exact pmf (α = 1e-6); a 10 % wider law is rejected."""
     from locpriv.dp.gaussian import discrete_gaussian
+
     sigma, n, edge = 2.5, 200_000, 9
     k = np.arange(-edge, edge + 1)
     full = np.arange(-60, 61)
-    pmf = np.exp(-full ** 2 / (2 * sigma ** 2))
+    pmf = np.exp(-(full**2) / (2 * sigma**2))
     pmf /= pmf.sum()
     expected = np.r_[pmf[full < -edge].sum(), pmf[np.abs(full) <= edge], pmf[full > edge].sum()] * n
 

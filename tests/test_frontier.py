@@ -16,12 +16,20 @@ def test_pareto_mask_on_a_hand_made_table():
     #                       a      b     c     d     e     f
     np.testing.assert_array_equal(mask, [False, True, True, True, True, True])
     # lower-is-better utility flips the comparison: f (0.95) and d (0.9) now lose to a (0.5)
-    np.testing.assert_array_equal(frontier.pareto_mask(privacy, utility, higher_is_better=False),
-                                  [False, False, True, False, True, False])
+    np.testing.assert_array_equal(
+        frontier.pareto_mask(privacy, utility, higher_is_better=False), [False, False, True, False, True, False]
+    )
 
 
-TRUST = {"geoind": "local", "rff": "none", "zero": "none", "fedkde": "none", "dp_heatmap": "distributed",
-         "privtree": "central", "laplace_ldp": "local"}
+TRUST = {
+    "geoind": "local",
+    "rff": "none",
+    "zero": "none",
+    "fedkde": "none",
+    "dp_heatmap": "distributed",
+    "privtree": "central",
+    "laplace_ldp": "local",
+}
 
 
 def _summary(rows, typed=True, n=100, dataset="d"):
@@ -30,28 +38,48 @@ def _summary(rows, typed=True, n=100, dataset="d"):
     out = []
     for mech, eps, rep, util, err, *population in rows:
         population = population[0] if population else err
-        for metric, value in (("spearman", util), ("informed_expected_error", err), ("informed_guess_error", err),
-                              ("informed_hit_r", 0.2), ("bayes_expected_error", population),
-                              ("bayes_guess_error", population), ("bayes_hit_r", 0.1)):
+        for metric, value in (
+            ("spearman", util),
+            ("informed_expected_error", err),
+            ("informed_guess_error", err),
+            ("informed_hit_r", 0.2),
+            ("bayes_expected_error", population),
+            ("bayes_guess_error", population),
+            ("bayes_hit_r", 0.1),
+        ):
             epsilon = (float(eps) if eps != "" else np.nan) if typed else eps
-            out.append({"dataset": dataset, "mechanism": mech, "rep": rep, "n": n if typed else str(n),
-                        "epsilon": epsilon, "h": 0.55 if typed else "0.55", "trust_model": TRUST[mech],
-                        "guarantee_relation": "x", "metric": metric, "value": value})
+            out.append(
+                {
+                    "dataset": dataset,
+                    "mechanism": mech,
+                    "rep": rep,
+                    "n": n if typed else str(n),
+                    "epsilon": epsilon,
+                    "h": 0.55 if typed else "0.55",
+                    "trust_model": TRUST[mech],
+                    "guarantee_relation": "x",
+                    "metric": metric,
+                    "value": value,
+                }
+            )
     return pd.DataFrame(out)
 
 
-ROWS = [("geoind", "1.0", 0, 0.4, 0.9), ("geoind", "1.0", 1, 0.6, 1.1),   # mean 0.5 / 1.0
-        ("geoind", "5.0", 0, 0.8, 0.3),
-        ("zero", "", 0, 0.0, 2.0),
-        ("rff", "", 0, 0.3, 0.5),
-        ("rff", "", 1, float("nan"), float("nan")),                       # refused rep
-        ("privtree", "2.0", 0, 0.7, 1.6)]
+ROWS = [
+    ("geoind", "1.0", 0, 0.4, 0.9),
+    ("geoind", "1.0", 1, 0.6, 1.1),  # mean 0.5 / 1.0
+    ("geoind", "5.0", 0, 0.8, 0.3),
+    ("zero", "", 0, 0.0, 2.0),
+    ("rff", "", 0, 0.3, 0.5),
+    ("rff", "", 1, float("nan"), float("nan")),  # refused rep
+    ("privtree", "2.0", 0, 0.7, 1.6),
+]
 
 
 @pytest.mark.parametrize("typed", [True, False])
 def test_points_name_the_setting_only_and_keep_the_trust_model_apart(typed):
     pts = frontier.points(_summary(ROWS, typed), "spearman")
-    assert set(pts["setting"]) == {"epsilon=1", "epsilon=5", "epsilon=2", ""}   # h is the same everywhere: left out
+    assert set(pts["setting"]) == {"epsilon=1", "epsilon=5", "epsilon=2", ""}  # h is the same everywhere: left out
     assert set(pts["label"]) == {"ε=1", "ε=5", "ε=2", ""}
     assert dict(zip(pts["mechanism"], pts["trust_model"], strict=True))["privtree"] == "central"
     row = pts[(pts["mechanism"] == "geoind") & (pts["setting"] == "epsilon=1")].iloc[0]
@@ -86,11 +114,14 @@ def test_table_ranks_within_each_trust_model_and_says_when_none_reaches_a_level(
     assert list(table.columns) == frontier.TABLE_COLUMNS
     front = table[table["row"] == "pareto"]
     by_trust = {t: list(zip(g["mechanism"], g["setting"], strict=True)) for t, g in front.groupby("trust_model")}
-    assert by_trust == {"local": [("geoind", "epsilon=5"), ("geoind", "epsilon=1")],
-                        "none": [("rff", ""), ("zero", "")], "central": [("privtree", "epsilon=2")]}
+    assert by_trust == {
+        "local": [("geoind", "epsilon=5"), ("geoind", "epsilon=1")],
+        "none": [("rff", ""), ("zero", "")],
+        "central": [("privtree", "epsilon=2")],
+    }
     best = table[table["row"] == "best_at_level"].set_index(["trust_model", "level"])
     assert best.loc[("local", 0.25), "setting"] == "epsilon=5"
-    assert best.loc[("local", 1.0), "setting"] == "epsilon=1"          # 1.0 >= 1.0 counts
+    assert best.loc[("local", 1.0), "setting"] == "epsilon=1"  # 1.0 >= 1.0 counts
     assert best.loc[("none", 1.0), "mechanism"] == "zero"
     assert best.loc[("central", 1.5), "setting"] == "epsilon=2"
     # nothing local reaches 1.5: an explicit empty row, the reason in its note, no sentence in a data column
@@ -110,10 +141,13 @@ def test_the_privacy_axis_is_the_configured_adversary():
     rows = [("geoind", "1.0", 0, 0.5, 1.0, 1.2), ("privtree", "2.0", 0, 0.9, 0.2, 4.0)]
     levels = {"d": {"x": 3.0}}
     informed = frontier.table(frontier.points(_summary(rows), "spearman", "informed"), "spearman", levels)
-    population = frontier.table(frontier.points(_summary(rows), "spearman", "population"), "spearman", levels,
-                                "population")
-    central = {name: t[(t["trust_model"] == "central") & (t["row"] == "best_at_level")].iloc[0]
-               for name, t in (("informed", informed), ("population", population))}
+    population = frontier.table(
+        frontier.points(_summary(rows), "spearman", "population"), "spearman", levels, "population"
+    )
+    central = {
+        name: t[(t["trust_model"] == "central") & (t["row"] == "best_at_level")].iloc[0]
+        for name, t in (("informed", informed), ("population", population))
+    }
     assert central["informed"]["mechanism"] == "" and central["population"]["mechanism"] == "privtree"
     assert central["population"]["expected_error"] == pytest.approx(4.0)
 
@@ -123,7 +157,7 @@ def test_a_summary_without_what_the_frontier_needs_is_refused_with_the_fix():
     old = summary[~summary["metric"].str.startswith("informed_")]
     with pytest.raises(ValueError, match=r"no informed_expected_error metric.*frontier\.adversary: population"):
         frontier.points(old, "spearman")
-    assert len(frontier.points(old, "spearman", "population"))     # the population adversary still works
+    assert len(frontier.points(old, "spearman", "population"))  # the population adversary still works
     with pytest.raises(ValueError, match="no trust_model column"):
         frontier.points(summary.drop(columns="trust_model"), "spearman")
     with pytest.raises(ValueError, match=r"trust_model is not one of .* geoind"):
@@ -146,9 +180,10 @@ def test_levels_are_fractions_of_the_side_for_synthetic_and_distances_for_real_d
     levels = frontier.dataset_levels(
         {"syn": {"source": "synthetic"}, "geo": {"source": "points", "lonlat_bbox": [116.1, 116.2, 39.9, 40.0]}},
         {"synthetic": [0.1, 0.25], "real": [250, 1000]},
-        {"syn": Domain(-3, 3, -3, 3), "geo": Domain(0, 9000, 0, 9000)})
+        {"syn": Domain(-3, 3, -3, 3), "geo": Domain(0, 9000, 0, 9000)},
+    )
     assert levels == {"syn": {"10 % of side": 0.6, "25 % of side": 1.5}, "geo": {"250 m": 250.0, "1000 m": 1000.0}}
-    assert repr(levels["syn"]["10 % of side"]) == "0.6"   # 0.1 * 6 rounded, not 0.6000000000000001
+    assert repr(levels["syn"]["10 % of side"]) == "0.6"  # 0.1 * 6 rounded, not 0.6000000000000001
 
 
 def test_figure_marks_trust_models_labels_settings_and_draws_a_one_point_front():
@@ -169,7 +204,7 @@ def test_figure_marks_trust_models_labels_settings_and_draws_a_one_point_front()
     shapes = {}
     for coll in small.collections:
         shapes.setdefault(coll.get_paths()[0].vertices.round(3).tobytes(), set()).add(to_hex(coll.get_facecolor()[0]))
-    assert len(shapes) == 3                                     # local, none, central
+    assert len(shapes) == 3  # local, none, central
     # every point is labelled with its setting, once; each level line with its legend tag
     labels = sorted(t.get_text() for t in small.texts)
     assert labels == sorted(["L1", "L2", *(lab for lab in pts.loc[pts["n"] == 100, "label"] if lab)])
@@ -185,9 +220,17 @@ def test_frontier_writes_the_table_the_recommendation_and_the_figure(tmp_path):
     summary = tmp_path / "metrics.parquet"
     io.write_parquet(_summary(ROWS), summary)
     out = {k: tmp_path / f"{k}" for k in ("csv", "png", "html", "rec")}
-    frontier.frontier(summary_parquet=str(summary), cfg={"utility": "spearman", "adversary": "informed"},
-                      levels={"d": {"10 % of side": 0.25}}, units={"d": "m"}, dpi=50, out_csv=str(out["csv"]),
-                      out_png=str(out["png"]), out_html=str(out["html"]), out_recommendation=str(out["rec"]))
+    frontier.frontier(
+        summary_parquet=str(summary),
+        cfg={"utility": "spearman", "adversary": "informed"},
+        levels={"d": {"10 % of side": 0.25}},
+        units={"d": "m"},
+        dpi=50,
+        out_csv=str(out["csv"]),
+        out_png=str(out["png"]),
+        out_html=str(out["html"]),
+        out_recommendation=str(out["rec"]),
+    )
     table = pd.read_csv(out["csv"], keep_default_na=False)
     assert list(table.columns) == frontier.TABLE_COLUMNS and set(table["distance_unit"]) == {"m"}
     rec = out["rec"].read_text()
@@ -197,10 +240,18 @@ def test_frontier_writes_the_table_the_recommendation_and_the_figure(tmp_path):
     io.write_parquet(_summary(ROWS).drop(columns="trust_model"), summary_bad)
     with pytest.raises(ValueError, match=f"^{summary_bad}: no trust_model column"):
         bad = [str(tmp_path / f"bad{k}") for k in range(4)]
-        frontier.frontier(summary_parquet=str(summary_bad), cfg={"utility": "spearman", "adversary": "informed"},
-                          levels={}, units={}, dpi=50, out_csv=bad[0], out_png=bad[1], out_html=bad[2],
-                          out_recommendation=bad[3])
-    assert not any((tmp_path / f"bad{k}").exists() for k in range(4))   # no partial output
+        frontier.frontier(
+            summary_parquet=str(summary_bad),
+            cfg={"utility": "spearman", "adversary": "informed"},
+            levels={},
+            units={},
+            dpi=50,
+            out_csv=bad[0],
+            out_png=bad[1],
+            out_html=bad[2],
+            out_recommendation=bad[3],
+        )
+    assert not any((tmp_path / f"bad{k}").exists() for k in range(4))  # no partial output
 
 
 @pytest.mark.workflow
@@ -214,12 +265,17 @@ def test_workflow_scores_every_mechanism_on_one_workload_and_writes_the_frontier
 
     config = copy.deepcopy(TINY)
     config["experiments"]["density"]["mechanisms"] = {
-        "fedkde": {"n": [300], "h": 0.55}, "zero": {"n": [300]}, "privtree": {"n": [300], "epsilon": [2]}}
+        "fedkde": {"n": [300], "h": 0.55},
+        "zero": {"n": [300]},
+        "privtree": {"n": [300], "epsilon": [2]},
+    }
     config["utility"] = {"range_queries": 20, "hotspot_k": 10}
     wd = make_workdir(config)
     run_snakemake(wd, "-c1", "results/summary/frontier.csv", "results/plots/frontier.png")
-    hashes = {io.read_parquet_metadata(p)["range_workload_sha256"]
-              for p in glob.glob(str(wd / "results/runs/*/*/*/*/metrics.parquet"))}
+    hashes = {
+        io.read_parquet_metadata(p)["range_workload_sha256"]
+        for p in glob.glob(str(wd / "results/runs/*/*/*/*/metrics.parquet"))
+    }
     workload = io.read_parquet_metadata(wd / "results/ingest/gauss9/range-workload.parquet")["workload_sha256"]
     assert hashes == {workload}
     summary = pd.read_parquet(wd / "results/summary/metrics.parquet")

@@ -24,9 +24,20 @@ from locpriv.stages.run import shard_count, shard_size
 UNIT = (0.0, 1.0, 0.0, 1.0)
 
 
-@pytest.mark.parametrize("g, cap, expected", [(0.3, 256, 2), (1.5, 256, 2), (2.9, 256, 2), (3.0, 256, 2),
-                                              (3.1, 256, 4), (5.9, 256, 4), (6.1, 256, 8), (700.0, 256, 256),
-                                              (100.0, 64, 64)])
+@pytest.mark.parametrize(
+    "g, cap, expected",
+    [
+        (0.3, 256, 2),
+        (1.5, 256, 2),
+        (2.9, 256, 2),
+        (3.0, 256, 2),
+        (3.1, 256, 4),
+        (5.9, 256, 4),
+        (6.1, 256, 8),
+        (700.0, 256, 256),
+        (100.0, 64, 64),
+    ],
+)
 def test_granularity_rounds_to_the_nearest_power_of_two_as_privmdr(g, cap, expected):
     assert ldp_grid.round_granularity(g, cap) == expected
 
@@ -39,17 +50,18 @@ def test_guideline_values_computed_by_hand():
     assert ldp_grid.granularity_2d(20000, 1.0, 3) == pytest.approx(2.26, abs=0.01)
     assert hdg.granularities(20000, 1.0) == (16, 2)
     assert ldp_grid.granularity_2d(20000, 1.0) == pytest.approx(2.97, abs=0.01)
-    assert ldp_grid.grid_level(20000, 1.0) == 1 and ldp_grid.grid_level(10 ** 6, 2.0) == 3
+    assert ldp_grid.grid_level(20000, 1.0) == 1 and ldp_grid.grid_level(10**6, 2.0) == 3
     assert hdg.granularities(20000, 1.0, "tdg") == (2, 2)
 
 
 def test_guideline_grows_with_users_and_epsilon_and_respects_its_caps():
-    levels = np.array([[ldp_grid.grid_level(n, e) for e in (0.5, 1, 2, 4, 8)] for n in (10 ** 3, 10 ** 4, 10 ** 5,
-                                                                                       10 ** 6, 10 ** 8)])
+    levels = np.array(
+        [[ldp_grid.grid_level(n, e) for e in (0.5, 1, 2, 4, 8)] for n in (10**3, 10**4, 10**5, 10**6, 10**8)]
+    )
     assert (np.diff(levels, axis=0) >= 0).all() and (np.diff(levels, axis=1) >= 0).all()
-    assert levels.min() >= 1 and levels.max() == 6      # at least 2 x 2, capped at max_level
-    assert ldp_grid.grid_level(10 ** 8, 8.0, max_level=3) == 3
-    g1, g2 = hdg.granularities(10 ** 9, 8.0, resolution=64)
+    assert levels.min() >= 1 and levels.max() == 6  # at least 2 x 2, capped at max_level
+    assert ldp_grid.grid_level(10**8, 8.0, max_level=3) == 3
+    g1, g2 = hdg.granularities(10**9, 8.0, resolution=64)
     assert g1 == g2 == 64
     with pytest.raises(ValueError, match="epsilon"):
         ldp_grid.granularity_2d(100, 0.0)
@@ -64,18 +76,23 @@ def test_norm_sub_is_non_negative_and_sums_to_the_total():
 
 def _noisy_grids(n, g1, g2, seed):
     rng = np.random.default_rng(seed)
-    truth = rng.dirichlet(np.ones(g1 * g1)).reshape(g1, g1) * n      # a fine (g1 x g1) truth
+    truth = rng.dirichlet(np.ones(g1 * g1)).reshape(g1, g1) * n  # a fine (g1 x g1) truth
     coarse = truth.reshape(g2, g1 // g2, g2, g1 // g2).sum(axis=(1, 3))
     noise = 0.05 * n
-    return {"x": truth.sum(axis=1) + rng.normal(0, noise, g1), "y": truth.sum(axis=0) + rng.normal(0, noise, g1),
-            "xy": coarse.ravel() + rng.normal(0, noise, g2 * g2)}
+    return {
+        "x": truth.sum(axis=1) + rng.normal(0, noise, g1),
+        "y": truth.sum(axis=0) + rng.normal(0, noise, g1),
+        "xy": coarse.ravel() + rng.normal(0, noise, g2 * g2),
+    }
 
 
 def _column_gaps(grids, g1, g2):
     """Largest |1-D total - 2-D total| over the 2-D columns of x and of y."""
     two = grids["xy"].reshape(g2, g2)
-    return max(np.abs(grids["x"].reshape(g2, -1).sum(axis=1) - two.sum(axis=1)).max(),
-               np.abs(grids["y"].reshape(g2, -1).sum(axis=1) - two.sum(axis=0)).max())
+    return max(
+        np.abs(grids["x"].reshape(g2, -1).sum(axis=1) - two.sum(axis=1)).max(),
+        np.abs(grids["y"].reshape(g2, -1).sum(axis=1) - two.sum(axis=0)).max(),
+    )
 
 
 def test_consistency_makes_the_grids_agree_on_every_shared_column():
@@ -84,7 +101,7 @@ def test_consistency_makes_the_grids_agree_on_every_shared_column():
     negatives it zeroes), all cells are >= 0 and every grid sums to N; the noisy input disagreed."""
     n, g1, g2 = 10_000, 16, 4
     noisy = _noisy_grids(n, g1, g2, 1)
-    assert _column_gaps(noisy, g1, g2) > 0.02 * n          # power: the input is inconsistent
+    assert _column_gaps(noisy, g1, g2) > 0.02 * n  # power: the input is inconsistent
     out = hdg.consistent(noisy, n, g1, g2)
     assert _column_gaps(out, g1, g2) < 0.005 * n
     for cells in out.values():
@@ -94,14 +111,17 @@ def test_consistency_makes_the_grids_agree_on_every_shared_column():
 def _privmdr_weighted_update(grids, n, g1, g2, res):
     """privmdr HDG.weighted_update_iteration as printed: each cell scaled in turn, the matrix
     renormalised to N after every single cell; stops when it moves by < 1 (L1) or 100 rounds."""
-    m = np.full((res, res), n / res ** 2)
+    m = np.full((res, res), n / res**2)
     s1, s2 = res // g1, res // g2
     for _ in range(100):
         before = m.copy()
         for axis, name in ((0, "x"), (1, "y")):
             for i, count in enumerate(grids[name]):
-                part = (slice(i * s1, (i + 1) * s1), slice(None)) if axis == 0 else (slice(None),
-                                                                                     slice(i * s1, (i + 1) * s1))
+                part = (
+                    (slice(i * s1, (i + 1) * s1), slice(None))
+                    if axis == 0
+                    else (slice(None), slice(i * s1, (i + 1) * s1))
+                )
                 if m[part].sum() > 0:
                     m[part] = m[part] / m[part].sum() * count
                 m = m / m.sum() * n
@@ -144,8 +164,12 @@ def test_hdg_answers_beat_tdg_on_clustered_points():
         pts = (centres[rng.integers(0, 3, 20_000)] + rng.normal(0, 0.05, (20_000, 2))).clip(0, 1)
         q = range_queries.anchored_workload(pts, UNIT, 200, rng)
         truth = range_queries.true_counts(q, pts)
-        mre = {v: range_queries.mean_relative_error(hdg.answer(q, hdg.hdg(pts, UNIT, 1.0, rng, variant=v).matrix,
-                                                               UNIT), truth, 20_000) for v in hdg.VARIANTS}
+        mre = {
+            v: range_queries.mean_relative_error(
+                hdg.answer(q, hdg.hdg(pts, UNIT, 1.0, rng, variant=v).matrix, UNIT), truth, 20_000
+            )
+            for v in hdg.VARIANTS
+        }
         wins += mre["hdg"] < mre["tdg"]
     assert wins == 6
 
@@ -212,7 +236,7 @@ def _likelihood_over_exact(variant, claimed_epsilon):
     names = hdg.GROUPS[variant]
     rows = np.concatenate([np.flatnonzero(view["group"].to_numpy() == j)[:2] for j in range(len(names))])
     rows_view = view.iloc[rows]
-    rows_view.attrs["noise"] = {"epsilon": claimed_epsilon}   # the likelihood reads the epsilon the view records
+    rows_view.attrs["noise"] = {"epsilon": claimed_epsilon}  # the likelihood reads the epsilon the view records
     lik = locpriv.HDG(epsilon=claimed_epsilon, variant=variant).likelihood(rows_view, grid)
     # a 16 x 16 sub-grid of each grid cell: exact averages, as 1/16, 1/4, 1/2 and 1/10 are multiples of 1/160
     sub = (np.arange(16) + 0.5) / 160
@@ -228,7 +252,7 @@ def _likelihood_over_exact(variant, claimed_epsilon):
             sx, sy = np.meshgrid(a / 10 + sub, b / 10 + sub, indexing="ij")
             own = hdg.values(np.column_stack([sx.ravel(), sy.ravel()]), UNIT, name, r["g1"], r["g2"])
             exact[a, b] = pmf[own].mean()
-        assert lik[i].max() > lik[i].min()       # informative: the report moves the posterior
+        assert lik[i].max() > lik[i].min()  # informative: the report moves the posterior
         out.append(lik[i] / exact)
     return out
 
@@ -247,18 +271,25 @@ def test_the_likelihood_check_has_power_against_a_wrong_epsilon():
 
 # --- the OUE grid sized by the guideline (level: auto) ------------------------------------------
 
+
 def test_oue_grid_level_auto_is_resolved_from_each_runs_size_when_runs_expand():
     import copy
 
     from conftest import TINY
     from locpriv.config import ConfigError, expand_runs
+
     cfg = copy.deepcopy(TINY)
-    cfg["experiments"]["density"]["mechanisms"] = {"ldp_oue_grid": {"n": [1000, "all"], "epsilon": 4.0,
-                                                                    "level": ["auto", 5]}}
+    cfg["experiments"]["density"]["mechanisms"] = {
+        "ldp_oue_grid": {"n": [1000, "all"], "epsilon": 4.0, "level": ["auto", 5]}
+    }
     levels = {(r.params["n"], r.params["level"]) for r in expand_runs(cfg)}
     # n: all is the synthetic dataset's 600 users; an explicit level stays an override
-    assert levels == {(1000, ldp_grid.grid_level(1000, 4.0)), ("all", ldp_grid.grid_level(600, 4.0)),
-                      (1000, 5), ("all", 5)}
+    assert levels == {
+        (1000, ldp_grid.grid_level(1000, 4.0)),
+        ("all", ldp_grid.grid_level(600, 4.0)),
+        (1000, 5),
+        ("all", 5),
+    }
     assert ldp_grid.grid_level(1000, 4.0) == 2
     cfg["datasets"]["gauss9"] = {"source": "points", "path": "p.csv", "bbox": [-3, 3, -3, 3], "knn_k": 50}
     with pytest.raises(ConfigError, match=r"ldp_oue_grid' \(dataset 'gauss9', n: all\).*give n as numbers"):
@@ -270,7 +301,7 @@ def test_oue_grid_level_auto_in_the_api_uses_the_users_given():
     view = locpriv.OUEGrid(epsilon=4.0, level="auto").randomize(xy, rng=np.random.default_rng(1), domain=UNIT)
     cells = 4 ** ldp_grid.grid_level(20_000, 4.0)
     reported = np.concatenate(view["ones"].to_numpy())
-    assert cells == 64 and reported.max() == cells - 1     # every bit of the 8 x 8 grid, none beyond
+    assert cells == 64 and reported.max() == cells - 1  # every bit of the 8 x 8 grid, none beyond
     grid = Grid.regular(Domain(*UNIT), 16, 16)
     mech = locpriv.OUEGrid(epsilon=4.0, level="auto")
     est = mech.estimate(view, grid=grid)
@@ -284,13 +315,22 @@ def test_oue_grid_level_auto_in_the_api_uses_the_users_given():
 
 def test_sldp_range_study_answers_with_hdg_and_the_grid_rule(tmp_path):
     from locpriv.sldp import study
+
     cfg = study.validate_config({"range": {"n": [3000], "grid_level": "auto"}})
     run = {"task": "range", "n": 3000, "epsilon": 1.0, "rep": 0}
     out = {k: str(tmp_path / f"{k}.parquet") for k in ("partition", "rounds", "reports", "regions", "eval")}
-    study.protocol_stage(run=run, cfg=cfg, seed=1, out_partition=out["partition"], out_rounds=out["rounds"],
-                         out_reports=out["reports"], out_regions=out["regions"])
-    study.evaluate_stage(run=run, cfg=cfg, seed=1, partition_path=out["partition"], regions_path=out["regions"],
-                         out=out["eval"])
+    study.protocol_stage(
+        run=run,
+        cfg=cfg,
+        seed=1,
+        out_partition=out["partition"],
+        out_rounds=out["rounds"],
+        out_reports=out["reports"],
+        out_regions=out["regions"],
+    )
+    study.evaluate_stage(
+        run=run, cfg=cfg, seed=1, partition_path=out["partition"], regions_path=out["regions"], out=out["eval"]
+    )
     mre = pd.read_parquet(out["eval"]).set_index("method")["value"]
     assert set(mre.index) == {"sldp", "privtree", "ldp_oue_grid", "ldp_kdtree", "hdg"}
     assert np.isfinite(mre).all() and (mre > 0).all()

@@ -55,7 +55,7 @@ def test_they_run_as_one_interactive_shard():
 
 def test_pixel_adapter_puts_each_user_in_its_quadtree_cell():
     pts = pd.DataFrame({"user": [0, 1, 2], "x": [-3.0, 2.99, 0.1], "y": [-3.0, 2.99, -0.1]})
-    x, y, moved = pixels(pts, GRID, depth=2)     # 4 x 4 cells of side 1.5
+    x, y, moved = pixels(pts, GRID, depth=2)  # 4 x 4 cells of side 1.5
     assert (x.tolist(), y.tolist(), moved) == ([0, 3, 2], [0, 3, 1], 0)
     counts = image(x, y, 2)
     assert counts.sum() == 3 and counts[2, 1] == 1
@@ -65,8 +65,9 @@ def test_dp_heatmap_is_the_librarys_adaptive_algorithm():
     """Same rng, same users: the DAG mechanism's map is the population-image study's map, bit for bit."""
     mech, params, pts, view, _ = _run("dp_heatmap", seed=7)
     x, y, _ = pixels(pts, GRID, params["depth"])
-    config = AdaptiveParams(epsilon=2.0, users_per_round=len(pts), sampling="fixed",
-                            secagg=SecAgg(shard_size=params["shard_size"]))
+    config = AdaptiveParams(
+        epsilon=2.0, users_per_round=len(pts), sampling="fixed", secagg=SecAgg(shard_size=params["shard_size"])
+    )
     expected = run_adaptive(image(x, y, params["depth"]), config, np.random.default_rng(7)).heatmap()
     np.testing.assert_array_equal(_published_map(view, params["depth"]), expected)
     # no dropout in the DAG: the realised level is the planned one
@@ -103,7 +104,7 @@ def test_guarantee_states_model_relation_and_epsilon(name):
     g = mech.guarantee()
     assert "distributed" in g.model and "ideal secure aggregation" in g.model and mech.aggregate_only
     assert g.trust_model == "distributed"
-    if name == "heatmap_hierarchical":   # its level is picked against the true map: no promise
+    if name == "heatmap_hierarchical":  # its level is picked against the true map: no promise
         assert g.epsilon is None and "true map" in g.non_private_inputs and mech.audit_pairs(GRID) == []
     else:
         # n is public in the DAG: the recorded epsilon is for replacing one user, add/remove beside it

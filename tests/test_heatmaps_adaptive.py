@@ -19,7 +19,7 @@ def blob_image(depth=6, block=(8, 16), per_pixel=2000, background=0):
     """Users packed in one square block (rows and columns block[0]:block[1]) of an empty map."""
     side = 1 << depth
     image = np.full((side, side), background, dtype=np.int64)
-    image[block[0]:block[1], block[0]:block[1]] = per_pixel
+    image[block[0] : block[1], block[0] : block[1]] = per_pixel
     return image
 
 
@@ -29,12 +29,20 @@ def test_epsilon_std_round_trip():
         assert epsilon_for_std(dlap_std(eps)) == pytest.approx(eps, rel=1e-9)
 
 
-@pytest.mark.parametrize("epsilon,calibration,expansion,max_rounds",
-                         [(1.0, 0.1, 1.0, 10), (0.1, 1.0, 0.0, 10), (5.0, 0.01, 3.0, 4), (1.0, 10.0, 1.0, 1)])
+@pytest.mark.parametrize(
+    "epsilon,calibration,expansion,max_rounds",
+    [(1.0, 0.1, 1.0, 10), (0.1, 1.0, 0.0, 10), (5.0, 0.01, 3.0, 4), (1.0, 10.0, 1.0, 1)],
+)
 def test_budget_composition_never_exceeds_total(epsilon, calibration, expansion, max_rounds):
-    params = AdaptiveParams(epsilon=epsilon, users_per_round=20_000, calibration=calibration,
-                            expansion=expansion, max_rounds=max_rounds, sampling="fixed",
-                            secagg=SecAgg(shard_size=1000))
+    params = AdaptiveParams(
+        epsilon=epsilon,
+        users_per_round=20_000,
+        calibration=calibration,
+        expansion=expansion,
+        max_rounds=max_rounds,
+        sampling="fixed",
+        secagg=SecAgg(shard_size=1000),
+    )
     result = run_adaptive(blob_image(), params, np.random.default_rng(3))
     spent = result.transcript["epsilon"].to_numpy()
     assert (spent > 0).all()
@@ -78,8 +86,11 @@ def test_bincount_counts_equal_brute_force():
     brute = np.zeros(len(levels), dtype=np.int64)
     for px, py in zip(x, y, strict=True):  # the deepest reporting node whose code prefixes the pixel's path
         path = int(interleave(np.array([px]), np.array([py]), depth)[0])
-        deepest = max((lvl, i) for i, (lvl, code) in enumerate(zip(levels, codes, strict=True))
-                      if path >> (2 * (depth - lvl)) == code)
+        deepest = max(
+            (lvl, i)
+            for i, (lvl, code) in enumerate(zip(levels, codes, strict=True))
+            if path >> (2 * (depth - lvl)) == code
+        )
         brute[deepest[1]] += 1
     assert np.array_equal(release.exact, brute)
     assert release.exact.sum() == 37
@@ -106,8 +117,7 @@ def test_adaptive_splits_into_dense_block_and_beats_flat():
 
 
 def test_same_seed_same_run():
-    params = AdaptiveParams(users_per_round=50_000, sampling="fixed",
-                            secagg=SecAgg(shard_size=5000, dropout_rate=0.1))
+    params = AdaptiveParams(users_per_round=50_000, sampling="fixed", secagg=SecAgg(shard_size=5000, dropout_rate=0.1))
     runs = [run_adaptive(blob_image(), params, np.random.default_rng(11)) for _ in range(2)]
     assert runs[0].transcript.equals(runs[1].transcript)
     for a, b in zip(runs[0].rounds, runs[1].rounds, strict=True):
@@ -144,7 +154,7 @@ def test_sharded_noise_variance_matches_sum_of_shards():
     draws = polya.sharded_aggregate_noise(survivors, n_dp, n, eps, 1, rng)
     # CLT on the sample variance: sd of s^2 ~ sqrt((mu4 - var^2) / n); mu4 of a discrete
     # Laplace difference is bounded by 25 var^2 here (kurtosis < 25), a conservative bound
-    assert abs(draws.var() - var) < Z * math.sqrt(25 * var ** 2 / n)
+    assert abs(draws.var() - var) < Z * math.sqrt(25 * var**2 / n)
     assert abs(draws.mean()) < Z * math.sqrt(var / n)
 
 
@@ -156,15 +166,16 @@ def test_dropout_below_plan_raises_achieved_epsilon():
     release = noisy_histogram(survivors, lambda x, y: np.zeros(len(x), dtype=np.int64), 1, 1.0, 1, rng)
     assert release.achieved_epsilon > 1.0
     planned = survive(pool.draw(5000, rng), pool.depth, SecAgg(shard_size=1000), rng)
-    assert noisy_histogram(planned, lambda x, y: np.zeros(len(x), dtype=np.int64), 1, 1.0, 1,
-                           rng).achieved_epsilon == 1.0
+    assert (
+        noisy_histogram(planned, lambda x, y: np.zeros(len(x), dtype=np.int64), 1, 1.0, 1, rng).achieved_epsilon == 1.0
+    )
 
 
 def test_metrics_on_known_maps():
     truth = np.array([[1.0, 0.0], [0.0, 1.0]])
     estimate = np.array([[1.0, 1.0], [0.0, 2.0]])  # normalised: .25 .25 0 .5
     assert metrics.l1_elementwise(estimate, truth) == pytest.approx(0.25 + 0.25 + 0 + 0)
-    assert metrics.mse(estimate, truth) == pytest.approx((0.25 ** 2 * 2 + 0) / 4)
+    assert metrics.mse(estimate, truth) == pytest.approx((0.25**2 * 2 + 0) / 4)
     assert metrics.l1_matrix_norm(estimate, truth) == pytest.approx(0.25)
     assert metrics.mse(truth, truth) == 0
     # the reference fills the truth's zeros with its smallest positive value and renormalises
@@ -200,8 +211,9 @@ def test_overflow_zero_for_wide_modulus_positive_for_narrow():
     index = rng.integers(0, 8, 4000)
     scale = 100.0
     contribution = multi_location.encode_users(user, np.ones(4000), scale, rng)
-    sums = multi_location.noisy_shard_sums(user, index, contribution, 8, 500, 1.0,
-                                           multi_location.sensitivity(scale, 8), rng)
+    sums = multi_location.noisy_shard_sums(
+        user, index, contribution, 8, 500, 1.0, multi_location.sensitivity(scale, 8), rng
+    )
     # a shard of 500 users carries ~500 s = 50 000 over 8 entries, so some entry >= 6250 > 2^7
     assert multi_location.overflow_count(sums, 8) > 0
     # 2^40 exceeds any sum of 500 users of L1 <= s + d plus noise many orders over
@@ -214,26 +226,29 @@ def test_overflow_zero_for_wide_modulus_positive_for_narrow():
     noise_sd = math.sqrt(4) * dlap_std(1.0, multi_location.sensitivity(scale, 8)) / scale
     assert np.abs(wrapped - exact).max() < 11 * noise_sd
     assert multi_location.overflow_count(sums, 40) == 0 and not np.array_equal(
-        multi_location.modular_estimate(sums, 8, scale), wrapped)  # narrow m wraps the estimate
+        multi_location.modular_estimate(sums, 8, scale), wrapped
+    )  # narrow m wraps the estimate
 
 
 def test_baselines_return_normalised_maps():
     image = blob_image(depth=4, block=(4, 8), per_pixel=1000)
     rng = np.random.default_rng(4)
     secagg = SecAgg(shard_size=1000)
-    for result in (baselines.flat(image, 5000, 1.0, rng, secagg), baselines.hierarchical(image, 5000, 1.0, rng, secagg),
-                   baselines.private_spatial_decomposition(image, 5000, 1.0, rng, secagg),
-                   baselines.count_min(image, 5000, 1.0, rng, secagg, depth=4, width=64),
-                   baselines.adaptive_grid(image, 5000, 1.0, rng, secagg),
-                   baselines.sampling_floor(image, 5000, rng)):
+    for result in (
+        baselines.flat(image, 5000, 1.0, rng, secagg),
+        baselines.hierarchical(image, 5000, 1.0, rng, secagg),
+        baselines.private_spatial_decomposition(image, 5000, 1.0, rng, secagg),
+        baselines.count_min(image, 5000, 1.0, rng, secagg, depth=4, width=64),
+        baselines.adaptive_grid(image, 5000, 1.0, rng, secagg),
+        baselines.sampling_floor(image, 5000, rng),
+    ):
         assert result.heatmap.shape == (16, 16) and result.heatmap.sum() == pytest.approx(1.0)
         assert (result.heatmap >= 0).all() and result.communication >= 2
 
 
 def test_authors_options_threshold_start_and_collapse_floor():
     paper = AdaptiveParams(secagg=SecAgg(shard_size=1000), threshold="paper", start="root")
-    authors = AdaptiveParams(secagg=SecAgg(shard_size=1000), threshold="authors", start="children",
-                             collapse_floor=5.0)
+    authors = AdaptiveParams(secagg=SecAgg(shard_size=1000), threshold="authors", start="children", collapse_floor=5.0)
     # Eq. 6 at 4 shards: paper sigma(max(eps_t, R_t+1)) = sigma(0.5), authors sigma(eps_t) = sigma(0.1)
     assert paper.split_threshold(4000, 0.1, 0.5) == pytest.approx(2 * 2 * dlap_std(0.5))
     assert authors.split_threshold(4000, 0.1, 0.5) == pytest.approx(2 * 2 * dlap_std(0.1))
@@ -241,7 +256,7 @@ def test_authors_options_threshold_start_and_collapse_floor():
     # collapse at max(5, tau / 4)
     assert authors.collapse_threshold(8.0) == 5.0 and authors.collapse_threshold(40.0) == 10.0
     assert paper.collapse_threshold(8.0) == 2.0
-    assert len(authors.start_tree(3, 0).levels) == 1     # no node may go below the root: start there
+    assert len(authors.start_tree(3, 0).levels) == 1  # no node may go below the root: start there
     for params, first in ((authors, 4), (paper, 1)):
         params = dataclasses.replace(params, users_per_round=20_000, sampling="fixed")
         result = run_adaptive(blob_image(), params, np.random.default_rng(3))
@@ -249,8 +264,9 @@ def test_authors_options_threshold_start_and_collapse_floor():
         assert result.epsilon_spent == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("field,value", [("threshold", "median"), ("start", "leaves"), ("combine", "mean"),
-                                         ("collapse_floor", math.nan)])
+@pytest.mark.parametrize(
+    "field,value", [("threshold", "median"), ("start", "leaves"), ("combine", "mean"), ("collapse_floor", math.nan)]
+)
 def test_bad_option_names_its_field(field, value):
     with pytest.raises(ValueError, match=field):
         AdaptiveParams(**{field: value})

@@ -26,8 +26,9 @@ def cell_sums(secagg, epsilon=0.5, draws=DRAWS, seed=0):
     out = np.empty((draws, 4), dtype=np.int64)
     for i in range(draws):
         survivors = survive(UserPool(image).draw(60, rng), 2, secagg, rng)
-        out[i] = noisy_histogram(survivors, lambda x, y: interleave(x, y, 2) >> 2, 4, epsilon, 1, rng,
-                                 secagg=secagg).noisy
+        out[i] = noisy_histogram(
+            survivors, lambda x, y: interleave(x, y, 2) >> 2, 4, epsilon, 1, rng, secagg=secagg
+        ).noisy
     return out
 
 
@@ -65,8 +66,12 @@ def test_secure_mode_gives_the_per_client_map_bit_for_bit_and_the_same_epsilon()
     results = {}
     for mode in ("per_client", "secure"):
         # epsilon 3 gives two sub-queries at 300 users whatever the tree options (one at epsilon 1)
-        params = AdaptiveParams(epsilon=3.0, users_per_round=300, sampling="fixed",
-                                secagg=make_secagg(run, mode, {"degree": 12}, np.random.default_rng(9)))
+        params = AdaptiveParams(
+            epsilon=3.0,
+            users_per_round=300,
+            sampling="fixed",
+            secagg=make_secagg(run, mode, {"degree": 12}, np.random.default_rng(9)),
+        )
         results[mode] = run_adaptive(blob(), params, np.random.default_rng(4))
     ideal, secure = results["per_client"], results["secure"]
     assert len(ideal.rounds) == len(secure.rounds) > 1
@@ -96,6 +101,12 @@ def test_every_baseline_reports_its_achieved_epsilon(method):
     kwargs = {"width": 64, "depth": 4} if method == "count_min" else {}
     planned = fn(image, 1500, 1.0, np.random.default_rng(0), SecAgg(shard_size=500), **kwargs)
     assert planned.achieved_epsilon == pytest.approx(planned.epsilon)
-    short = fn(image, 1500, 1.0, np.random.default_rng(0), SecAgg(shard_size=500, dropout_rate=0.3,
-                                                                   planned_dropout=0.0), **kwargs)
+    short = fn(
+        image,
+        1500,
+        1.0,
+        np.random.default_rng(0),
+        SecAgg(shard_size=500, dropout_rate=0.3, planned_dropout=0.0),
+        **kwargs,
+    )
     assert short.achieved_epsilon > short.epsilon

@@ -14,7 +14,7 @@ DEPTH = 2
 CHILDREN = PrefixTree.from_nodes(DEPTH, [0, 1, 1, 1, 1], [0, 0, 1, 2, 3])
 # child 0 split into its four children, child 3 deleted again: child 3's area reports to the root
 SPLIT = PrefixTree.from_nodes(DEPTH, [0, 1, 1, 1, 2, 2, 2, 2], [0, 0, 1, 2, 0, 1, 2, 3])
-TRUTH = np.arange(1, 17).reshape(4, 4) * 10     # users per pixel
+TRUTH = np.arange(1, 17).reshape(4, 4) * 10  # users per pixel
 
 
 def exact(tree, image=TRUTH):
@@ -34,7 +34,7 @@ def test_noiseless_rounds_give_the_exact_counts_and_a_consistent_tree():
     noisy = [2 * exact(trees[0]), exact(trees[1]), exact(trees[2])]
     estimate = least_squares(trees, noisy, [4.0, 2.0, 1.0], [2 * TRUTH.sum(), TRUTH.sum(), TRUTH.sum()])
     union = estimate.tree
-    assert len(union.levels) == 9     # root, its 4 children, child 0's 4 children
+    assert len(union.levels) == 9  # root, its 4 children, child 0's 4 children
     assert np.allclose(estimate.counts, exact(union))
     assert np.allclose(estimate.on(SPLIT), exact(SPLIT)) and np.allclose(estimate.on(CHILDREN), exact(CHILDREN))
     # consistency: every node's total is the sum of its children's
@@ -50,16 +50,17 @@ def test_orphaned_area_of_a_partial_node_is_estimated():
     # the start tree has a partial root (child 0 only); its orphaned area is its own unknown
     partial = PrefixTree.from_nodes(DEPTH, [0, 1], [0, 0])
     deeper = PrefixTree.from_nodes(DEPTH, [0, 1, 2, 2, 2, 2], [0, 0, 0, 1, 2, 3])
-    estimate = least_squares([partial, deeper], [exact(partial), exact(deeper)], [1.0, 1.0],
-                             [TRUTH.sum()] * 2)
+    estimate = least_squares([partial, deeper], [exact(partial), exact(deeper)], [1.0, 1.0], [TRUTH.sum()] * 2)
     assert np.allclose(estimate.counts, exact(estimate.tree))
 
 
 def noisy_rounds(trees, epsilons, draws, seed):
     """Per round, ``draws`` independent noisy releases as columns (K_t, draws)."""
     rng = np.random.default_rng(seed)
-    return [exact(t)[:, None] + discrete_laplace(e, (len(exact(t)), draws), rng)
-            for t, e in zip(trees, epsilons, strict=True)]
+    return [
+        exact(t)[:, None] + discrete_laplace(e, (len(exact(t)), draws), rng)
+        for t, e in zip(trees, epsilons, strict=True)
+    ]
 
 
 def test_least_squares_is_unbiased():
@@ -72,8 +73,9 @@ def test_least_squares_is_unbiased():
     assert (np.abs(estimates.counts.mean(axis=1) - truth) < 4.5 * se).all()
     assert (se > 0).all()
     # the columns are solved as independent releases: column 0 alone gives the same estimate
-    single = least_squares(trees, [y[:, 0] for y in noisy_rounds(trees, epsilons, draws, 0)], variances,
-                           [TRUTH.sum()] * 2)
+    single = least_squares(
+        trees, [y[:, 0] for y in noisy_rounds(trees, epsilons, draws, 0)], variances, [TRUTH.sum()] * 2
+    )
     assert np.allclose(single.counts, estimates.counts[:, 0])
 
 
@@ -94,8 +96,9 @@ def test_two_equal_rounds_of_the_same_partition_halve_the_variance_and_more():
 def test_adaptive_run_combines_its_rounds():
     image = np.zeros((64, 64), dtype=np.int64)
     image[8:24, 8:24] = 400
-    params = AdaptiveParams(users_per_round=50_000, sampling="fixed", secagg=SecAgg(shard_size=5000),
-                            combine="least_squares")
+    params = AdaptiveParams(
+        users_per_round=50_000, sampling="fixed", secagg=SecAgg(shard_size=5000), combine="least_squares"
+    )
     result = run_adaptive(image, params, np.random.default_rng(0))
     estimate = result.combined()
     assert estimate.counts.sum() == pytest.approx(50_000)

@@ -13,7 +13,7 @@ from locpriv.heatmaps.study import make_secagg
 
 ALPHA = 1e-6
 DRAWS = 2000
-BITS = [6, 16]        # m = 64 wraps the noisy shard sums often (noise sd ~ 16 per shard); 2^16 never does
+BITS = [6, 16]  # m = 64 wraps the noisy shard sums often (noise sd ~ 16 per shard); 2^16 never does
 
 
 def users(n_users=12, dim=6, max_points=3, scale=20.0, seed=0):
@@ -60,38 +60,61 @@ def test_secure_mode_gives_the_per_client_sums_bit_for_bit():
     out = {}
     for mode in ("per_client", "secure"):
         config = make_secagg({"shard_size": 16, "dropout": 0.0}, mode, {"graph": "harary"}, np.random.default_rng(5))
-        out[mode] = multi_location.modular_sums(user, index, contribution, dim, 1.0, sens, BITS, config,
-                                                np.random.default_rng(4))
+        out[mode] = multi_location.modular_sums(
+            user, index, contribution, dim, 1.0, sens, BITS, config, np.random.default_rng(4)
+        )
     ideal, secure = out["per_client"], out["secure"]
     assert all(np.array_equal(ideal.wrapped[b], secure.wrapped[b]) for b in BITS)
     assert np.array_equal(ideal.noisy, secure.noisy) and np.array_equal(ideal.exact, secure.exact)
     assert ideal.client_bytes[6] is None
-    assert secure.client_bytes[16] - secure.client_bytes[6] == dim   # masked vector: 2 bytes per entry against 1
+    assert secure.client_bytes[16] - secure.client_bytes[6] == dim  # masked vector: 2 bytes per entry against 1
 
 
 def geolife_like(path, n_users, seed=0):
     rng = np.random.default_rng(seed)
     per_user = rng.integers(3, 30, n_users)
-    frame = pd.DataFrame({"user": np.repeat(np.arange(n_users), per_user),
-                          "lat": rng.uniform(39.8, 40.0, per_user.sum()),
-                          "lon": rng.uniform(116.2, 116.5, per_user.sum())})
+    frame = pd.DataFrame(
+        {
+            "user": np.repeat(np.arange(n_users), per_user),
+            "lat": rng.uniform(39.8, 40.0, per_user.sum()),
+            "lon": rng.uniform(116.2, 116.5, per_user.sum()),
+        }
+    )
     frame.to_csv(path, index=False)
     return str(path)
 
 
 def stage(tmp_path, mode, path, shard_size, depth=3, bits=(8, 16)):
-    multi = {"path": path, "lonlat_bbox": [116.15, 116.60, 39.75, 40.10], "depth": depth, "epsilon": 1.0,
-             "scale": [10.0, 100.0], "bits": list(bits), "max_points": 4, "shard_size": shard_size}
+    multi = {
+        "path": path,
+        "lonlat_bbox": [116.15, 116.60, 39.75, 40.10],
+        "depth": depth,
+        "epsilon": 1.0,
+        "scale": [10.0, 100.0],
+        "bits": list(bits),
+        "max_points": 4,
+        "shard_size": shard_size,
+    }
     out = tmp_path / f"{mode}.parquet"
-    multi_stage(cfg={"multi_location": multi, "aggregation": mode,
-                     "secagg": {"graph": "harary", "degree": None, "threshold": 0.5, "bits": 32}}, seed=7, out=str(out))
+    multi_stage(
+        cfg={
+            "multi_location": multi,
+            "aggregation": mode,
+            "secagg": {"graph": "harary", "degree": None, "threshold": 0.5, "bits": 32},
+        },
+        seed=7,
+        out=str(out),
+    )
     return pd.read_parquet(out), io.read_parquet_metadata(str(out))
 
 
-@pytest.mark.parametrize("n_users, shard_size", [
-    (30, 8),
-    pytest.param(2400, 1200, marks=pytest.mark.heavy),   # two shards of 1200 clients through the protocol
-])
+@pytest.mark.parametrize(
+    "n_users, shard_size",
+    [
+        (30, 8),
+        pytest.param(2400, 1200, marks=pytest.mark.heavy),  # two shards of 1200 clients through the protocol
+    ],
+)
 def test_every_mode_records_the_same_guarantee_and_secure_repeats_per_client(tmp_path, n_users, shard_size):
     path = geolife_like(tmp_path / "points.csv", n_users)
     runs = {mode: stage(tmp_path, mode, path, shard_size) for mode in ("population", "per_client", "secure")}

@@ -54,7 +54,7 @@ def test_aggregate_law_matches_per_client_sampling():
 
 def test_modular_reduction_commutes_with_the_sum():
     rng = np.random.default_rng(3)
-    m = 2 ** 8
+    m = 2**8
     values = rng.integers(-1000, 1000, size=(500, 64))
     reduced = polya.reduce_mod(values, m)
     assert reduced.min() >= 0 and reduced.max() < m
@@ -83,10 +83,13 @@ def test_the_exact_loss_at_full_strength_is_epsilon():
     assert ratio[pmf[:-2] > 1e-12].max() == pytest.approx(0.7, rel=1e-9)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"epsilon": 0.0, "sensitivity": 1}, "epsilon"),
-    ({"epsilon": 1.0, "sensitivity": -1}, "sensitivity"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"epsilon": 0.0, "sensitivity": 1}, "epsilon"),
+        ({"epsilon": 1.0, "sensitivity": -1}, "sensitivity"),
+    ],
+)
 def test_bad_parameters_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
         polya.client_shares(2, 3, n_dp=2, rng=np.random.default_rng(0), **kwargs)

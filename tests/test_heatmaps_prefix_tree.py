@@ -10,8 +10,8 @@ DEPTH = 4
 def full_tree(depth):
     levels, codes = [], []
     for level in range(depth + 1):
-        levels += [level] * 4 ** level
-        codes += list(range(4 ** level))
+        levels += [level] * 4**level
+        codes += list(range(4**level))
     return PrefixTree.from_nodes(depth, levels, codes)
 
 
@@ -25,7 +25,7 @@ def test_full_tree_round_trips_every_pixel():
     tree = full_tree(DEPTH)
     x, y = all_pixels(DEPTH)
     levels, codes = tree.reporting_nodes()
-    assert (levels == DEPTH).all() and len(codes) == 4 ** DEPTH  # only leaves report
+    assert (levels == DEPTH).all() and len(codes) == 4**DEPTH  # only leaves report
     node = tree.encode(x, y)
     bx, by = deinterleave(codes[node], DEPTH)
     np.testing.assert_array_equal(bx, x)
@@ -47,10 +47,10 @@ def test_partial_node_collects_its_orphaned_children():
     path = interleave(x, y, 2)
     for i in range(len(x)):
         lvl, code = levels[node[i]], codes[node[i]]
-        assert path[i] >> (2 * (2 - lvl)) == code       # a prefix of the pixel's path
+        assert path[i] >> (2 * (2 - lvl)) == code  # a prefix of the pixel's path
     counts = tree.histogram(x, y)
-    assert counts.tolist() == [4, 4, 4, 2, 1, 1]       # node 3 keeps its two orphaned pixels
-    assert counts.sum() == 16                           # every pixel counted once
+    assert counts.tolist() == [4, 4, 4, 2, 1, 1]  # node 3 keeps its two orphaned pixels
+    assert counts.sum() == 16  # every pixel counted once
 
 
 def test_random_trees_assign_each_pixel_its_deepest_prefix():
@@ -73,8 +73,8 @@ def test_random_trees_assign_each_pixel_its_deepest_prefix():
     path = interleave(x, y, DEPTH)
     assert (path >> (2 * (DEPTH - rl[node])) == rc[node]).all()
     deeper = rl[node] < DEPTH
-    child = (path[deeper] >> (2 * (DEPTH - rl[node][deeper] - 1)))
-    assert not tree.contains(rl[node][deeper] + 1, child).any()   # no deeper node matches
+    child = path[deeper] >> (2 * (DEPTH - rl[node][deeper] - 1))
+    assert not tree.contains(rl[node][deeper] + 1, child).any()  # no deeper node matches
 
 
 def test_tree_must_be_closed_under_parents():
@@ -88,7 +88,7 @@ def test_cell_box_matches_deinterleave_and_nests():
     box = (0.0, 8.0, -4.0, 4.0)
     boxes = cell_box(np.array([0, 1, 2, 2]), np.array([0, 3, 13, 2]), box)
     np.testing.assert_allclose(boxes[0], box)
-    np.testing.assert_allclose(boxes[1], [4, 8, 0, 4])          # digit 3: upper x, upper y half
-    np.testing.assert_allclose(boxes[2], [4, 6, 2, 4])          # child 1 of cell 3: its lower-x, upper-y quarter
+    np.testing.assert_allclose(boxes[1], [4, 8, 0, 4])  # digit 3: upper x, upper y half
+    np.testing.assert_allclose(boxes[2], [4, 6, 2, 4])  # child 1 of cell 3: its lower-x, upper-y quarter
     bx, by = deinterleave(np.array([2]), 2)
     np.testing.assert_allclose(boxes[3], [bx[0] * 2, bx[0] * 2 + 2, -4 + by[0] * 2, -4 + by[0] * 2 + 2])

@@ -20,8 +20,8 @@ SIDE = 1 << DEPTH
 
 def full_tree(level: int) -> PrefixTree:
     """Every node down to ``level``: 4^level square leaves."""
-    levels = np.concatenate([np.full(4 ** lv, lv) for lv in range(level + 1)])
-    codes = np.concatenate([np.arange(4 ** lv) for lv in range(level + 1)])
+    levels = np.concatenate([np.full(4**lv, lv) for lv in range(level + 1)])
+    codes = np.concatenate([np.arange(4**lv) for lv in range(level + 1)])
     return PrefixTree.from_nodes(DEPTH, levels, codes)
 
 
@@ -36,7 +36,7 @@ def smooth_density() -> np.ndarray:
     """Half uniform, half a Gaussian bump of sd 10 pixels: every pixel holds >= 0.5 / 64^2 of the mass."""
     grid = np.arange(SIDE) + 0.5
     bump = np.exp(-0.5 * (((grid - 22) / 10)[:, None] ** 2 + ((grid - 40) / 10)[None, :] ** 2))
-    density = 0.5 / SIDE ** 2 + 0.5 * bump / bump.sum()
+    density = 0.5 / SIDE**2 + 0.5 * bump / bump.sum()
     return density / density.sum()
 
 
@@ -48,7 +48,7 @@ def region_sums(tree, image):
 def test_smooth_keeps_every_regions_count_and_stays_non_negative():
     tree = mixed_tree()
     n = int((tree.n_children() < 4).sum())
-    counts = np.random.default_rng(0).normal(100, 80, n)      # some negative, as least squares gives
+    counts = np.random.default_rng(0).normal(100, 80, n)  # some negative, as least squares gives
     counts[:2] = [-5.0, 0.0]
     image = smooth(tree, counts)
     kept = np.clip(counts, 0, None)
@@ -63,7 +63,7 @@ def test_floor_and_empty_counts_as_the_uniform_renderer():
     counts = np.arange(16.0) - 3
     image = smooth(tree, counts, floor=4.0)
     assert (region_sums(tree, image)[counts <= 4] == 0).all()
-    np.testing.assert_array_equal(smooth(tree, -np.ones(16)), np.full((SIDE, SIDE), 1 / SIDE ** 2))
+    np.testing.assert_array_equal(smooth(tree, -np.ones(16)), np.full((SIDE, SIDE), 1 / SIDE**2))
     # a single region (the root) has nothing to smooth against: the uniform map
     np.testing.assert_allclose(smooth(PrefixTree.root(DEPTH), [7.0]), uniform(PrefixTree.root(DEPTH), [7.0]))
     with pytest.raises(ValueError, match="one entry per reporting node"):
@@ -112,12 +112,16 @@ def test_smooth_reads_only_the_release():
     assert params.render == "smooth" and params.combine == "least_squares"
     result = run_adaptive(image, params, np.random.default_rng(0))
     published = result.heatmap()
-    image[:] = 0     # the population is gone; the map depends on the released sums only
+    image[:] = 0  # the population is gone; the map depends on the released sums only
     rounds = result.rounds
-    counts = least_squares([r.tree for r in rounds], [r.noisy for r in rounds],
-                           [r.noise_variance for r in rounds], [r.n_reported for r in rounds]).on(rounds[-1].tree)
+    counts = least_squares(
+        [r.tree for r in rounds],
+        [r.noisy for r in rounds],
+        [r.noise_variance for r in rounds],
+        [r.n_reported for r in rounds],
+    ).on(rounds[-1].tree)
     np.testing.assert_array_equal(published, smooth(rounds[-1].tree, counts))
-    np.testing.assert_array_equal(result.heatmap(), published)   # deterministic: no randomness enters
+    np.testing.assert_array_equal(result.heatmap(), published)  # deterministic: no randomness enters
 
 
 def test_render_option_of_dp_heatmap_and_the_study():

@@ -16,19 +16,22 @@ from locpriv.heatmaps.prefix_tree import PrefixTree
 GEOLIFE = ROOT.parent / "shared/data/geolife_beijing/geolife_beijing_1min.csv.gz"
 
 
-@pytest.mark.parametrize("section, key", [
-    ({"methods": ["dp_heatmap", "oracle"]}, "studies.heatmaps.methods"),
-    ({"base": {"dropout": 1.5}}, "studies.heatmaps.base.dropout"),
-    ({"sweep": {"calibration": 0.1}}, "studies.heatmaps.sweep.calibration"),
-    ({"population": {"source": "npy"}}, "studies.heatmaps.population.path"),
-    ({"multi_location": {"path": "x.csv"}}, "studies.heatmaps.multi_location.path"),
-    ({"base": {"users": 5}}, "studies.heatmaps.base.users"),
-    ({"aggregation": "mpc"}, "studies.heatmaps.aggregation"),
-    ({"secagg": {"graph": "star"}}, "studies.heatmaps.secagg.graph"),
-    ({"secagg": {"degree": 7}}, "studies.heatmaps.secagg.degree"),
-    ({"secagg": {"bits": 64}}, "studies.heatmaps.secagg.bits"),
-    ({"secagg": {"threshold": 1.0}}, "studies.heatmaps.secagg.threshold"),
-])
+@pytest.mark.parametrize(
+    "section, key",
+    [
+        ({"methods": ["dp_heatmap", "oracle"]}, "studies.heatmaps.methods"),
+        ({"base": {"dropout": 1.5}}, "studies.heatmaps.base.dropout"),
+        ({"sweep": {"calibration": 0.1}}, "studies.heatmaps.sweep.calibration"),
+        ({"population": {"source": "npy"}}, "studies.heatmaps.population.path"),
+        ({"multi_location": {"path": "x.csv"}}, "studies.heatmaps.multi_location.path"),
+        ({"base": {"users": 5}}, "studies.heatmaps.base.users"),
+        ({"aggregation": "mpc"}, "studies.heatmaps.aggregation"),
+        ({"secagg": {"graph": "star"}}, "studies.heatmaps.secagg.graph"),
+        ({"secagg": {"degree": 7}}, "studies.heatmaps.secagg.degree"),
+        ({"secagg": {"bits": 64}}, "studies.heatmaps.secagg.bits"),
+        ({"secagg": {"threshold": 1.0}}, "studies.heatmaps.secagg.threshold"),
+    ],
+)
 def test_config_errors_name_the_key(section, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         study.validate_config(section)
@@ -37,7 +40,7 @@ def test_config_errors_name_the_key(section, key):
 def test_runs_are_base_for_every_method_plus_one_at_a_time_sweeps():
     cfg = study.validate_config({"sweep": {"users_per_round": [5000], "dropout": [0.1]}, "reps": 1})
     runs = study.runs(cfg)
-    assert len(runs) == len(study.METHODS) + 3        # dp_heatmap x 2 sweeps + nonprivate at n = 5000
+    assert len(runs) == len(study.METHODS) + 3  # dp_heatmap x 2 sweeps + nonprivate at n = 5000
     assert len({study.run_dir(r) for r in runs}) == len(runs)
     swept = [r for r in runs if r["dropout"] == 0.1]
     assert [r["method"] for r in swept] == ["dp_heatmap"] and swept[0]["users_per_round"] == 100_000
@@ -70,12 +73,20 @@ def test_tree_is_recovered_from_its_reporting_nodes():
 @pytest.mark.workflow
 def test_heatmaps_study_runs_every_method(make_workdir):
     cfg = copy.deepcopy(TINY)
-    section = {"population": {"source": "synthetic", "depth": 6, "users": 300_000},
-               "base": {"users_per_round": 20_000, "shard_size": 2000},
-               "sweep": {"dropout": [0.2]}, "reps": 1}
+    section = {
+        "population": {"source": "synthetic", "depth": 6, "users": 300_000},
+        "base": {"users_per_round": 20_000, "shard_size": 2000},
+        "sweep": {"dropout": [0.2]},
+        "reps": 1,
+    }
     if GEOLIFE.exists():
-        section["multi_location"] = {"path": str(GEOLIFE), "lonlat_bbox": [116.15, 116.60, 39.75, 40.10],
-                                     "depth": 4, "scale": [10, 1000], "bits": [6, 20]}
+        section["multi_location"] = {
+            "path": str(GEOLIFE),
+            "lonlat_bbox": [116.15, 116.60, 39.75, 40.10],
+            "depth": 4,
+            "scale": [10, 1000],
+            "bits": [6, 20],
+        }
     cfg["studies"] = {"heatmaps": section}
     wd = make_workdir(cfg)
     targets = ["summary.csv", "table1.csv", "plots/sweeps.png", "plots/rounds.png"]
@@ -94,7 +105,7 @@ def test_heatmaps_study_runs_every_method(make_workdir):
     achieved = summary[(summary["dropout"] == 0.2) & (summary["metric"] == "epsilon_achieved")]["value"]
     assert len(achieved) == 1 and achieved.iloc[0] == pytest.approx(1.0)
     # baselines that pick their tree level against the true population promise no epsilon
-    assert summary[summary["method"] == "nonprivate"]["epsilon"].isna().all()   # no epsilon: NaN, not the base's
+    assert summary[summary["method"] == "nonprivate"]["epsilon"].isna().all()  # no epsilon: NaN, not the base's
     promised = summary[(summary["metric"] == "guarantee_epsilon") & (summary["dropout"] != 0.2)]
     promised = promised.groupby("method")["value"].first()
     assert promised[["hierarchical", "psd", "count_min"]].isna().all()
@@ -124,36 +135,54 @@ def test_study_guarantee_is_the_worst_of_planned_and_achieved_under_the_dags_rel
     assert g["neighbouring"] == dag.relation and g["other_relation"] == ADD_REMOVE
     assert g["guaranteed_epsilon"] == 2.5 and g["guaranteed_epsilon_add_remove"] == 1.25
     planned = study.heatmap_guarantee(1.0, 1.0, "population")
-    assert planned["guaranteed_epsilon"] == dag.epsilon and planned["guaranteed_epsilon_add_remove"] == \
-        dag.other_relations[ADD_REMOVE]
+    assert (
+        planned["guaranteed_epsilon"] == dag.epsilon
+        and planned["guaranteed_epsilon_add_remove"] == dag.other_relations[ADD_REMOVE]
+    )
     leaked = study.heatmap_guarantee(1.0, 1.0, "population", "tree level chosen against the truth")
-    assert leaked["guaranteed_epsilon"] is None and leaked["epsilon"] == 1.0   # budget spent, nothing promised
+    assert leaked["guaranteed_epsilon"] is None and leaked["epsilon"] == 1.0  # budget spent, nothing promised
 
 
 def secure_study(make_workdir, tmp_path, users, shard, secagg=None):
     """The study in secure mode through Snakemake, and the same run summed ideally client by client."""
     base = {"users_per_round": users, "shard_size": shard, "dropout": 0.05}
     cfg = copy.deepcopy(TINY)
-    cfg["studies"] = {"heatmaps": {"population": {"source": "synthetic", "depth": 5, "users": 40_000},
-                                   "base": base, "methods": ["dp_heatmap"], "reps": 1, "aggregation": "secure",
-                                   "secagg": secagg or {}}}
+    cfg["studies"] = {
+        "heatmaps": {
+            "population": {"source": "synthetic", "depth": 5, "users": 40_000},
+            "base": base,
+            "methods": ["dp_heatmap"],
+            "reps": 1,
+            "aggregation": "secure",
+            "secagg": secagg or {},
+        }
+    }
     wd = make_workdir(cfg)
-    run_snakemake(wd, "--cores", "2", "results/studies/heatmaps/summary.csv",
-                  "results/studies/heatmaps/plots/secagg_cost.png")
+    run_snakemake(
+        wd, "--cores", "2", "results/studies/heatmaps/summary.csv", "results/studies/heatmaps/plots/secagg_cost.png"
+    )
     assert_figure(wd / "results/studies/heatmaps/plots/secagg_cost.png")
     run = {**study.validate_config(cfg["studies"]["heatmaps"])["base"], "method": "dp_heatmap", "rep": 0}
     secure = wd / "results/studies/heatmaps/runs" / study.run_dir(run)
     ideal = tmp_path / "ideal"
     ideal.mkdir()
-    study.run_stage(run=run, seed=cfg["seed"], population_path=str(wd / "results/studies/heatmaps/population.nc"),
-                    out_map=str(ideal / "heatmap.nc"), out_transcript=str(ideal / "transcript.parquet"),
-                    out_releases=str(ideal / "releases.parquet"), out_protocol=str(ideal / "secagg_transcript.parquet"),
-                    aggregation="per_client", secagg=secagg)
+    study.run_stage(
+        run=run,
+        seed=cfg["seed"],
+        population_path=str(wd / "results/studies/heatmaps/population.nc"),
+        out_map=str(ideal / "heatmap.nc"),
+        out_transcript=str(ideal / "transcript.parquet"),
+        out_releases=str(ideal / "releases.parquet"),
+        out_protocol=str(ideal / "secagg_transcript.parquet"),
+        aggregation="per_client",
+        secagg=secagg,
+    )
     return secure, ideal
 
 
 def assert_same_map_and_epsilon(secure, ideal):
     from locpriv import io
+
     a = io.read_netcdf(str(secure / "heatmap.nc"))["heatmap"].to_numpy()
     b = io.read_netcdf(str(ideal / "heatmap.nc"))["heatmap"].to_numpy()
     assert np.array_equal(a, b)
@@ -183,8 +212,13 @@ def test_secure_study_matches_per_client_summation_on_1000_client_shards(make_wo
 
 def test_one_job_per_setting_writes_the_bytes_of_the_separate_stages(tmp_path):
     """setting_stage (the heatmaps_run rule: every rep, run then metrics) = the stages one rep at a time."""
-    cfg = study.validate_config({"population": {"source": "synthetic", "depth": 4, "users": 20_000},
-                                 "base": {"users_per_round": 2000, "shard_size": 500}, "reps": 2})
+    cfg = study.validate_config(
+        {
+            "population": {"source": "synthetic", "depth": 4, "users": 20_000},
+            "base": {"users_per_round": 2000, "shard_size": 500},
+            "reps": 2,
+        }
+    )
     pop = str(tmp_path / "population.nc")
     study.ingest_stage(cfg=cfg, seed=3, out=pop)
     files = ("heatmap", "transcript", "releases", "protocol", "metrics")
@@ -196,13 +230,24 @@ def test_one_job_per_setting_writes_the_bytes_of_the_separate_stages(tmp_path):
         for rep in range(2):
             run = {**setting, "rep": rep}
             alone = {k: str(tmp_path / f"alone-{k}.{ext.get(k, 'parquet')}") for k in files}
-            study.run_stage(run=run, seed=3, population_path=pop, out_map=alone["heatmap"],
-                            out_transcript=alone["transcript"], out_releases=alone["releases"],
-                            out_protocol=alone["protocol"])
-            study.metrics_stage(run=run, population_path=pop, map_path=alone["heatmap"],
-                                transcript_path=alone["transcript"], out=alone["metrics"])
+            study.run_stage(
+                run=run,
+                seed=3,
+                population_path=pop,
+                out_map=alone["heatmap"],
+                out_transcript=alone["transcript"],
+                out_releases=alone["releases"],
+                out_protocol=alone["protocol"],
+            )
+            study.metrics_stage(
+                run=run,
+                population_path=pop,
+                map_path=alone["heatmap"],
+                transcript_path=alone["transcript"],
+                out=alone["metrics"],
+            )
             for k in files:
                 assert Path(out[k][rep]).read_bytes() == Path(alone[k]).read_bytes(), (method, rep, k)
-    metrics = pd.read_parquet(out["metrics"][1])   # flat, rep 1: the summary's tidy rows, typed identity
+    metrics = pd.read_parquet(out["metrics"][1])  # flat, rep 1: the summary's tidy rows, typed identity
     assert list(metrics.columns) == list(study.STUDY.columns)
     assert metrics[["epsilon", "n", "rep", "shard_size"]].drop_duplicates().values.tolist() == [[1.0, 2000, 1, 500]]

@@ -72,11 +72,16 @@ def test_plot_setting_reruns_only_plots(project):
     assert planned and set(planned) <= PLOT_RULES
 
 
-@pytest.mark.parametrize("module, expected", [
-    ("mechanisms/zero.py", {"randomize", "aggregate_estimate", "attack", "audit", "audit_table", "metrics",
-                            "summary"}),
-    ("plots.py", {"plot_summary", "plot_surfaces"}),
-])
+@pytest.mark.parametrize(
+    "module, expected",
+    [
+        (
+            "mechanisms/zero.py",
+            {"randomize", "aggregate_estimate", "attack", "audit", "audit_table", "metrics", "summary"},
+        ),
+        ("plots.py", {"plot_summary", "plot_surfaces"}),
+    ],
+)
 def test_edited_library_function_reruns_the_rules_that_use_it(project, module, expected):
     root, wd = project
     path = root / "lib/locpriv" / module
@@ -103,8 +108,11 @@ def test_between_workflow_cache_reuses_deterministic_stages(tmp_path):
         write_config(wd, CONFIG)
         outs.append(run_snakemake(wd, "--cores", "2", "--cache", env=env))
     log = outs[1].stdout + outs[1].stderr
-    for path in ("results/ingest/gauss9/points.parquet", "results/encode/gauss9/grid~24x20/grid.nc",
-                 "results/ingest/gauss9/grid~24x20/truth.nc"):
+    for path in (
+        "results/ingest/gauss9/points.parquet",
+        "results/encode/gauss9/grid~24x20/grid.nc",
+        "results/ingest/gauss9/grid~24x20/truth.nc",
+    ):
         assert f"{path} from cache" in log
     summary = "results/summary/metrics.parquet"
     assert (tmp_path / "first" / summary).read_bytes() == (tmp_path / "second" / summary).read_bytes()

@@ -33,22 +33,27 @@ def dlap_log_pmf(z, scale):
 
 # ---- discrete Laplace helpers -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("scale", [0.7, 3.0, 300.0])
 def test_discrete_laplace_tail_is_the_summed_pmf(scale):
     z = np.arange(-60 * int(scale + 1), 60 * int(scale + 1) + 1)
     log_pmf = dlap_log_pmf(z, scale)
-    tail = np.logaddexp.accumulate(log_pmf[::-1])[::-1]            # log P(Z >= z[i])
+    tail = np.logaddexp.accumulate(log_pmf[::-1])[::-1]  # log P(Z >= z[i])
     m = np.arange(-20 * int(scale + 1), 20 * int(scale + 1))
     np.testing.assert_allclose(informed.dlap_log_tail(m, scale), tail[m - z[0]], rtol=1e-9, atol=1e-12)
 
 
 def test_shift_log_ratio_is_the_pmf_ratio():
     z = np.arange(-700, 700)
-    np.testing.assert_allclose(informed.dlap_shift_log_ratio(z, 256.0, 256.0),
-                               dlap_log_pmf(z - 256, 256.0) - dlap_log_pmf(z, 256.0), atol=1e-12)
+    np.testing.assert_allclose(
+        informed.dlap_shift_log_ratio(z, 256.0, 256.0),
+        dlap_log_pmf(z - 256, 256.0) - dlap_log_pmf(z, 256.0),
+        atol=1e-12,
+    )
 
 
 # ---- pieces on the grid -------------------------------------------------------------------------
+
 
 def test_piece_map_is_the_cell_average_of_a_piecewise_constant_likelihood():
     """Leaves of mixed levels tiling the box: the grid value is the mean of the likelihood over the cell,
@@ -58,19 +63,24 @@ def test_piece_map_is_the_cell_average_of_a_piecewise_constant_likelihood():
     values = np.log(np.array([[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]]))
     grid = Grid.regular(Domain(*BOX), 5, 3)
     got = np.exp(informed.PieceMap(level, code, grid).to_grid(values))[0]
-    fine = 60                                                   # multiple of 4 (leaves) and of 5, 3 (cells)
+    fine = 60  # multiple of 4 (leaves) and of 5, 3 (cells)
     centres = (np.arange(fine) + 0.5) / fine
     fx, fy = np.meshgrid(centres, centres, indexing="ij")
     boxes = cell_box(level, code, BOX)
-    inside = ((fx[..., None] >= boxes[:, 0]) & (fx[..., None] < boxes[:, 1]) &
-              (fy[..., None] >= boxes[:, 2]) & (fy[..., None] < boxes[:, 3]))
-    assert (inside.sum(axis=2) == 1).all()                      # the leaves tile the box
+    inside = (
+        (fx[..., None] >= boxes[:, 0])
+        & (fx[..., None] < boxes[:, 1])
+        & (fy[..., None] >= boxes[:, 2])
+        & (fy[..., None] < boxes[:, 3])
+    )
+    assert (inside.sum(axis=2) == 1).all()  # the leaves tile the box
     field = (inside * np.exp(values[0])).sum(axis=2)
     expected = field.reshape(5, fine // 5, 3, fine // 3).mean(axis=(1, 3))
     np.testing.assert_allclose(got, expected, rtol=1e-12)
 
 
 # ---- distributed heatmaps -----------------------------------------------------------------------
+
 
 def _users(n, depth, seed):
     rng = np.random.default_rng(seed)
@@ -86,7 +96,7 @@ def _brute_heatmap_log_lik(rounds, shard_pixels, shard, pixel, depth):
     out = np.zeros(side * side)
     others = [p.copy() for p in shard_pixels]
     mine = list(others[shard])
-    mine.remove(pixel)                                          # one user at the target's pixel is the target
+    mine.remove(pixel)  # one user at the target's pixel is the target
     others[shard] = np.array(mine, dtype=np.int64)
     for candidate in range(side * side):
         total = 0.0
@@ -106,14 +116,15 @@ def _brute_heatmap_log_lik(rounds, shard_pixels, shard, pixel, depth):
 
 @pytest.mark.parametrize("method", ["flat", "hierarchical", "adaptive", "adaptive_per_client"])
 def test_heatmap_likelihood_is_the_brute_force_law_of_the_shard_sums(method):
-    depth, n, size = 2, 90, 40                                 # 16 pixels, shards of 40, 40, 10 users
+    depth, n, size = 2, 90, 40  # 16 pixels, shards of 40, 40, 10 users
     x, y, rng = _users(n, depth, 4)
     mode = "per_client" if method.endswith("per_client") else "population"
     secagg = SecAgg(shard_size=size, mode=mode)
     pool = UserPool.from_pixels(x, y, depth, "fixed", shard_size=size)
     if method.startswith("adaptive"):
-        result = run_adaptive(pool, AdaptiveParams(epsilon=1.5, users_per_round=n, sampling="fixed", secagg=secagg,
-                                                   calibration=1.0), rng)
+        result = run_adaptive(
+            pool, AdaptiveParams(epsilon=1.5, users_per_round=n, sampling="fixed", secagg=secagg, calibration=1.0), rng
+        )
     else:
         result = getattr(baselines, method)(pool, n, 1.5, rng, secagg)
     rounds = result.server_rounds
@@ -131,14 +142,18 @@ def test_heatmap_likelihood_is_the_brute_force_law_of_the_shard_sums(method):
 def test_fixed_shards_sum_to_the_release_and_one_shard_is_the_exchangeable_draw():
     depth, n = 3, 500
     x, y, _ = _users(n, depth, 5)
-    one = baselines.flat(UserPool.from_pixels(x, y, depth, "fixed", shard_size=n), n, 1.0,
-                         np.random.default_rng(9), SecAgg(shard_size=n))
-    plain = baselines.flat(UserPool.from_pixels(x, y, depth, "fixed"), n, 1.0, np.random.default_rng(9),
-                           SecAgg(shard_size=n))
-    np.testing.assert_array_equal(one.heatmap, plain.heatmap)   # same draws, same bytes
-    many = run_adaptive(UserPool.from_pixels(x, y, depth, "fixed", shard_size=130),
-                        AdaptiveParams(epsilon=2.0, users_per_round=n, sampling="fixed",
-                                       secagg=SecAgg(shard_size=130)), np.random.default_rng(2))
+    one = baselines.flat(
+        UserPool.from_pixels(x, y, depth, "fixed", shard_size=n), n, 1.0, np.random.default_rng(9), SecAgg(shard_size=n)
+    )
+    plain = baselines.flat(
+        UserPool.from_pixels(x, y, depth, "fixed"), n, 1.0, np.random.default_rng(9), SecAgg(shard_size=n)
+    )
+    np.testing.assert_array_equal(one.heatmap, plain.heatmap)  # same draws, same bytes
+    many = run_adaptive(
+        UserPool.from_pixels(x, y, depth, "fixed", shard_size=130),
+        AdaptiveParams(epsilon=2.0, users_per_round=n, sampling="fixed", secagg=SecAgg(shard_size=130)),
+        np.random.default_rng(2),
+    )
     for rnd, server in zip(many.rounds, many.server_rounds, strict=True):
         np.testing.assert_array_equal(server.sums.sum(axis=0), rnd.noisy)
         assert server.sums.shape == (4, len(rnd.levels)) and np.array_equal(server.r, np.ones(4))
@@ -159,18 +174,22 @@ def test_collapsed_leaves_report_to_their_ancestor_as_the_library_encodes():
     """An adaptive run that deletes leaves: the node of every pixel is the library's own encoding."""
     depth, n = 4, 3000
     x, y, rng = _users(n, depth, 7)
-    result = run_adaptive(UserPool.from_pixels(x, y, depth, "fixed", shard_size=n),
-                          AdaptiveParams(epsilon=4.0, users_per_round=n, sampling="fixed",
-                                         secagg=SecAgg(shard_size=n)), rng)
+    result = run_adaptive(
+        UserPool.from_pixels(x, y, depth, "fixed", shard_size=n),
+        AdaptiveParams(epsilon=4.0, users_per_round=n, sampling="fixed", secagg=SecAgg(shard_size=n)),
+        rng,
+    )
     assert result.transcript["n_collapsed"].sum() > 0
     side = 1 << depth
     px, py = np.divmod(np.arange(side * side), side)
     for rnd in result.rounds:
-        np.testing.assert_array_equal(informed.reporting_node_of_pixels(rnd.levels, rnd.codes, depth),
-                                      rnd.tree.encode(px, py))
+        np.testing.assert_array_equal(
+            informed.reporting_node_of_pixels(rnd.levels, rnd.codes, depth), rnd.tree.encode(px, py)
+        )
 
 
 # ---- PrivTree -----------------------------------------------------------------------------------
+
 
 def _brute_privtree_log_lik(leaves, noise, others_xy, candidates):
     """log P(the leaves and their counts | others + one point at each candidate): every node's factor.
@@ -180,7 +199,7 @@ def _brute_privtree_log_lik(leaves, noise, others_xy, candidates):
     unit, delta, theta, depth = noise["unit"], noise["delta"], noise["theta"], noise["max_depth"]
     zmax = int(60 * scale) + 4000 * unit
     z = np.arange(-zmax, zmax + 1)
-    tail = np.logaddexp.accumulate(dlap_log_pmf(z, scale)[::-1])[::-1]      # log P(Z >= z)
+    tail = np.logaddexp.accumulate(dlap_log_pmf(z, scale)[::-1])[::-1]  # log P(Z >= z)
     level, code = leaves["level"].to_numpy(), leaves["code"].to_numpy()
     nodes = {(int(lv - up), int(c >> (2 * up))) for lv, c in zip(level, code, strict=True) for up in range(lv + 1)}
     nodes = sorted(nodes)
@@ -200,10 +219,10 @@ def _brute_privtree_log_lik(leaves, noise, others_xy, candidates):
             b = max(cnt * unit - lv * delta, theta - delta)
             if (lv, c) in leaf_set:
                 if lv < depth:
-                    total += tail[(b - theta) + zmax]                       # P(Z <= θ − b) = P(Z >= b − θ)
+                    total += tail[(b - theta) + zmax]  # P(Z <= θ − b) = P(Z >= b − θ)
                 total += dlap_log_pmf(count_of[(lv, c)] - cnt * unit, cscale)
             else:
-                total += tail[(theta - b + 1) + zmax]                       # P(Z > θ − b)
+                total += tail[(theta - b + 1) + zmax]  # P(Z > θ − b)
         out.append(total)
     return np.array(out)
 
@@ -220,8 +239,9 @@ def test_privtree_likelihood_is_the_brute_force_law_of_the_release():
     noise = leaves.attrs["noise"]
     paths = cell_codes(pts, BOX, noise["max_depth"])
     targets = np.array([0, 7, 299])
-    got = informed.privtree_log_likelihood(leaves["level"], leaves["code"], leaves["count"], noise, paths,
-                                           paths[targets])
+    got = informed.privtree_log_likelihood(
+        leaves["level"], leaves["code"], leaves["count"], noise, paths, paths[targets]
+    )
     boxes = cell_box(leaves["level"].to_numpy(), leaves["code"].to_numpy(), BOX)
     centres = np.column_stack([(boxes[:, 0] + boxes[:, 1]) / 2, (boxes[:, 2] + boxes[:, 3]) / 2])
     assert len(leaves) > 10 and leaves["level"].max() >= 3
@@ -246,6 +266,7 @@ def test_privtree_grid_and_statistic_are_the_per_leaf_values_mixed():
 
 # ---- SLDP ---------------------------------------------------------------------------------------
 
+
 def test_compact_user_reports_are_the_transcripts_reports():
     pts = np.random.default_rng(0).uniform(0, 1, (3000, 2))
     res = run_protocol(pts, BOX, 2.0, 20, 6, 0.05, np.random.default_rng(1), keep_user_reports=True)
@@ -261,11 +282,13 @@ def test_sldp_likelihood_is_the_brute_force_law_of_the_targets_reports(split_rul
     every report's pmf."""
     pts = np.random.default_rng(0).uniform(0, 1, (4000, 2))
     pts[:2000] *= 0.5
-    res = run_protocol(pts, BOX, 2.0, 20, 6, 0.05, np.random.default_rng(1), split_rule=split_rule,
-                       keep_user_reports=True)
+    res = run_protocol(
+        pts, BOX, 2.0, 20, 6, 0.05, np.random.default_rng(1), split_rule=split_rule, keep_user_reports=True
+    )
     compact, cells = res.user_reports, res.user_cell
-    level, code, values = informed.sldp_pieces(cells["level"], cells["code"], compact.offsets, compact.steps,
-                                               compact.scale, round(1 / INDICATOR_STEP))
+    level, code, values = informed.sldp_pieces(
+        cells["level"], cells["code"], compact.offsets, compact.steps, compact.scale, round(1 / INDICATOR_STEP)
+    )
     at_region = np.diff(compact.offsets) // 4 == cells["level"].to_numpy() + 1
     # Alg. 2 as printed stops whole parents only; the per-child rule also stops users at a child region
     assert at_region.any() and (split_rule == "all_children" or (~at_region).any())
@@ -280,8 +303,9 @@ def test_sldp_likelihood_is_the_brute_force_law_of_the_targets_reports(split_rul
             child = lattice_path >> (2 * (6 - int(r["level"])))
             parent_ok = (child >> 2) == (int(r["code"]) >> 2)
             indicator = np.where(child == int(r["code"]), unit, 0)
-            brute = np.where(parent_ok, brute + dlap_log_pmf(round(r["y"] / INDICATOR_STEP) - indicator,
-                                                             compact.scale), -np.inf)
+            brute = np.where(
+                parent_ok, brute + dlap_log_pmf(round(r["y"] / INDICATOR_STEP) - indicator, compact.scale), -np.inf
+            )
         # the view holds the region too (SLDP reveals it): nothing outside it
         region = lattice_path >> (2 * (6 - int(cells["level"][u]))) == int(cells["code"][u])
         brute = np.where(region, brute, -np.inf)
@@ -295,16 +319,19 @@ def test_sldp_likelihood_is_the_brute_force_law_of_the_targets_reports(split_rul
 
 # ---- the invariant and its power ----------------------------------------------------------------
 
+
 def _flat_stat(noise_eps, seed=3):
     depth, n = 4, 2000
     x, y, rng = _users(n, depth, seed)
-    result = baselines.flat(UserPool.from_pixels(x, y, depth, "fixed", shard_size=800), n, noise_eps, rng,
-                            SecAgg(shard_size=800))
+    result = baselines.flat(
+        UserPool.from_pixels(x, y, depth, "fixed", shard_size=800), n, noise_eps, rng, SecAgg(shard_size=800)
+    )
     pixel = x * (1 << depth) + y
     shard = np.arange(n) // 800
     targets = np.arange(0, n, 10)
-    log_lik = informed.heatmap_log_likelihood(result.server_rounds, [pixel[shard == j] for j in range(3)],
-                                              shard[targets], pixel[targets], depth)
+    log_lik = informed.heatmap_log_likelihood(
+        result.server_rounds, [pixel[shard == j] for j in range(3)], shard[targets], pixel[targets], depth
+    )
     return informed.max_log_ratio(log_lik), targets
 
 
@@ -327,14 +354,19 @@ def test_flat_heatmap_meets_the_replace_one_bound_exactly_and_a_2eps_fault_fails
 def test_adaptive_heatmap_meets_the_replace_one_bound():
     depth, n = 4, 3000
     x, y, rng = _users(n, depth, 8)
-    result = run_adaptive(UserPool.from_pixels(x, y, depth, "fixed", shard_size=1000),
-                          AdaptiveParams(epsilon=2.0, users_per_round=n, sampling="fixed",
-                                         secagg=SecAgg(shard_size=1000)), rng)
+    result = run_adaptive(
+        UserPool.from_pixels(x, y, depth, "fixed", shard_size=1000),
+        AdaptiveParams(epsilon=2.0, users_per_round=n, sampling="fixed", secagg=SecAgg(shard_size=1000)),
+        rng,
+    )
     pixel = x * (1 << depth) + y
     shard = np.arange(n) // 1000
     targets = np.arange(0, n, 15)
-    stat = informed.max_log_ratio(informed.heatmap_log_likelihood(
-        result.server_rounds, [pixel[shard == j] for j in range(3)], shard[targets], pixel[targets], depth))
+    stat = informed.max_log_ratio(
+        informed.heatmap_log_likelihood(
+            result.server_rounds, [pixel[shard == j] for j in range(3)], shard[targets], pixel[targets], depth
+        )
+    )
     assert len(result.rounds) > 1
     _check(stat, 2 * 2.0, targets, "dp_heatmap")
 
@@ -350,8 +382,11 @@ def test_privtree_meets_the_replace_one_bound_and_a_2eps_fault_fails(eps):
         noise = leaves.attrs["noise"]
         paths = cell_codes(pts, BOX, noise["max_depth"])
         targets = np.arange(0, n, 20)
-        stat = informed.max_log_ratio(informed.privtree_log_likelihood(
-            leaves["level"], leaves["code"], leaves["count"], noise, paths, paths[targets]))
+        stat = informed.max_log_ratio(
+            informed.privtree_log_likelihood(
+                leaves["level"], leaves["code"], leaves["count"], noise, paths, paths[targets]
+            )
+        )
         if honest:
             _check(stat, 2 * eps, targets, "privtree")
         else:
@@ -367,11 +402,21 @@ def test_sldp_meets_its_region_bound_and_a_2eps_fault_fails():
     eps = 2.0
     stats = {}
     for noise_eps in (eps, 2 * eps):
-        res = run_protocol(pts, BOX, noise_eps, 20, 6, 0.05, np.random.default_rng(1), split_rule="all_children",
-                           keep_user_reports=True)
+        res = run_protocol(
+            pts,
+            BOX,
+            noise_eps,
+            20,
+            6,
+            0.05,
+            np.random.default_rng(1),
+            split_rule="all_children",
+            keep_user_reports=True,
+        )
         rep = res.user_reports
-        _, _, values = informed.sldp_pieces(res.user_cell["level"], res.user_cell["code"], rep.offsets, rep.steps,
-                                            rep.scale, round(1 / INDICATOR_STEP))
+        _, _, values = informed.sldp_pieces(
+            res.user_cell["level"], res.user_cell["code"], rep.offsets, rep.steps, rep.scale, round(1 / INDICATOR_STEP)
+        )
         stats[noise_eps] = informed.max_log_ratio(values)
     users = np.arange(len(pts))
     _check(stats[eps], round_cost(eps), users, "sldp")
@@ -382,11 +427,17 @@ def test_sldp_meets_its_region_bound_and_a_2eps_fault_fails():
 
 def test_the_check_names_mechanism_run_and_user_in_one_line():
     with pytest.raises(informed.InvariantViolation) as err:
-        informed.check(np.array([0.5, 3.0, np.nan]), 2.0, mechanism="m", run="gauss9/m/n~1000",
-                       users=np.array([4, 9, 12]), relation="replace one user")
+        informed.check(
+            np.array([0.5, 3.0, np.nan]),
+            2.0,
+            mechanism="m",
+            run="gauss9/m/n~1000",
+            users=np.array([4, 9, 12]),
+            relation="replace one user",
+        )
     message = str(err.value)
     assert "\n" not in message and "mechanism m, run gauss9/m/n~1000, user 9" in message
-    assert "2 of 3 attacked users" in message                    # a NaN statistic counts as a violation
+    assert "2 of 3 attacked users" in message  # a NaN statistic counts as a violation
     informed.check(np.array([2.0 + 1e-12]), 2.0, mechanism="m", run="r", users=np.array([0]), relation="r")
 
 
@@ -400,8 +451,13 @@ def test_the_informed_posterior_concentrates_as_epsilon_grows():
     targets = np.arange(0, n, 4)
     mass = []
     for eps in (0.1, 2.0, 8.0):
-        result = baselines.flat(UserPool.from_pixels(x, y, depth, "fixed", shard_size=n), n, eps,
-                                np.random.default_rng(5), SecAgg(shard_size=n))
+        result = baselines.flat(
+            UserPool.from_pixels(x, y, depth, "fixed", shard_size=n),
+            n,
+            eps,
+            np.random.default_rng(5),
+            SecAgg(shard_size=n),
+        )
         log_lik = informed.heatmap_log_likelihood(result.server_rounds, [pixel], shard[targets], pixel[targets], depth)
         post = np.exp(log_lik - log_lik.max(axis=1, keepdims=True))
         post /= post.sum(axis=1, keepdims=True)

@@ -21,12 +21,20 @@ from locpriv.stages import run as st_run
 N, USERS_PER_SHARD, ATTACKED = 1200, 500, 60
 SPEC = {"source": "points", "bbox": [0.0, 1.0, 0.0, 1.0], "max_dropped_fraction": 0.0}
 SETTINGS = {
-    "fedkde": {"h": 0.05}, "zero": {}, "rff": {"h": 0.05, "B": 2}, "geoind": {"h": 0.05, "epsilon": 20.0},
-    "laplace_ldp": {"h": 0.05, "epsilon": 4.0}, "sldp": {"epsilon": 2.0, "split_rule": "all_children"},
-    "privtree": {"epsilon": 2.0}, "ldp_oue_grid": {"epsilon": 2.0, "level": 3}, "ldp_kdtree": {"epsilon": 2.0},
-    "hdg": {"epsilon": 2.0}, "dp_heatmap": {"epsilon": 2.0, "depth": 4, "shard_size": 500},
+    "fedkde": {"h": 0.05},
+    "zero": {},
+    "rff": {"h": 0.05, "B": 2},
+    "geoind": {"h": 0.05, "epsilon": 20.0},
+    "laplace_ldp": {"h": 0.05, "epsilon": 4.0},
+    "sldp": {"epsilon": 2.0, "split_rule": "all_children"},
+    "privtree": {"epsilon": 2.0},
+    "ldp_oue_grid": {"epsilon": 2.0, "level": 3},
+    "ldp_kdtree": {"epsilon": 2.0},
+    "hdg": {"epsilon": 2.0},
+    "dp_heatmap": {"epsilon": 2.0, "depth": 4, "shard_size": 500},
     "heatmap_flat": {"epsilon": 2.0, "depth": 4, "shard_size": 500},
-    "heatmap_hierarchical": {"epsilon": 2.0, "depth": 4, "shard_size": 500}}
+    "heatmap_hierarchical": {"epsilon": 2.0, "depth": 4, "shard_size": 500},
+}
 
 
 @pytest.fixture(scope="module")
@@ -37,13 +45,15 @@ def data(tmp_path_factory):
     xy = np.clip(centres[rng.integers(0, 2, N)] + rng.normal(0, 0.08, (N, 2)), 0, 1)
     pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1]}).to_csv(d / "points.csv", index=False)
     spec = {**SPEC, "path": str(d / "points.csv")}
-    f = {k: str(d / v) for k, v in {"points": "points.parquet", "meta": "meta.json", "grid": "grid.nc",
-                                     "truth": "truth.nc"}.items()}
+    f = {
+        k: str(d / v)
+        for k, v in {"points": "points.parquet", "meta": "meta.json", "grid": "grid.nc", "truth": "truth.nc"}.items()
+    }
     prepare.ingest(name="two", spec=spec, seed=11, out_points=f["points"], out_meta=f["meta"])
     prepare.encode_grid(spec=spec, grid_spec={"P": 32, "Q": 32}, out_grid=f["grid"])
     grid = prepare.load_grid(f["grid"])
     gx, gy = np.meshgrid(grid.x, grid.y, indexing="ij")
-    truth = sum(np.exp(-((gx - c[0]) ** 2 + (gy - c[1]) ** 2) / (2 * 0.08 ** 2)) for c in centres)
+    truth = sum(np.exp(-((gx - c[0]) ** 2 + (gy - c[1]) ** 2) / (2 * 0.08**2)) for c in centres)
     io.write_netcdf(grid.surface(truth, "density", {"units": "1/1^2"}, "1"), f["truth"])
     return d, f
 
@@ -52,22 +62,37 @@ def attacked(data, name, settings, mechanism_class=None, monkeypatch=None):
     """Run one mechanism through the stages; its attack-bayes table (or the attack job's exception)."""
     d, f = data
     run = {"dataset": "two", "mechanism": name, "params": {"n": N, **settings}, "rep": 0}
-    folder = d / f"{name}-{abs(hash(str(settings))) % 10 ** 8}-{'fault' if mechanism_class else 'ok'}"
+    folder = d / f"{name}-{abs(hash(str(settings))) % 10**8}-{'fault' if mechanism_class else 'ok'}"
     folder.mkdir(exist_ok=True)
-    if mechanism_class is not None:   # the stages build the run's mechanism from its name: hand them the variant
+    if mechanism_class is not None:  # the stages build the run's mechanism from its name: hand them the variant
         monkeypatch.setattr(st_run, "configured", lambda run, bw: mechanism_class(**settings))
         monkeypatch.setattr(st_attack, "configured", lambda run, bw: mechanism_class(**settings))
     common = {"run": run, "grid_path": f["grid"], "bandwidth_json": None}
     size = st_run.shard_size(name, USERS_PER_SHARD)
     shards = list(range(st_run.shard_count(N, size)))
-    st_run.randomize(seed=11, shards=shards, users_per_shard=USERS_PER_SHARD, points_path=f["points"],
-                     meta_json=f["meta"], out_dir=str(folder / "view"), **common)
+    st_run.randomize(
+        seed=11,
+        shards=shards,
+        users_per_shard=USERS_PER_SHARD,
+        points_path=f["points"],
+        meta_json=f["meta"],
+        out_dir=str(folder / "view"),
+        **common,
+    )
     views = [st_run.shard_file(str(folder / "view"), s) for s in shards]
-    st_attack.attacks_of_run(seed=11, attack_cfg={"users": ATTACKED, "ratio": 1.1},
-                             adversary_cfg={"users": ATTACKED, "prior": "population", "r": 2},
-                             users_per_shard=USERS_PER_SHARD, view_paths=views, points_path=f["points"],
-                             meta_json=f["meta"], truth_path=f["truth"], out_local_maxima=str(folder / "lm.parquet"),
-                             out_bayes=str(folder / "bayes.parquet"), **common)
+    st_attack.attacks_of_run(
+        seed=11,
+        attack_cfg={"users": ATTACKED, "ratio": 1.1},
+        adversary_cfg={"users": ATTACKED, "prior": "population", "r": 2},
+        users_per_shard=USERS_PER_SHARD,
+        view_paths=views,
+        points_path=f["points"],
+        meta_json=f["meta"],
+        truth_path=f["truth"],
+        out_local_maxima=str(folder / "lm.parquet"),
+        out_bayes=str(folder / "bayes.parquet"),
+        **common,
+    )
     return pd.read_parquet(folder / "bayes.parquet"), io.read_parquet_metadata(folder / "bayes.parquet")
 
 
@@ -83,9 +108,9 @@ def test_every_mechanism_has_informed_metrics_within_its_recorded_epsilon(data, 
         assert table[column].notna().all(), column
     record = mechanisms.get(name)(**SETTINGS[name]).guarantee()
     assert meta["informed_epsilon"] == record.epsilon
-    if record.epsilon is not None:   # the job ran, so the check passed: the statistic is within the record
+    if record.epsilon is not None:  # the job ran, so the check passed: the statistic is within the record
         assert (table["informed_max_log_ratio"] <= record.epsilon * (1 + informed.REL_TOL) + informed.ABS_TOL).all()
-    if mechanisms.get(name).informed_is_population:   # a per-user report: one adversary, computed once
+    if mechanisms.get(name).informed_is_population:  # a per-user report: one adversary, computed once
         for m in ("expected_error", "guess_error", "hit_r"):
             np.testing.assert_array_equal(table[m], table[f"informed_{m}"])
 
@@ -103,10 +128,12 @@ def test_knowing_the_others_locates_users_of_aggregate_releases(data, name):
 def _doubled(base):
     """A test-only variant of ``base`` whose noise is at twice the configured epsilon while its record states
     the configured one (it inherits the name and is not registered)."""
+
     class Doubled(base):
         def randomize_points(self, points, grid, rng):
             twice = base(**{**self.settings, "epsilon": 2 * self.settings["epsilon"]})
             return twice.randomize_points(points, grid, rng)
+
     return Doubled
 
 

@@ -32,8 +32,7 @@ def test_chunk_size_does_not_change_result_beyond_rounding():
 def test_user_surfaces_sum_to_aggregate():
     pts = rng(3, "kde-test").normal(size=(40, 2))
     g = np.linspace(-2, 2, 11)
-    np.testing.assert_allclose(kde.kernel_surfaces(pts, g, g, 0.5).sum(0), kde.kde_sum(pts, g, g, 0.5),
-                               rtol=1e-12)
+    np.testing.assert_allclose(kde.kernel_surfaces(pts, g, g, 0.5).sum(0), kde.kde_sum(pts, g, g, 0.5), rtol=1e-12)
 
 
 def test_normalised_kde_integrates_to_one():
@@ -68,13 +67,17 @@ def dense_sum(points, gx, gy, h, b=(0.0, 0.0)):
     return kde.kernel_factor(points[:, 0], gx, h, b[0]).T @ kde.kernel_factor(points[:, 1], gy, h, b[1])
 
 
-@pytest.mark.parametrize("h", [0.01, 0.024, 0.08, 0.3, 2.4])       # h/l from 0.001 to 0.3, and below a grid step
-@pytest.mark.parametrize("b", [(0.0, 0.0), (0.1, 0.05)])            # plain and deconvoluting kernel
-@pytest.mark.parametrize("regular", [True, False])                 # recurrence and per-entry factors
+@pytest.mark.parametrize("h", [0.01, 0.024, 0.08, 0.3, 2.4])  # h/l from 0.001 to 0.3, and below a grid step
+@pytest.mark.parametrize("b", [(0.0, 0.0), (0.1, 0.05)])  # plain and deconvoluting kernel
+@pytest.mark.parametrize("regular", [True, False])  # recurrence and per-entry factors
 def test_tiled_sum_equals_dense_sum(h, b, regular):
     r = rng(6, "kde-test", h, b[0], regular)
-    pts = np.concatenate([r.normal(size=(3000, 2)) * 1.5,               # some beyond the grid,
-                          r.uniform(-40, 40, size=(50, 2))])            # some far beyond any cut
+    pts = np.concatenate(
+        [
+            r.normal(size=(3000, 2)) * 1.5,  # some beyond the grid,
+            r.uniform(-40, 40, size=(50, 2)),
+        ]
+    )  # some far beyond any cut
     gx = np.linspace(-4, 4, 200) if regular else np.sort(r.uniform(-4, 4, 61))
     gy = np.linspace(-3, 5, 150) if regular else np.sort(r.uniform(-3, 5, 47))
     expect = dense_sum(pts, gx, gy, h, b)
@@ -89,15 +92,16 @@ def test_geometric_factor_rows_are_the_gaussian_to_2e13(d):
     np.exp's own reference carries about u^2/2 ulps, ~6e-14 at |u| = 24, so the bound is not tighter),
     over every v that factors() lets through (every |u| <= SAFE_U), both ends included."""
     width = min(200, int(kde.SAFE_U / d))
-    v = np.r_[-kde.SAFE_U, kde.SAFE_U - width * d,
-              rng(9, "kde-test", d).uniform(-kde.SAFE_U, kde.SAFE_U - width * d, 500)]
+    v = np.r_[
+        -kde.SAFE_U, kde.SAFE_U - width * d, rng(9, "kde-test", d).uniform(-kde.SAFE_U, kde.SAFE_U - width * d, 500)
+    ]
     rows, scale = kde._gaussian_rows(v, d, width)
     expect = np.exp(-0.5 * np.add.outer(d * np.arange(width), v) ** 2)
-    assert np.isfinite(rows).all() and rows.min() >= np.finfo(float).tiny   # normal floats only
+    assert np.isfinite(rows).all() and rows.min() >= np.finfo(float).tiny  # normal floats only
     np.testing.assert_allclose(rows * scale[:, None], expect, rtol=2e-13, atol=0)
 
 
-@pytest.mark.parametrize("h", [0.01, 0.024, 0.08, 2.4])           # h/l 0.00125 ... 0.3 on the grid below
+@pytest.mark.parametrize("h", [0.01, 0.024, 0.08, 2.4])  # h/l 0.00125 ... 0.3 on the grid below
 @pytest.mark.parametrize("b", [(0.0, 0.0), (0.1, 0.05)])
 def test_factors_kde_sum_multiplies_are_never_subnormal(h, b, monkeypatch):
     """Every factor entry and row scale kde_sum feeds its GEMMs is 0 or a normal float, and finite.
@@ -120,10 +124,10 @@ def test_factors_kde_sum_multiplies_are_never_subnormal(h, b, monkeypatch):
     assert np.isfinite(entries).all()
     nonzero = entries[entries != 0]
     assert nonzero.min() >= np.finfo(float).tiny
-    assert nonzero.min() < 1e-12          # power: the factors do reach far into the kernel's tail
+    assert nonzero.min() < 1e-12  # power: the factors do reach far into the kernel's tail
 
 
-@pytest.mark.parametrize("b", [(0.0, 0.0), (0.02, 0.01)])          # plain and deconvoluting kernel
+@pytest.mark.parametrize("b", [(0.0, 0.0), (0.02, 0.01)])  # plain and deconvoluting kernel
 def test_error_is_within_the_stated_tail_bound_and_the_bound_bites(b, monkeypatch):
     """The module docstring's bound: at each grid node |kde_sum - exact| <= TAIL * peak per point
     whose kernel is cut there (peak (1 + c_x)(1 + c_y)).  One point at a time, so its tile is its
@@ -135,8 +139,9 @@ def test_error_is_within_the_stated_tail_bound_and_the_bound_bites(b, monkeypatc
     peak = (1 + (b[0] / h) ** 2) * (1 + (b[1] / h) ** 2)
 
     def worst():
-        return max(np.abs(kde.kde_sum(p[None], g, g, h, laplace_b=b) - dense_sum(p[None], g, g, h, b)).max()
-                   for p in pts)
+        return max(
+            np.abs(kde.kde_sum(p[None], g, g, h, laplace_b=b) - dense_sum(p[None], g, g, h, b)).max() for p in pts
+        )
 
     assert worst() <= kde.TAIL * peak
     monkeypatch.setattr(kde._Axis, "cut", property(lambda self: gaussian_cut(self.c, kde.TAIL) - 0.5))
@@ -176,8 +181,9 @@ def test_surfaces_are_cut_and_never_subnormal():
     s = kde.kernel_surfaces(np.array([[0.0, 0.0], [3.9, -3.9]]), g, g, 0.1)
     nonzero = np.abs(s[s != 0])
     assert nonzero.min() >= np.finfo(float).tiny
-    np.testing.assert_allclose(s.sum(0), dense_sum(np.array([[0.0, 0.0], [3.9, -3.9]]), g, g, 0.1),
-                               rtol=0, atol=kde.TAIL * 2)
+    np.testing.assert_allclose(
+        s.sum(0), dense_sum(np.array([[0.0, 0.0], [3.9, -3.9]]), g, g, 0.1), rtol=0, atol=kde.TAIL * 2
+    )
 
 
 @pytest.mark.parametrize("h", [0.08, 0.3])
@@ -188,8 +194,8 @@ def test_binned_sum_is_close_to_exact_and_converges(h):
     exact = kde.kde_sum(pts, g, g, h)
     err = {m: np.abs(kde.kde_binned(pts, g, g, h, refine=m) - exact).max() / exact.max() for m in (2, 4)}
     step = g[1] - g[0]
-    assert err[4] <= (step / 4 / h) ** 2          # the second-order bound with constant 1
-    assert err[4] < err[2] / 2.5                  # and it is second order, not luck
+    assert err[4] <= (step / 4 / h) ** 2  # the second-order bound with constant 1
+    assert err[4] < err[2] / 2.5  # and it is second order, not luck
     assert abs(kde.kde_binned(pts, g, g, h).sum() / exact.sum() - 1) < 1e-3
 
 
@@ -207,16 +213,19 @@ def _default_config():
     from pathlib import Path
 
     import yaml
+
     return yaml.safe_load((Path(__file__).parents[1] / "config.yaml").read_text())
 
 
 def _runs(cfg):
     from locpriv.config import expand_runs
+
     return {run.path: run.params for run in expand_runs(cfg)}
 
 
 def _with_kde(cfg, value):
     import copy
+
     cfg = copy.deepcopy(cfg)
     for exp in cfg["experiments"].values():
         for name in KDE_MECHANISMS:
@@ -229,7 +238,7 @@ def test_kde_option_at_its_default_keeps_every_run_path_and_parameter():
     """The default config names no `kde`; writing `kde: exact` changes no run (path, seeds, tables)."""
     cfg = _default_config()
     default = _runs(cfg)
-    assert any(f"/{m}/" in path for path in default for m in KDE_MECHANISMS)   # the check has runs to bite on
+    assert any(f"/{m}/" in path for path in default for m in KDE_MECHANISMS)  # the check has runs to bite on
     assert not any("kde~" in path or "kde" in params for path, params in default.items())
     assert _runs(_with_kde(cfg, "exact")) == default
 
@@ -240,12 +249,13 @@ def test_kde_binned_gives_distinct_paths_and_a_mixed_list_keeps_the_exact_ones()
     binned = {p: v for p, v in _runs(_with_kde(cfg, "binned")).items() if v.get("kde") == "binned"}
     assert binned and all("kde~binned" in p and p not in default for p in binned)
     both = _runs(_with_kde(cfg, ["exact", "binned"]))
-    assert set(default) <= set(both) and set(binned) <= set(both)   # no 'kde~nan' from a mixed grid
+    assert set(default) <= set(both) and set(binned) <= set(both)  # no 'kde~nan' from a mixed grid
     assert len(both) == len(default) + len(binned)
 
 
 def test_kde_binned_rejects_unknown_value():
     from locpriv.config import ConfigError, expand_runs
+
     with pytest.raises(ConfigError, match=r"fedkde\.kde.*allowed: one of \['exact', 'binned'\]"):
         expand_runs(_with_kde(_default_config(), "fft"))
 
@@ -257,6 +267,7 @@ def test_kde_binned_partial_is_within_the_binning_bound_of_exact(name):
 
     from locpriv import mechanisms
     from locpriv.domain import Domain, Grid
+
     grid = Grid.regular(Domain(-4.0, 4.0, -4.0, 4.0), 80, 80)
     xy = rng(8, "kde-test", name).normal(size=(20000, 2))
     view = pd.DataFrame({"user": np.arange(len(xy)), "x": xy[:, 0], "y": xy[:, 1]})
@@ -267,4 +278,4 @@ def test_kde_binned_partial_is_within_the_binning_bound_of_exact(name):
     np.testing.assert_array_equal(exact, cls(**base, kde="exact").partial(view, grid))  # absent = the default
     err = np.abs(binned - exact).max() / exact.max()
     step = grid.x[1] - grid.x[0]
-    assert 0 < err <= (step / 4 / 0.4) ** 2    # binned, and within its second-order bound
+    assert 0 < err <= (step / 4 / 0.4) ** 2  # binned, and within its second-order bound

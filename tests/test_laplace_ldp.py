@@ -16,8 +16,13 @@ def test_adjusted_gaussian_kernel_matches_fourier_inversion(ratio):
     """K_hat = F^-1[phi_K(t) / phi_noise(t / h)], phi_noise(s) = 1 / (1 + b^2 s^2), to 1e-8."""
     u = np.array([0.0, 0.4, 1.3, 2.7])
     closed = kde.kernel_factor(np.zeros(1), u, 1.0, laplace_b=ratio)[0] / math.sqrt(2 * math.pi)
-    numeric = [integrate.quad(lambda t, x=x: math.cos(t * x) * math.exp(-t * t / 2) * (1 + ratio ** 2 * t * t),
-                              0, math.inf, epsabs=1e-12)[0] / math.pi for x in u]
+    numeric = [
+        integrate.quad(
+            lambda t, x=x: math.cos(t * x) * math.exp(-t * t / 2) * (1 + ratio**2 * t * t), 0, math.inf, epsabs=1e-12
+        )[0]
+        / math.pi
+        for x in u
+    ]
     np.testing.assert_allclose(closed, numeric, atol=1e-8)
 
 
@@ -29,12 +34,11 @@ def test_deconvoluting_kde_is_unbiased_for_the_noiseless_kde():
     h, b = 0.6, (0.4, 0.3)
     truth = kde.kde_sum(pts, gx, gy, h)
     R = 300
-    draws = np.stack([kde.kde_sum(pts + rng.laplace(0, 1, pts.shape) * b, gx, gy, h, laplace_b=b)
-                      for _ in range(R)])
+    draws = np.stack([kde.kde_sum(pts + rng.laplace(0, 1, pts.shape) * b, gx, gy, h, laplace_b=b) for _ in range(R)])
     se = draws.std(axis=0, ddof=1) / math.sqrt(R)
     assert (np.abs(draws.mean(axis=0) - truth) < 5 * se + 1e-12).all()
     naive = np.stack([kde.kde_sum(pts + rng.laplace(0, 1, pts.shape) * b, gx, gy, h) for _ in range(50)])
-    assert naive.mean(axis=0).max() < truth.max()          # the naive KDE is flatter
+    assert naive.mean(axis=0).max() < truth.max()  # the naive KDE is flatter
 
 
 def test_reports_lie_on_the_public_grid_with_the_calibrated_spread():
@@ -48,13 +52,14 @@ def test_reports_lie_on_the_public_grid_with_the_calibrated_spread():
     step = laplace_ldp.grid_steps(bounds)
     assert ((z - bounds[:, 0]) / step == np.rint((z - bounds[:, 0]) / step)).all()
     b = 2 * np.array([10.0, 4.0]) / eps
-    np.testing.assert_allclose((z - x).var(axis=0), 2 * b ** 2, rtol=5 * math.sqrt(5 / 100_000))
+    np.testing.assert_allclose((z - x).var(axis=0), 2 * b**2, rtol=5 * math.sqrt(5 / 100_000))
 
 
 def test_values_outside_the_bounds_are_an_error():
     with pytest.raises(ValueError, match="fico"):
-        laplace_ldp.randomize(np.array([500.0, 900.0]), np.array([[600.0, 850.0]]), 1.0,
-                              np.random.default_rng(0), names=("fico",))
+        laplace_ldp.randomize(
+            np.array([500.0, 900.0]), np.array([[600.0, 850.0]]), 1.0, np.random.default_rng(0), names=("fico",)
+        )
 
 
 def test_location_plugin_clamps_counts_and_deconvolves():

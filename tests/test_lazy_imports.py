@@ -11,8 +11,12 @@ KDE_MECHANISMS = ("fedkde", "zero", "rff", "geoind", "laplace_ldp")
 
 def imported(code: str) -> set[str]:
     """Modules (full dotted names) loaded after running ``code`` in a fresh interpreter."""
-    out = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint('\\n'.join(sys.modules))"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys\nprint('\\n'.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return set(out.split())
 
 
@@ -21,18 +25,24 @@ def top_level(mods: set[str]) -> set[str]:
 
 
 def test_client_and_server_stages_of_kde_mechanisms_skip_heavy_packages():
-    mods = imported("from locpriv.stages.run import randomize, aggregate_estimate\n"
-                    "from locpriv import mechanisms\n"
-                    + "".join(f"mechanisms.get({m!r})\n" for m in KDE_MECHANISMS))
+    mods = imported(
+        "from locpriv.stages.run import randomize, aggregate_estimate\n"
+        "from locpriv import mechanisms\n" + "".join(f"mechanisms.get({m!r})\n" for m in KDE_MECHANISMS)
+    )
     assert not top_level(mods) & set(HEAVY), sorted(top_level(mods) & set(HEAVY))
 
 
 def test_attack_stage_loads_no_statistics_plotting_or_learning_package():
-    mods = imported("from locpriv.stages.attack import attacks_of_run\n"
-                    "from locpriv import mechanisms\n"
-                    + "".join(f"mechanisms.get({m!r})\n" for m in KDE_MECHANISMS))
-    unwanted = {m for m in mods if m.split(".")[0] in ("sklearn", "matplotlib")
-                or m.startswith(("scipy.stats", "scipy.spatial", "scipy.optimize", "locpriv.audit"))}
+    mods = imported(
+        "from locpriv.stages.attack import attacks_of_run\n"
+        "from locpriv import mechanisms\n" + "".join(f"mechanisms.get({m!r})\n" for m in KDE_MECHANISMS)
+    )
+    unwanted = {
+        m
+        for m in mods
+        if m.split(".")[0] in ("sklearn", "matplotlib")
+        or m.startswith(("scipy.stats", "scipy.spatial", "scipy.optimize", "locpriv.audit"))
+    }
     assert not unwanted, sorted(unwanted)
 
 
@@ -45,20 +55,24 @@ def test_per_run_stages_do_not_load_the_audit_or_plots(stage):
 
 def test_per_run_stages_read_and_write_surfaces_without_xarray(tmp_path):
     """NetCDF surfaces go through locpriv.nc3: xarray with scipy.io cost each job ~0.3 s."""
-    code = ("import numpy as np\nfrom locpriv import io\nfrom locpriv.domain import Domain, Grid\n"
-            "from locpriv.stages import metrics, prepare, run\n"
-            "g = Grid.regular(Domain(0, 1, 0, 1), 4, 5)\n"
-            f"io.write_netcdf(g.to_dataset('m'), {str(tmp_path / 'grid.nc')!r})\n"
-            "s = g.surface(np.ones(g.shape), 'density', {'n_users': 3}, 'm')\n"
-            f"io.write_netcdf(s, {str(tmp_path / 'd.nc')!r})\n"
-            f"prepare.load_grid({str(tmp_path / 'grid.nc')!r}); io.read_nc3({str(tmp_path / 'd.nc')!r})\n")
+    code = (
+        "import numpy as np\nfrom locpriv import io\nfrom locpriv.domain import Domain, Grid\n"
+        "from locpriv.stages import metrics, prepare, run\n"
+        "g = Grid.regular(Domain(0, 1, 0, 1), 4, 5)\n"
+        f"io.write_netcdf(g.to_dataset('m'), {str(tmp_path / 'grid.nc')!r})\n"
+        "s = g.surface(np.ones(g.shape), 'density', {'n_users': 3}, 'm')\n"
+        f"io.write_netcdf(s, {str(tmp_path / 'd.nc')!r})\n"
+        f"prepare.load_grid({str(tmp_path / 'grid.nc')!r}); io.read_nc3({str(tmp_path / 'd.nc')!r})\n"
+    )
     mods = imported(code)
     assert (tmp_path / "d.nc").exists()
     assert not top_level(mods) & {"xarray", "scipy"}, sorted(top_level(mods) & {"xarray", "scipy"})
 
 
-@pytest.mark.parametrize("name", ["sldp", "privtree", "ldp_oue_grid", "ldp_kdtree", "dp_heatmap", "heatmap_flat",
-                                  "heatmap_hierarchical", "geoind"])
+@pytest.mark.parametrize(
+    "name",
+    ["sldp", "privtree", "ldp_oue_grid", "ldp_kdtree", "dp_heatmap", "heatmap_flat", "heatmap_hierarchical", "geoind"],
+)
 def test_a_mechanism_loads_only_its_own_module(name):
     """A job imports its mechanism's module and the helpers it builds on, never another mechanism's module."""
     from locpriv import mechanisms
@@ -70,8 +84,11 @@ def test_a_mechanism_loads_only_its_own_module(name):
     assert loaded & every <= {name, *(cls.name for cls in mechanisms.get(name).__mro__[1:] if getattr(cls, "name", ""))}
     assert name in loaded
     # nor a study or the config validator (jsonschema, yaml): ~0.1 s per job for dp_heatmap's
-    assert not {m for m in mods if m.startswith(("scipy.stats", "xarray", "jsonschema", "locpriv.config"))
-                or m.endswith(".study")}
+    assert not {
+        m
+        for m in mods
+        if m.startswith(("scipy.stats", "xarray", "jsonschema", "locpriv.config")) or m.endswith(".study")
+    }
 
 
 def test_every_mechanism_lives_in_a_module_named_after_it():
@@ -83,7 +100,6 @@ def test_every_mechanism_lives_in_a_module_named_after_it():
 
 
 def test_unknown_mechanism_still_lists_every_mechanism():
-    code = ("from locpriv import mechanisms\n"
-            "try:\n    mechanisms.get('nope')\nexcept ValueError as e:\n    print(e)\n")
+    code = "from locpriv import mechanisms\ntry:\n    mechanisms.get('nope')\nexcept ValueError as e:\n    print(e)\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "unknown mechanism 'nope'" in out and "'sldp'" in out and "'fedkde'" in out

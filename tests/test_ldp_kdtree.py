@@ -25,14 +25,15 @@ def _median_checks(pts, res, epsilon, buckets, counts_of=kd.debiased):
     out = []
     for level, bits in enumerate(res.reports):
         members = np.flatnonzero(res.group == level)
-        true = np.bincount(kd.values(pts[members], res.splits[:level], BOX, buckets),
-                           minlength=bits.shape[1]).reshape(2 ** level, buckets)
-        noisy = counts_of(bits.sum(axis=0), len(members), epsilon).reshape(2 ** level, buckets)
+        true = np.bincount(kd.values(pts[members], res.splits[:level], BOX, buckets), minlength=bits.shape[1]).reshape(
+            2**level, buckets
+        )
+        noisy = counts_of(bits.sum(axis=0), len(members), epsilon).reshape(2**level, buckets)
         axis = level % 2
         extent = kd.node_boxes(res.splits[:level], BOX)[:, [2 * axis, 2 * axis + 1]]
         _split, _, _, crossing = kd.calc_median(noisy, extent[:, 0], extent[:, 1])
         cum = np.concatenate([np.zeros((len(true), 1)), np.cumsum(true, axis=1)], axis=1)
-        for node in range(2 ** level):
+        for node in range(2**level):
             n = int(true[node].sum())
             bound = kd.cumulative_error_bound(len(members), n, buckets, epsilon, ALPHA)
             out.append((cum[node, crossing[node] + 1], cum[node, crossing[node]], n, bound))
@@ -81,10 +82,13 @@ def test_every_report_is_epsilon_ldp_over_the_whole_report_space():
     p, q = oue_probabilities(eps)
 
     def pmf(report, value):
-        return math.prod((p if k == value else q) if b else (1 - p if k == value else 1 - q)
-                         for k, b in enumerate(report))
-    worst = max(math.log(pmf(r, v) / pmf(r, w)) for r in itertools.product((0, 1), repeat=d)
-                for v in range(d) for w in range(d))
+        return math.prod(
+            (p if k == value else q) if b else (1 - p if k == value else 1 - q) for k, b in enumerate(report)
+        )
+
+    worst = max(
+        math.log(pmf(r, v) / pmf(r, w)) for r in itertools.product((0, 1), repeat=d) for v in range(d) for w in range(d)
+    )
     assert worst == pytest.approx(eps, rel=1e-12) and worst <= eps + 1e-12
 
 
@@ -96,9 +100,13 @@ def test_the_sampler_draws_reports_from_the_law_the_ratio_is_computed_for(claime
     bits = oue_bits(np.full(200_000, 1), d, 1.0, np.random.default_rng(5))
     pattern = bits.astype(int) @ (1 << np.arange(d))
     p, q = oue_probabilities(claimed)
-    expected = np.array([math.prod((p if k == 1 else q) if (r >> k) & 1 else (1 - p if k == 1 else 1 - q)
-                                   for k in range(d)) for r in range(2 ** d)]) * len(pattern)
-    pvalue = stats.chisquare(np.bincount(pattern, minlength=2 ** d), expected).pvalue
+    expected = np.array(
+        [
+            math.prod((p if k == 1 else q) if (r >> k) & 1 else (1 - p if k == 1 else 1 - q) for k in range(d))
+            for r in range(2**d)
+        ]
+    ) * len(pattern)
+    pvalue = stats.chisquare(np.bincount(pattern, minlength=2**d), expected).pvalue
     assert (pvalue > ALPHA) == ok
 
 
@@ -110,7 +118,7 @@ def test_each_user_reports_once_in_its_depths_domain():
     assert len(view) == 3000 and (view["user"] == pts["user"]).all()
     assert np.bincount(view["level"], minlength=3).tolist() == [1000, 1000, 1000]
     for level, ones in zip(view["level"], view["ones"], strict=True):
-        assert ((0 <= ones) & (ones < 2 ** level * 5)).all()
+        assert ((0 <= ones) & (ones < 2**level * 5)).all()
     leaves = pd.DataFrame({k: view.attrs["release"][k] for k in ("x0", "x1", "y0", "y1")})
     assert len(leaves) == 8 and ((leaves.x1 - leaves.x0) * (leaves.y1 - leaves.y0)).sum() == pytest.approx(1.0)
 

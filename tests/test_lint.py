@@ -20,7 +20,7 @@ def findings(text: str) -> list[str]:
     where, found = None, []
     for line in text.splitlines():
         if line.startswith("Lints for "):
-            where = line[len("Lints for "):].rstrip(":")
+            where = line[len("Lints for ") :].rstrip(":")
         elif re.match(r"^    \* ", line):
             found.append(f"{where}: {line.strip()[2:]}")
     return found
@@ -36,8 +36,10 @@ def test_lint_on_the_default_config(tmp_path):
 
 
 def unformatted(*files) -> bool:
-    return subprocess.run([sys.executable, "-m", "snakefmt", "--check", *map(str, files)],
-                          capture_output=True).returncode != 0
+    return (
+        subprocess.run([sys.executable, "-m", "snakefmt", "--check", *map(str, files)], capture_output=True).returncode
+        != 0
+    )
 
 
 def test_rule_files_are_snakefmt_formatted():
@@ -47,13 +49,20 @@ def test_rule_files_are_snakefmt_formatted():
         pytest.fail(f"not snakefmt-formatted (run `snakefmt Snakefile workflow/rules`): {', '.join(named)}")
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("Lints for snakefile a.smk:\n    * Absolute path \"/x\" in line 3:\n      text\n",
-     ["snakefile a.smk: Absolute path \"/x\" in line 3:"]),
-    ("Lints for rule r (line 1, a.smk):\n    * No log directive defined:\n",
-     ["rule r (line 1, a.smk): No log directive defined:"]),
-    ("Building DAG of jobs...\n", []),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        (
+            'Lints for snakefile a.smk:\n    * Absolute path "/x" in line 3:\n      text\n',
+            ['snakefile a.smk: Absolute path "/x" in line 3:'],
+        ),
+        (
+            "Lints for rule r (line 1, a.smk):\n    * No log directive defined:\n",
+            ["rule r (line 1, a.smk): No log directive defined:"],
+        ),
+        ("Building DAG of jobs...\n", []),
+    ],
+)
 def test_findings_parser(text, expected):
     assert findings(text) == expected
 
@@ -63,8 +72,11 @@ def test_profile_job_sizes_name_existing_rules(profile):
     """A renamed rule would silently fall back to the default job size."""
     import yaml
 
-    rules = {m for f in [ROOT / "Snakefile", *(ROOT / "workflow/rules").rglob("*.smk")]
-             for m in re.findall(r"^(?:rule|checkpoint) (\w+):", f.read_text(), flags=re.M)}
+    rules = {
+        m
+        for f in [ROOT / "Snakefile", *(ROOT / "workflow/rules").rglob("*.smk")]
+        for m in re.findall(r"^(?:rule|checkpoint) (\w+):", f.read_text(), flags=re.M)
+    }
     settings = yaml.safe_load((ROOT / profile).read_text())
     named = set(settings.get("set-resources", {})) | set(settings.get("set-threads", {}))
     assert named and named <= rules, sorted(named - rules)

@@ -33,8 +33,10 @@ def test_rff_view_is_the_compact_report_and_rebuilds_the_surface():
     # the server's reconstruction equals what the user computed from its location
     surf = mech.surfaces(view, GRID)
     omega = view[[c for c in view.columns if c.startswith("omega")]].to_numpy().reshape(40, 3, 2)
-    direct = np.cos(np.einsum("nbk,pqk->npqb", omega, np.stack(np.meshgrid(GRID.x, GRID.y, indexing="ij"), -1))
-                    - np.einsum("nbk,nk->nb", omega, pts[["x", "y"]].to_numpy())[:, None, None, :]).sum(-1)
+    direct = np.cos(
+        np.einsum("nbk,pqk->npqb", omega, np.stack(np.meshgrid(GRID.x, GRID.y, indexing="ij"), -1))
+        - np.einsum("nbk,nk->nb", omega, pts[["x", "y"]].to_numpy())[:, None, None, :]
+    ).sum(-1)
     np.testing.assert_allclose(surf, direct, atol=1e-9)
     assert mech.communication(GRID) == 9
 
@@ -49,8 +51,9 @@ def test_rff_estimate_is_unbiased_for_the_exact_kde():
     mech = _mech("rff", h=0.55, B=2)
     pts = _points(300)
     R = 40
-    ests = np.stack([mech.density(mech.partial(mech.randomize(pts, rng=r, domain=GRID), GRID), 300, GRID)
-                     for r in range(R)])
+    ests = np.stack(
+        [mech.density(mech.partial(mech.randomize(pts, rng=r, domain=GRID), GRID), 300, GRID) for r in range(R)]
+    )
     exact = kde.kde_sum(pts[["x", "y"]].to_numpy(), GRID.x, GRID.y, 0.55) / (300 * kde.normaliser(0.55))
     se = 1 / (np.sqrt(300 * 2 * R) * kde.normaliser(0.55))
     assert np.abs(ests.mean(0) - exact).max() < 5 * se
@@ -95,11 +98,28 @@ def test_geoind_moves_each_user_by_planar_laplace():
 
 
 # a parameter setting each registered mechanism validates (mechanisms not listed need none)
-SETTINGS = {"fedkde": {"h": 0.5}, "rff": {"h": 0.5, "B": 2}, "geoind": {"h": 0.5, "epsilon": 2.0},
-            "laplace_ldp": {"h": 0.5, "epsilon": 2.0}, "sldp": {"epsilon": 2.0}, "privtree": {"epsilon": 2.0},
-            "ldp_oue_grid": {"epsilon": 2.0}}
-FIELDS = {"model", "epsilon", "delta", "relation", "covers", "discretisation", "note", "non_private_inputs",
-          "other_relations", "trust_model", "timing"}
+SETTINGS = {
+    "fedkde": {"h": 0.5},
+    "rff": {"h": 0.5, "B": 2},
+    "geoind": {"h": 0.5, "epsilon": 2.0},
+    "laplace_ldp": {"h": 0.5, "epsilon": 2.0},
+    "sldp": {"epsilon": 2.0},
+    "privtree": {"epsilon": 2.0},
+    "ldp_oue_grid": {"epsilon": 2.0},
+}
+FIELDS = {
+    "model",
+    "epsilon",
+    "delta",
+    "relation",
+    "covers",
+    "discretisation",
+    "note",
+    "non_private_inputs",
+    "other_relations",
+    "trust_model",
+    "timing",
+}
 
 
 @pytest.mark.parametrize("name", mechanisms.names())
@@ -117,7 +137,7 @@ def test_every_mechanism_states_a_complete_guarantee(name):
 @pytest.mark.parametrize("name", ["geoind", "laplace_ldp"])
 def test_knn_bandwidth_from_raw_locations_voids_the_guarantee(name):
     """h: knn reads every raw location: the run's record has no epsilon and names the leak."""
-    mech = _mech(name, h=0.5, epsilon=2.0)   # the workflow builds the run's object with h resolved
+    mech = _mech(name, h=0.5, epsilon=2.0)  # the workflow builds the run's object with h resolved
     assert mech.run_guarantee({"h": 0.5, "epsilon": 2.0}).epsilon == 2.0
     voided = mech.run_guarantee({"h": "knn", "epsilon": 2.0})
     assert voided.epsilon is None and voided.delta is None and "knn" in voided.non_private_inputs
@@ -133,7 +153,7 @@ def test_privtree_records_the_replace_one_cost_with_add_remove_beside_it():
 def test_sldp_guarantee_follows_rule_calibration_and_threshold():
     default = _mech("sldp", epsilon=2.0)
     assert default.settings["threshold"] == 20 and default.settings["calibration"] == "sensitivity2"
-    assert default.guarantee().epsilon is None                              # per_child: none proven
+    assert default.guarantee().epsilon is None  # per_child: none proven
     assert _mech("sldp", epsilon=2.0, split_rule="all_children").guarantee().epsilon == 2.0
     paper = _mech("sldp", epsilon=2.0, split_rule="all_children", calibration="paper")
-    assert paper.guarantee().epsilon == 4.0                                 # the true cost, 2 eps per round
+    assert paper.guarantee().epsilon == 4.0  # the true cost, 2 eps per round

@@ -25,7 +25,7 @@ def test_spearman_equals_scipys_with_ties_and_nan():
 
     r = np.random.default_rng(7)
     for _ in range(50):
-        a = r.integers(0, 6, size=400).astype(float)     # many ties
+        a = r.integers(0, 6, size=400).astype(float)  # many ties
         b = a + r.normal(size=400) * r.integers(0, 3)
         assert metrics.spearman(a, b) == pytest.approx(spearmanr(a, b).statistic, abs=1e-12)
     a[3] = np.nan

@@ -9,8 +9,15 @@ from locpriv.datasets.points import LocalProjection
 from locpriv.domain import Domain, Grid
 
 GRID = Grid.regular(Domain(-3.0, 3.0, -2.0, 2.0), 7, 5)
-ATTRS = {"mechanism": "fedkde", "params": {"h": 0.55}, "n_users": 20000, "scale": 0.25,
-         "guarantee": {"epsilon": None, "relation": "none"}, "note": "", "units": "1/m^2"}
+ATTRS = {
+    "mechanism": "fedkde",
+    "params": {"h": 0.55},
+    "n_users": 20000,
+    "scale": 0.25,
+    "guarantee": {"epsilon": None, "relation": "none"},
+    "note": "",
+    "units": "1/m^2",
+}
 
 
 def _as_xarray(ds: nc3.Dataset) -> xr.Dataset:
@@ -20,12 +27,15 @@ def _as_xarray(ds: nc3.Dataset) -> xr.Dataset:
     return xr.Dataset(data, coords=coords, attrs=ds.attrs)
 
 
-@pytest.mark.parametrize("values", [
-    np.random.default_rng(1).random(GRID.shape),
-    np.full(GRID.shape, np.nan),                              # a refused query
-    np.arange(np.prod(GRID.shape)).reshape(GRID.shape),       # int64, stored as int32
-    np.random.default_rng(3).random(GRID.shape, dtype=np.float32),
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.random.default_rng(1).random(GRID.shape),
+        np.full(GRID.shape, np.nan),  # a refused query
+        np.arange(np.prod(GRID.shape)).reshape(GRID.shape),  # int64, stored as int32
+        np.random.default_rng(3).random(GRID.shape, dtype=np.float32),
+    ],
+)
 def test_surface_bytes_equal_xarray_scipy_backend(tmp_path, values):
     surface = GRID.surface(values, "density", ATTRS, "m")
     io.write_netcdf(surface, tmp_path / "nc3.nc")
@@ -50,8 +60,9 @@ def test_reader_returns_what_xarray_decodes(tmp_path):
     for name, var in theirs.variables.items():
         assert np.array_equal(ours[name].values, var.values, equal_nan=True)
         assert ours[name].dims == var.dims
-        assert {k: (type(v), str(v)) for k, v in ours[name].attrs.items()} == \
-            {k: (type(v), str(v)) for k, v in var.attrs.items()}
+        assert {k: (type(v), str(v)) for k, v in ours[name].attrs.items()} == {
+            k: (type(v), str(v)) for k, v in var.attrs.items()
+        }
     assert ours.attrs == theirs.attrs
 
 
@@ -60,7 +71,8 @@ def test_reader_rejects_what_it_does_not_decode(tmp_path):
     with pytest.raises(ValueError, match="not a NetCDF-3 file"):
         nc3.read(tmp_path / "bad.nc")
     xr.Dataset({"v": ("x", np.array([1.0, 2.0]), {"_FillValue": -1.0})}).to_netcdf(
-        tmp_path / "fill.nc", engine="scipy", format="NETCDF3_64BIT")
+        tmp_path / "fill.nc", engine="scipy", format="NETCDF3_64BIT"
+    )
     with pytest.raises(ValueError, match="only NaN is supported"):
         nc3.read(tmp_path / "fill.nc")
 
@@ -84,7 +96,7 @@ def test_maps_are_stored_y_x_and_read_back_indexed_x_y(tmp_path):
     assert stored.dims == ("y", "x") and np.array_equal(stored.values, values.T)
     for back in (io.read_nc3(tmp_path / "s.nc")["density"], io.read_netcdf(tmp_path / "s.nc")["density"]):
         assert back.dims == ("x", "y") and np.array_equal(back.values, values)
-    with xr.open_dataset(tmp_path / "s.nc", engine="scipy") as ds:   # as a user opens it
+    with xr.open_dataset(tmp_path / "s.nc", engine="scipy") as ds:  # as a user opens it
         assert ds["density"].dims == ("y", "x")
         assert float(ds["density"].sel(x=GRID.x[6], y=GRID.y[0])) == values[6, 0]
         assert ds["density"].attrs["grid_mapping"] == "crs" and "crs_wkt" in ds["crs"].attrs

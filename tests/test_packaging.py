@@ -86,8 +86,9 @@ def test_runtime_dependencies_exclude_the_workflow_and_test_tools():
     project = pyproject()["project"]
     core = names(project["dependencies"])
     extras = project["optional-dependencies"]
-    assert not core & {"snakemake", "snakemake-executor-plugin-slurm", "pytest", "snakefmt", "ruff",
-                       "scikit-learn"}, core
+    assert not core & {"snakemake", "snakemake-executor-plugin-slurm", "pytest", "snakefmt", "ruff", "scikit-learn"}, (
+        core
+    )
     assert {"snakemake", "snakemake-executor-plugin-slurm", "scikit-learn"} <= names(extras["workflow"])
     assert {"pytest", "snakefmt", "ruff"} <= names(extras["test"])
 
@@ -95,6 +96,7 @@ def test_runtime_dependencies_exclude_the_workflow_and_test_tools():
 def imports(tree: ast.Module):
     """(top-level package, at import time?) of every absolute import; imports inside a function run only
     when it is called."""
+
     def walk(node, in_function):
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.Import):
@@ -103,6 +105,7 @@ def imports(tree: ast.Module):
                 yield child.module.split(".")[0], not in_function
             else:
                 yield from walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
     return walk(tree, False)
 
 
@@ -131,6 +134,6 @@ def test_the_jobs_conda_environment_is_the_library_and_the_workflow_extra():
 
     project = pyproject()["project"]
     wanted = names(project["dependencies"]) | names(project["optional-dependencies"]["workflow"])
-    conda = {"matplotlib": "matplotlib-base", "snakemake": "snakemake-minimal"}   # conda-forge's names
+    conda = {"matplotlib": "matplotlib-base", "snakemake": "snakemake-minimal"}  # conda-forge's names
     env = yaml.safe_load((ROOT / "envs/locpriv.yaml").read_text())["dependencies"]
     assert names(env) - {"python"} == {conda.get(name, name) for name in wanted}

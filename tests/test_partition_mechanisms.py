@@ -26,9 +26,16 @@ def _run(name, n=4000, seed=1, **given):
     return mech, mech.settings, pts, view, est
 
 
-@pytest.mark.parametrize("name, given", [("sldp", {"epsilon": 2.0}), ("privtree", {"epsilon": 2.0}),
-                                         ("ldp_oue_grid", {"epsilon": 2.0}), ("ldp_kdtree", {"epsilon": 2.0}),
-                                         ("sldp", {"epsilon": 2.0, "leaves": "children"})])
+@pytest.mark.parametrize(
+    "name, given",
+    [
+        ("sldp", {"epsilon": 2.0}),
+        ("privtree", {"epsilon": 2.0}),
+        ("ldp_oue_grid", {"epsilon": 2.0}),
+        ("ldp_kdtree", {"epsilon": 2.0}),
+        ("sldp", {"epsilon": 2.0, "leaves": "children"}),
+    ],
+)
 def test_estimate_is_a_pdf_peaked_at_the_data(name, given):
     _, _, _, view, est = _run(name, **given)
     assert est.min() >= 0 and est.sum() * GRID.cell_area == pytest.approx(1.0)
@@ -50,6 +57,7 @@ def test_sldp_surface_is_a_pdf_on_each_users_region():
     # exact overlaps: every surface integrates to 1 over the grid, however small the region
     assert np.allclose(surf.sum(axis=(1, 2)) * GRID.cell_area, 1.0)
     from locpriv.quadtree import cell_box
+
     boxes = cell_box(view["level"].to_numpy()[:50], view["code"].to_numpy()[:50], [-3, 3, -3, 3])
     half = (GRID.x[1] - GRID.x[0]) / 2
     gx, gy = np.meshgrid(GRID.x, GRID.y, indexing="ij")
@@ -63,7 +71,8 @@ def test_sldp_surface_is_a_pdf_on_each_users_region():
 
 def test_release_surface_keeps_the_mass_of_cells_smaller_than_a_grid_cell():
     from locpriv.mechanisms.partitions import release_surface
-    release = {"level": [0, 8], "code": [0, 12345], "count": [0.0, 10.0]}   # one tiny leaf with all the mass
+
+    release = {"level": [0, 8], "code": [0, 12345], "count": [0.0, 10.0]}  # one tiny leaf with all the mass
     surface = release_surface(release, GRID)
     assert surface.sum() * GRID.cell_area == pytest.approx(10.0)
 
@@ -81,6 +90,7 @@ def test_oue_bits_are_unbiased_per_cell():
     pts = _points(3000)
     p, q = 0.5, 1 / (math.e + 1)
     from locpriv.quadtree import cell_codes
+
     true = np.bincount(cell_codes(pts[["x", "y"]].to_numpy(), [-3, 3, -3, 3], 2), minlength=16)
     draws = []
     for r in range(30):
@@ -97,13 +107,15 @@ def test_partition_mechanisms_are_branches_of_the_location_dag(make_workdir):
     import copy
 
     from conftest import TINY, run_snakemake
+
     cfg = copy.deepcopy(TINY)
     cfg["experiments"]["density"]["mechanisms"] = {
         "sldp": {"n": [600], "epsilon": [2.0], "max_depth": 6},
         "privtree": {"n": [600], "epsilon": [2.0]},
         "ldp_oue_grid": {"n": [600], "epsilon": [2.0], "level": 3},
         "ldp_kdtree": {"n": [600], "epsilon": [2.0], "height": 3},
-        "hdg": {"n": [600], "epsilon": [2.0]}}
+        "hdg": {"n": [600], "epsilon": [2.0]},
+    }
     wd = make_workdir(cfg)
     run_snakemake(wd, "--cores", "2", "results/summary/metrics.csv")
     table = pd.read_csv(wd / "results/summary/metrics.csv")

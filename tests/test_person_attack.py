@@ -16,8 +16,13 @@ from locpriv.stages import prepare, utility
 from locpriv.stages import run as st_run
 
 PERSONS, POINTS, CAP = 40, 12, 8
-SPEC = {"source": "points", "bbox": [0.0, 1.0, 0.0, 1.0], "user_column": "person",
-        "max_points_per_person": CAP, "max_dropped_fraction": 0.0}
+SPEC = {
+    "source": "points",
+    "bbox": [0.0, 1.0, 0.0, 1.0],
+    "user_column": "person",
+    "max_points_per_person": CAP,
+    "max_dropped_fraction": 0.0,
+}
 
 
 @pytest.fixture(scope="module")
@@ -27,27 +32,56 @@ def chain(tmp_path_factory):
     rng = np.random.default_rng(3)
     homes = rng.uniform(0.2, 0.8, size=(PERSONS, 2))
     xy = np.repeat(homes, POINTS, axis=0) + rng.normal(0, 0.01, size=(PERSONS * POINTS, 2))
-    pd.DataFrame({"person": np.repeat([f"p{k:02d}" for k in range(PERSONS)], POINTS),
-                  "x": xy[:, 0], "y": xy[:, 1]}).to_csv(d / "points.csv", index=False)
+    pd.DataFrame(
+        {"person": np.repeat([f"p{k:02d}" for k in range(PERSONS)], POINTS), "x": xy[:, 0], "y": xy[:, 1]}
+    ).to_csv(d / "points.csv", index=False)
     spec = {**SPEC, "path": str(d / "points.csv")}
-    f = {k: str(d / v) for k, v in {"points": "points.parquet", "meta": "meta.json", "grid": "grid.nc",
-                                     "truth": "truth.nc", "view": "view", "agg": "agg.nc", "est": "est.nc",
-                                     "lm": "lm.parquet", "bayes": "bayes.parquet", "workload": "w.parquet",
-                                     "metrics": "metrics.parquet"}.items()}
+    f = {
+        k: str(d / v)
+        for k, v in {
+            "points": "points.parquet",
+            "meta": "meta.json",
+            "grid": "grid.nc",
+            "truth": "truth.nc",
+            "view": "view",
+            "agg": "agg.nc",
+            "est": "est.nc",
+            "lm": "lm.parquet",
+            "bayes": "bayes.parquet",
+            "workload": "w.parquet",
+            "metrics": "metrics.parquet",
+        }.items()
+    }
     prepare.ingest(name="people", spec=spec, seed=11, out_points=f["points"], out_meta=f["meta"])
     prepare.encode_grid(spec=spec, grid_spec={"P": 40, "Q": 40}, out_grid=f["grid"])
     grid = prepare.load_grid(f["grid"])
     io.write_netcdf(grid.surface(np.ones(grid.shape), "density", {"units": "1/1^2"}, "1"), f["truth"])
     run = {"dataset": "people", "mechanism": "geoind", "params": {"n": "all", "h": 0.05, "epsilon": 20.0}, "rep": 0}
     common = {"run": run, "grid_path": f["grid"], "bandwidth_json": None}
-    st_run.randomize(seed=11, shards=[0, 1], users_per_shard=200, points_path=f["points"], meta_json=f["meta"],
-                     out_dir=f["view"], **common)
+    st_run.randomize(
+        seed=11,
+        shards=[0, 1],
+        users_per_shard=200,
+        points_path=f["points"],
+        meta_json=f["meta"],
+        out_dir=f["view"],
+        **common,
+    )
     views = [st_run.shard_file(f["view"], s) for s in (0, 1)]
     st_run.aggregate_estimate(view_paths=views, out_agg=f["agg"], out_est=f["est"], **common)
-    st_attack.attacks_of_run(seed=11, attack_cfg={"users": 25, "ratio": 1.1},
-                             adversary_cfg={"users": 25, "prior": "uniform", "r": 2}, users_per_shard=200,
-                             view_paths=views, points_path=f["points"], meta_json=f["meta"], truth_path=f["truth"],
-                             out_local_maxima=f["lm"], out_bayes=f["bayes"], **common)
+    st_attack.attacks_of_run(
+        seed=11,
+        attack_cfg={"users": 25, "ratio": 1.1},
+        adversary_cfg={"users": 25, "prior": "uniform", "r": 2},
+        users_per_shard=200,
+        view_paths=views,
+        points_path=f["points"],
+        meta_json=f["meta"],
+        truth_path=f["truth"],
+        out_local_maxima=f["lm"],
+        out_bayes=f["bayes"],
+        **common,
+    )
     return f, run, homes
 
 
@@ -97,10 +131,20 @@ def test_the_runs_summary_rows_state_the_person_level_epsilon(chain):
     f, run, _ = chain
     queries = pd.DataFrame([[0.2, 0.5, 0.2, 0.5], [0.4, 0.8, 0.1, 0.9]], columns=utility.COLUMNS)
     io.write_parquet(queries, f["workload"])
-    st_metrics.run_metrics(run=run, est_path=f["est"], truth_path=f["truth"], pooled_path=None,
-                           attack_path=f["lm"], bayes_path=f["bayes"], workload_path=f["workload"],
-                           grid_path=f["grid"], bandwidth_json=None, meta_json=f["meta"], hotspot_k=10,
-                           out_metrics=f["metrics"])
+    st_metrics.run_metrics(
+        run=run,
+        est_path=f["est"],
+        truth_path=f["truth"],
+        pooled_path=None,
+        attack_path=f["lm"],
+        bayes_path=f["bayes"],
+        workload_path=f["workload"],
+        grid_path=f["grid"],
+        bandwidth_json=None,
+        meta_json=f["meta"],
+        hotspot_k=10,
+        out_metrics=f["metrics"],
+    )
     rows = pd.read_parquet(f["metrics"]).set_index("metric")["value"]
     assert rows["guarantee_epsilon"] == pytest.approx(20.0)
     assert rows["guarantee_epsilon_person"] == pytest.approx(CAP * rows["guarantee_epsilon"])

@@ -71,8 +71,10 @@ def test_grid_noise_has_the_discrete_planar_law(a, timing_safe):
 def _independence_pvalue(rounds, radius):
     """Chi-square test of independence of (one round or more) and (radius above its median)."""
     far = radius > np.median(radius)
-    table = [[np.sum((rounds == 1) & ~far), np.sum((rounds == 1) & far)],
-             [np.sum((rounds > 1) & ~far), np.sum((rounds > 1) & far)]]
+    table = [
+        [np.sum((rounds == 1) & ~far), np.sum((rounds == 1) & far)],
+        [np.sum((rounds > 1) & ~far), np.sum((rounds > 1) & far)],
+    ]
     return stats.chi2_contingency(table).pvalue
 
 
@@ -91,7 +93,7 @@ def test_timing_safe_work_is_a_function_of_the_rounds_alone():
         rounds.append(rng.doubles - doubles)
         radius.append(np.hypot(*k))
     rounds, radius = np.array(rounds), np.array(radius)
-    assert (rounds > 1).sum() > 400                     # about 1 in 5 calls takes a second round
+    assert (rounds > 1).sum() > 400  # about 1 in 5 calls takes a second round
     assert _independence_pvalue(rounds, radius) > ALPHA
     assert _independence_pvalue(rounds + (radius > np.median(radius)), radius) < ALPHA
 
@@ -103,7 +105,8 @@ def test_timing_safe_tv_is_small():
 
 def test_grid_noise_test_has_power():
     from locpriv.dp.sampling import discrete_laplace
-    proposal = discrete_laplace(math.sqrt(2), np.random.default_rng(5), size=(N, 2))   # no rejection step
+
+    proposal = discrete_laplace(math.sqrt(2), np.random.default_rng(5), size=(N, 2))  # no rejection step
     assert _planar_pvalue(proposal, 1.0) < ALPHA
 
 
@@ -114,7 +117,7 @@ def test_reports_lie_on_the_grid_and_the_noise_does_not_depend_on_the_location()
     assert step == 2.0 ** math.floor(math.log2(1 / (1024 * eps))) and step <= 1 / (1024 * eps)
     points = np.random.default_rng(6).uniform(-5, 5, (1000, 2))
     moved = perturb(points, eps, np.random.default_rng(7))
-    assert (moved / step == np.rint(moved / step)).all()              # a public lattice: Mironov-safe
+    assert (moved / step == np.rint(moved / step)).all()  # a public lattice: Mironov-safe
     at_origin = perturb(np.zeros((1000, 2)), eps, np.random.default_rng(7))
     np.testing.assert_array_equal(moved - step * np.rint(points / step), at_origin)
 
@@ -130,7 +133,7 @@ def test_bad_points_rejected():
         perturb(np.zeros((3, 3)), 1.0, np.random.default_rng(0))
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 2.0 ** 63])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 2.0**63])
 def test_non_finite_and_far_points_rejected(bad):
     """NaN and inf have no epsilon; a point 2^63 grid steps out used to wrap silently in int64
     (here 2^63 x 2^-11 per unit at epsilon = 1, far beyond 2^52 steps)."""

@@ -14,8 +14,10 @@ from locpriv.stages.metrics import runs_table
 
 
 def _tidy(rows):
-    return pd.DataFrame(rows, columns=["dataset", "mechanism", "trust_model", "rep", "epsilon", "estimator", "h",
-                                       "n", "metric", "value"])
+    return pd.DataFrame(
+        rows,
+        columns=["dataset", "mechanism", "trust_model", "rep", "epsilon", "estimator", "h", "n", "metric", "value"],
+    )
 
 
 def _summary(tmp_path):
@@ -25,16 +27,38 @@ def _summary(tmp_path):
         for n in (300, 600):
             for eps in (4.0, 16.0):
                 for est in ("naive", "deconv"):
-                    for metric, value in (("spearman_pooled", 0.5 + 0.01 * eps + 0.1 * rep),
-                                          ("spearman", 0.4), ("privacy_Z", 2.0 / eps), ("answered", 1.0),
-                                          ("n_users", float(n)), ("guarantee_epsilon", eps)):
+                    for metric, value in (
+                        ("spearman_pooled", 0.5 + 0.01 * eps + 0.1 * rep),
+                        ("spearman", 0.4),
+                        ("privacy_Z", 2.0 / eps),
+                        ("answered", 1.0),
+                        ("n_users", float(n)),
+                        ("guarantee_epsilon", eps),
+                    ):
                         rows.append(("g", "laplace_ldp", "local", rep, eps, est, 0.55, n, metric, value))
             for mech, z in (("zero", 3.0), ("fedkde", 0.0)):
-                for metric, value in (("spearman_pooled", 0.9 if mech == "fedkde" else 0.0), ("spearman", 0.5),
-                                      ("privacy_Z", z), ("answered", 1.0), ("n_users", float(n)),
-                                      ("guarantee_epsilon", np.nan)):
-                    rows.append(("g", mech, "local" if mech == "zero" else "none", rep, np.nan, None,
-                                 0.55 if mech == "fedkde" else np.nan, n, metric, value))
+                for metric, value in (
+                    ("spearman_pooled", 0.9 if mech == "fedkde" else 0.0),
+                    ("spearman", 0.5),
+                    ("privacy_Z", z),
+                    ("answered", 1.0),
+                    ("n_users", float(n)),
+                    ("guarantee_epsilon", np.nan),
+                ):
+                    rows.append(
+                        (
+                            "g",
+                            mech,
+                            "local" if mech == "zero" else "none",
+                            rep,
+                            np.nan,
+                            None,
+                            0.55 if mech == "fedkde" else np.nan,
+                            n,
+                            metric,
+                            value,
+                        )
+                    )
     path = tmp_path / "metrics.parquet"
     io.write_parquet(_tidy(rows), path)
     return path
@@ -58,7 +82,7 @@ def test_tradeoff_legend_names_the_swept_parameter(tmp_path, monkeypatch):
     monkeypatch.setattr(figures, "save", lambda fig, path, dpi: figs.append(fig) or real_save(fig, path, dpi))
     plots.tradeoff(summary_path=str(_summary(tmp_path)), out_png=str(tmp_path / "t.png"), settings={"dpi": 40})
     assert_figure(tmp_path / "t.png")
-    (legend,) = figs[0].legends           # one legend for every panel, beside them, not over the points
+    (legend,) = figs[0].legends  # one legend for every panel, beside them, not over the points
     seen = [t.get_text() for t in legend.get_texts()]
     assert "laplace_ldp over epsilon (estimator=deconv)" in seen
     assert "laplace_ldp over epsilon (estimator=naive)" in seen
@@ -69,9 +93,9 @@ def test_tradeoff_legend_names_the_swept_parameter(tmp_path, monkeypatch):
 def test_surfaces_grid_has_colour_bars_and_a_robust_scale(tmp_path, monkeypatch):
     grid = Grid.regular(Domain(-3, 3, -3, 3), 40, 40)
     gx, gy = np.meshgrid(grid.x, grid.y, indexing="ij")
-    smooth = np.exp(-(gx ** 2 + gy ** 2))
+    smooth = np.exp(-(gx**2 + gy**2))
     spiky = smooth.copy()
-    spiky[3, 3] = 1e4 * smooth.max()          # one tiny leaf with a huge density (as PrivTree can give)
+    spiky[3, 3] = 1e4 * smooth.max()  # one tiny leaf with a huge density (as PrivTree can give)
     paths = []
     for name, values in (("truth", smooth), *((f"m{i}", spiky) for i in range(5))):
         path = tmp_path / f"{name}.nc"
@@ -86,8 +110,13 @@ def test_surfaces_grid_has_colour_bars_and_a_robust_scale(tmp_path, monkeypatch)
         real_save(fig, path, settings)
 
     monkeypatch.setattr(plots, "save_figure", keep)
-    plots.surfaces(truth_path=paths[0], estimate_paths=paths[1:],
-                   labels=[f"mechanism {i}: n=600, epsilon=2" for i in range(5)], out_png=str(out), settings={})
+    plots.surfaces(
+        truth_path=paths[0],
+        estimate_paths=paths[1:],
+        labels=[f"mechanism {i}: n=600, epsilon=2" for i in range(5)],
+        out_png=str(out),
+        settings={},
+    )
     fig = captured["fig"]
     panels = [ax for ax in fig.axes if ax.images]
     bars = [ax for ax in fig.axes if not ax.images and ax.get_label() == "<colorbar>"]
@@ -98,9 +127,9 @@ def test_surfaces_grid_has_colour_bars_and_a_robust_scale(tmp_path, monkeypatch)
     image = panels[1].images[0]
     assert image.norm.vmax < 0.01 * spiky.max()
     shown = image.norm(spiky)
-    assert (np.clip(shown, 0, 1) > 0.2).mean() > 0.05   # min-max scaling would leave ~0 % above 0.2
+    assert (np.clip(shown, 0, 1) > 0.2).mean() > 0.05  # min-max scaling would leave ~0 % above 0.2
     png = plt.imread(out)
-    assert png.shape[1] < 2.5 * png.shape[0]          # no 10:1 strip
+    assert png.shape[1] < 2.5 * png.shape[0]  # no 10:1 strip
     assert_figure(out, (2, 4), skip=((1, 2), (1, 3)))  # every panel shows its surface (4 + 2 layout)
 
 
@@ -108,17 +137,26 @@ def test_runs_table_is_one_row_per_setting_with_units_and_relation(tmp_path):
     tidy = pd.read_parquet(_summary(tmp_path))
     tidy["guarantee_relation"] = np.where(tidy["mechanism"] == "laplace_ldp", "any two locations in the box", "none")
     io.write_parquet(tidy, tmp_path / "with_relation.parquet")
-    table = runs_table(summary_parquet=str(tmp_path / "with_relation.parquet"), units={"g": "m"},
-                       out_csv=str(tmp_path / "runs.csv"))
+    table = runs_table(
+        summary_parquet=str(tmp_path / "with_relation.parquet"), units={"g": "m"}, out_csv=str(tmp_path / "runs.csv")
+    )
     # 2 N x (4 laplace_ldp settings + zero + fedkde), reps averaged
     assert len(table) == 12 and (table["reps"] == 2).all()
-    assert list(table.columns[:8]) == ["dataset", "mechanism", "trust_model", "n", "epsilon", "estimator", "h",
-                                       "reps"]
-    assert {"privacy_Z [m]", "spearman [rank corr.]", "n_users [users]", "epsilon_guaranteed",
-            "epsilon_relation"} <= set(table.columns)
-    row = table[(table["mechanism"] == "laplace_ldp") & (table["epsilon"] == 4.0) & (table["n"] == 600)
-                & (table["estimator"] == "naive")].iloc[0]
-    assert row["spearman_pooled [rank corr.]"] == pytest.approx(0.5 + 0.04 + 0.05)   # mean of reps 0 and 1
+    assert list(table.columns[:8]) == ["dataset", "mechanism", "trust_model", "n", "epsilon", "estimator", "h", "reps"]
+    assert {
+        "privacy_Z [m]",
+        "spearman [rank corr.]",
+        "n_users [users]",
+        "epsilon_guaranteed",
+        "epsilon_relation",
+    } <= set(table.columns)
+    row = table[
+        (table["mechanism"] == "laplace_ldp")
+        & (table["epsilon"] == 4.0)
+        & (table["n"] == 600)
+        & (table["estimator"] == "naive")
+    ].iloc[0]
+    assert row["spearman_pooled [rank corr.]"] == pytest.approx(0.5 + 0.04 + 0.05)  # mean of reps 0 and 1
     assert row["epsilon_guaranteed"] == 4.0 and row["epsilon_relation"] == "any two locations in the box"
     assert np.isnan(table.loc[table["mechanism"] == "zero", "epsilon_guaranteed"]).all()
     back = pd.read_csv(tmp_path / "runs.csv")
@@ -129,11 +167,12 @@ def test_runs_table_with_mixed_units_names_the_unit_column(tmp_path):
     tidy = pd.read_parquet(_summary(tmp_path))
     tidy = pd.concat([tidy, tidy.assign(dataset="city")], ignore_index=True)
     io.write_parquet(tidy, tmp_path / "two.parquet")
-    table = runs_table(summary_parquet=str(tmp_path / "two.parquet"), units={"g": "1", "city": "m"},
-                       out_csv=str(tmp_path / "runs.csv"))
+    table = runs_table(
+        summary_parquet=str(tmp_path / "two.parquet"), units={"g": "1", "city": "m"}, out_csv=str(tmp_path / "runs.csv")
+    )
     assert "privacy_Z [distance_unit]" in table and set(table["distance_unit"]) == {"domain units", "m"}
     one = runs_table(summary_parquet=str(_summary(tmp_path)), units={"g": "1"}, out_csv=str(tmp_path / "one.csv"))
-    assert "privacy_Z [domain units]" in one and "ise" not in one   # no ISE rows in this summary
+    assert "privacy_Z [domain units]" in one and "ise" not in one  # no ISE rows in this summary
 
 
 @pytest.mark.workflow

@@ -130,15 +130,15 @@ def _config():
     cfg = copy.deepcopy(TINY)
     cfg["plugins"] = ["rr_plugin"]
     cfg["audit"] = {"draws": 2000}
-    cfg["experiments"]["density"]["mechanisms"] = {"rr_grid": {"n": 300, "epsilon": [1.0, 3.0]},
-                                                   "zero": {"n": 300}}
+    cfg["experiments"]["density"]["mechanisms"] = {"rr_grid": {"n": 300, "epsilon": [1.0, 3.0]}, "zero": {"n": 300}}
     cfg["studies"] = {"coin": {"epsilon": [1.0, 4.0], "reps": 2, "n": 500}}
     return cfg
 
 
 def _tree_state() -> str:
-    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT,
-                          capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
 
 
 def test_a_plugin_mechanism_and_study_reach_their_summaries(make_workdir):
@@ -146,16 +146,16 @@ def test_a_plugin_mechanism_and_study_reach_their_summaries(make_workdir):
     wd = make_workdir(_config())
     (wd / "rr_plugin.py").write_text(PLUGIN)
     run_snakemake(wd, "--cores", "2", "results/summary/metrics.parquet", "results/studies/coin/summary.parquet")
-    assert _tree_state() == before   # no file of locpriv written or edited
+    assert _tree_state() == before  # no file of locpriv written or edited
     table = pd.read_parquet(wd / "results/summary/metrics.parquet")
     rr = table[table["mechanism"] == "rr_grid"]
     assert set(rr["trust_model"]) == {"local"} and sorted(rr["epsilon"].unique()) == [1.0, 3.0]
     value = rr.set_index(["epsilon", "metric"])["value"]
     for eps in (1.0, 3.0):
         assert value[(eps, "answered")] == 1 and value[(eps, "guarantee_epsilon")] == eps
-        assert 0 <= value[(eps, "audit_epsilon_lb")] <= eps   # its own audit case ran, below its claim
+        assert 0 <= value[(eps, "audit_epsilon_lb")] <= eps  # its own audit case ran, below its claim
         assert np.isfinite(value[(eps, "bayes_expected_error")]) and np.isfinite(value[(eps, "privacy_Z")])
-    assert value[(3.0, "spearman")] > value[(1.0, "spearman")]   # more budget, a better map
+    assert value[(3.0, "spearman")] > value[(1.0, "spearman")]  # more budget, a better map
     study = pd.read_parquet(wd / "results/studies/coin/summary.parquet")
     assert len(study) == 4 and set(study["study"]) == {"coin"} and sorted(set(study["epsilon"])) == [1.0, 4.0]
     assert (wd / "results/studies/coin/summary.csv").exists()
@@ -165,12 +165,15 @@ def test_a_plugin_mechanism_and_study_reach_their_summaries(make_workdir):
 
 def test_a_plugin_claiming_epsilon_without_an_audit_case_stops_before_any_job(make_workdir):
     wd = make_workdir(_config())
-    (wd / "rr_plugin.py").write_text(PLUGIN.replace("    def audit_case(self, grid):",
-                                                    "    def _no_audit(self, grid):"))
+    (wd / "rr_plugin.py").write_text(
+        PLUGIN.replace("    def audit_case(self, grid):", "    def _no_audit(self, grid):")
+    )
     proc = run_snakemake(wd, "--dry-run", check=False)
     assert proc.returncode != 0
-    assert ("config key 'experiments.density.mechanisms.rr_grid': mechanism 'rr_grid' states an epsilon but has "
-            "no audit case") in proc.stderr + proc.stdout
+    assert (
+        "config key 'experiments.density.mechanisms.rr_grid': mechanism 'rr_grid' states an epsilon but has "
+        "no audit case"
+    ) in proc.stderr + proc.stdout
     assert not (wd / "results").exists()
 
 
@@ -179,5 +182,6 @@ def test_a_plugin_that_does_not_import_is_named_in_one_line(make_workdir):
     (wd / "rr_plugin.py").write_text("raise RuntimeError('broken on purpose')\n")
     proc = run_snakemake(wd, "--dry-run", check=False)
     assert proc.returncode != 0
-    assert ("config key 'plugins': cannot import 'rr_plugin' (RuntimeError: broken on purpose)"
-            in proc.stderr + proc.stdout)
+    assert (
+        "config key 'plugins': cannot import 'rr_plugin' (RuntimeError: broken on purpose)" in proc.stderr + proc.stdout
+    )

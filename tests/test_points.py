@@ -24,12 +24,15 @@ def test_projection_is_metric_near_the_centre(tmp_path):
 
 
 def test_load_counts_every_dropped_row(tmp_path):
-    f = write_csv(tmp_path / "p.csv", "user,lat,lon\n"
-                  "1,39.9,116.3\n"       # kept
-                  "1,39.9,117.0\n"       # outside box
-                  "2,,116.3\n"           # missing coordinate
-                  "2,abc,116.3\n"        # not a number
-                  "3,40.0,116.5\n")      # kept
+    f = write_csv(
+        tmp_path / "p.csv",
+        "user,lat,lon\n"
+        "1,39.9,116.3\n"  # kept
+        "1,39.9,117.0\n"  # outside box
+        "2,,116.3\n"  # missing coordinate
+        "2,abc,116.3\n"  # not a number
+        "3,40.0,116.5\n",
+    )  # kept
     pts, report, meta = points.load_points(f, lonlat_bbox=BOX)
     assert len(pts) == 2 and report.rows_read == 5
     assert meta["rows_dropped"] == {"missing_coordinate": 1, "non_numeric_coordinate": 1, "outside_bbox": 1}

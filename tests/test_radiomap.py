@@ -19,9 +19,15 @@ GRID = CellGrid(10, 3.0)
 
 
 def small_problem(seed=1, n_users=6):
-    cfg = validate_config({"environment": {"size": 60.0, "cell": 3.0, "n_buildings": 6},
-                           "n_users": n_users, "n_stations": 30, "n_measurements": 25,
-                           "evaluation": {"stride": 2, "n_stations": 3}})
+    cfg = validate_config(
+        {
+            "environment": {"size": 60.0, "cell": 3.0, "n_buildings": 6},
+            "n_users": n_users,
+            "n_stations": 30,
+            "n_measurements": 25,
+            "evaluation": {"stride": 2, "n_stations": 3},
+        }
+    )
     env = scenario.make_environment(cfg, rng(seed, "rm-test", "env"))
     links, ev = scenario.link_geometry(cfg, env)
     y, _ = scenario.measure(cfg, links, env["heights"], rng(seed, "rm-test", "y"))
@@ -43,11 +49,11 @@ def test_traversal_matches_dense_sampling_of_random_links():
     b = np.column_stack([r.uniform(0, 30, (200, 2)), np.full(200, 50.0)])
     links = traverse(GRID, a, b)
     t = np.linspace(0, 1, 20001)
-    for k in range(0, 200, 17):   # spot checks against a brute-force reference
+    for k in range(0, 200, 17):  # spot checks against a brute-force reference
         pts = a[k, :2] + t[:, None] * (b[k, :2] - a[k, :2])
         ref = set(np.unique(GRID.cell_of(pts)))
         got = set(links.matrix.getrow(k).indices)
-        assert got <= ref and len(ref - got) <= 2   # only corner touches may differ
+        assert got <= ref and len(ref - got) <= 2  # only corner touches may differ
     np.testing.assert_allclose(links.log10_distance, np.log10(np.linalg.norm(b - a, axis=1)))
 
 
@@ -74,17 +80,19 @@ def test_analytic_gradients_match_finite_differences():
         return local_gradients(pb.links, pb.user, pb.y, hh, th, scale, pb.n_users)[0]
 
     eps = 1e-5
-    cells = np.argsort(-np.abs(gh).sum(axis=0))[:15]   # cells that carry gradient
+    cells = np.argsort(-np.abs(gh).sum(axis=0))[:15]  # cells that carry gradient
     for m in cells:
         e = np.zeros_like(h)
         e[m] = eps
-        np.testing.assert_allclose((loss(h + e, theta) - loss(h - e, theta)) / (2 * eps), gh[:, m],
-                                   rtol=1e-5, atol=1e-8)
+        np.testing.assert_allclose(
+            (loss(h + e, theta) - loss(h - e, theta)) / (2 * eps), gh[:, m], rtol=1e-5, atol=1e-8
+        )
     for k in range(4):
         e = np.zeros(4)
         e[k] = eps
-        np.testing.assert_allclose((loss(h, theta + e) - loss(h, theta - e)) / (2 * eps), gt[:, k],
-                                   rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(
+            (loss(h, theta + e) - loss(h, theta - e)) / (2 * eps), gt[:, k], rtol=1e-5, atol=1e-7
+        )
 
 
 def test_smooth_model_tends_to_the_hard_rule_as_the_logistic_sharpens():
@@ -93,7 +101,7 @@ def test_smooth_model_tends_to_the_hard_rule_as_the_logistic_sharpens():
     hard, _ = hard_gain(pb.eval_links, env["heights"], theta)
     soft, _, x = smooth_gain(pb.eval_links, env["heights"], theta, 1e-3)
     clear = np.abs(x).min() if x.size else 1.0
-    assert clear > 0   # no link grazes an obstacle top exactly
+    assert clear > 0  # no link grazes an obstacle top exactly
     np.testing.assert_allclose(soft, hard, atol=1e-6)
 
 
@@ -141,9 +149,10 @@ def test_geo_allocation_pulls_the_centroid_further_than_uniform_noise():
     gbar, _ = clip(np.exp(-d / 6), 1.0)
     coords, p = grid.centres() / grid.size - 0.5, users / grid.size - 0.5
     budget = noise_budget(gbar, 10.0, 1.0, "clip")
-    P_geo = objective_terms(gbar ** 2, geo_variance(gbar, budget, grid.centres(), users, grid.size, 0.0,
-                                                    GeoSettings())[0], coords, p)[0]
-    P_uni = objective_terms(gbar ** 2, uniform_variance(budget, grid.M), coords, p)[0]
+    P_geo = objective_terms(
+        gbar**2, geo_variance(gbar, budget, grid.centres(), users, grid.size, 0.0, GeoSettings())[0], coords, p
+    )[0]
+    P_uni = objective_terms(gbar**2, uniform_variance(budget, grid.M), coords, p)[0]
     assert np.all(P_geo > P_uni)
 
 
@@ -155,11 +164,11 @@ def test_uniform_noise_energy_follows_the_budget_chi_square():
     budget = noise_budget(gbar, 3.0, C, "clip")
     s2 = uniform_variance(budget, 400)
     np.testing.assert_allclose(s2.sum(axis=1), 3.0 * C * C)
-    n = upload(np.zeros_like(gbar), s2, C, r)          # the library's noise: discrete Gaussian on the grid
+    n = upload(np.zeros_like(gbar), s2, C, r)  # the library's noise: discrete Gaussian on the grid
     step = gradient_step(C, 400)
     assert np.array_equal(n / step, np.rint(n / step))  # every released value is a grid point
     lo, hi = stats.chi2.ppf([1e-3 / 10, 1 - 1e-3 / 10], df=400)
-    q = (n ** 2 / s2).sum(axis=1)
+    q = (n**2 / s2).sum(axis=1)
     assert np.all((q > lo) & (q < hi))
     # power: noise with 2x the variance is flagged for every user: q ~ 2 chi^2_400, mean 800, sd 57, against
     # an upper bound near 514 (each user misses with probability ~2e-7; at 1.5x it would be ~2 %)
@@ -172,7 +181,7 @@ def test_spatial_variance_closed_form_matches_monte_carlo():
     r = rng(11, "rm-test", "V")
     g = r.normal(0, 1, (1, 50))
     s2 = r.uniform(0, 2, (1, 50))
-    _, V = objective_terms(g ** 2, s2, np.zeros((50, 2)), np.zeros((1, 2)))
+    _, V = objective_terms(g**2, s2, np.zeros((50, 2)), np.zeros((1, 2)))
     R = 20000
     X = (g + np.sqrt(s2) * r.standard_normal((R, 50))) ** 2
     sv = X.var(axis=1)
@@ -185,15 +194,23 @@ def test_wcl_on_a_gradient_peaked_at_a_known_cell_returns_that_cell(nu):
     c = grid.centres()
     targets = np.array([7 * 20 + 9, 12 * 20 + 5])
     d = np.linalg.norm(c[None] - c[targets][:, None], axis=2)
-    G = np.maximum(0, 1 - d / 7.0) * np.array([[1.0], [-2.0]])   # symmetric, compact, either sign
+    G = np.maximum(0, 1 - d / 7.0) * np.array([[1.0], [-2.0]])  # symmetric, compact, either sign
     np.testing.assert_allclose(wcl(G, c, nu), c[targets], atol=1e-9)
     np.testing.assert_allclose(localisation_error(G, c, c[targets], nu), 0, atol=1e-9)
 
 
 def test_training_without_noise_decreases_the_loss():
     _cfg, _env, pb = small_problem()
-    s = Settings(epochs=15, eta_h=3000.0, eta_theta=0.08, clip=1.0, psi_scale=3.0, h_init=20.0,
-                 theta_init=(-20.0, -30.0, -20.0, -40.0), scheme="radio_fedavg")
+    s = Settings(
+        epochs=15,
+        eta_h=3000.0,
+        eta_theta=0.08,
+        clip=1.0,
+        psi_scale=3.0,
+        h_init=20.0,
+        theta_init=(-20.0, -30.0, -20.0, -40.0),
+        scheme="radio_fedavg",
+    )
     hist = train(pb, s, rng(1, "rm-test", "train"), keep_epochs=[1, 15])
     assert hist.loss[-1] < hist.loss[0]
     assert hist.mae[-1] < hist.mae[0]
@@ -219,8 +236,8 @@ def test_uniform_guarantee_uses_sensitivity_2c_with_no_gate_and_needs_frozen_the
     data (such as how many users were clipped) enters the record."""
     mu, M, T, delta = 10.0, 100, 10, 1e-5
     g = guarantee("radio_uniform", mu, M, delta, T, "frozen", "clip")
-    rho = 2 * T * M / mu * (1 + 2 ** -20) ** 2
-    assert np.sqrt(M) * gradient_step(1.0, M) <= 2.0 / 2 ** 20
+    rho = 2 * T * M / mu * (1 + 2**-20) ** 2
+    assert np.sqrt(M) * gradient_step(1.0, M) <= 2.0 / 2**20
     assert g["epsilon"] == pytest.approx(rho + 2 * np.sqrt(rho * np.log(1 / delta)))
     assert "local" in g["relation"] and g["delta"] == delta
     # the issue's setting (M = 16, mu = 1000, one epoch): the epsilon the audit test holds the mechanism to
@@ -232,24 +249,36 @@ def test_uniform_guarantee_uses_sensitivity_2c_with_no_gate_and_needs_frozen_the
 
 def test_frozen_theta_is_never_updated():
     _cfg, _env, pb = small_problem()
-    s = Settings(epochs=3, eta_h=3000.0, eta_theta=0.08, clip=1.0, psi_scale=3.0, h_init=20.0,
-                 theta_init=(-20.0, -30.0, -20.0, -40.0), scheme="radio_fedavg", theta="frozen")
+    s = Settings(
+        epochs=3,
+        eta_h=3000.0,
+        eta_theta=0.08,
+        clip=1.0,
+        psi_scale=3.0,
+        h_init=20.0,
+        theta_init=(-20.0, -30.0, -20.0, -40.0),
+        scheme="radio_fedavg",
+        theta="frozen",
+    )
     hist = train(pb, s, rng(1, "rm-test", "train"))
     assert all(np.array_equal(t, s.theta_init) for t in hist.theta)
     learned = train(pb, Settings(**{**s.__dict__, "theta": "learned"}), rng(1, "rm-test", "train"))
     assert not np.array_equal(learned.theta[-1], s.theta_init)
 
 
-@pytest.mark.parametrize("section, key", [
-    ({"n_users": 0}, "studies.radiomap.n_users"),
-    ({"environment": {"cell": 7.0}}, "studies.radiomap.environment.cell"),
-    ({"runs": {"radio_magic": {}}}, "studies.radiomap.runs.radio_magic"),
-    ({"runs": {"radio_uniform": {}}}, "studies.radiomap.runs.radio_uniform"),
-    ({"attack": {"epochs": [500]}}, "studies.radiomap.attack.epochs"),
-    ({"attack": {"nu": [0]}}, "studies.radiomap.attack.nu"),
-    ({"bogus": 1}, "studies.radiomap.bogus"),
-    ({"training": {"theta": "thawed"}}, "studies.radiomap.training.theta"),
-])
+@pytest.mark.parametrize(
+    "section, key",
+    [
+        ({"n_users": 0}, "studies.radiomap.n_users"),
+        ({"environment": {"cell": 7.0}}, "studies.radiomap.environment.cell"),
+        ({"runs": {"radio_magic": {}}}, "studies.radiomap.runs.radio_magic"),
+        ({"runs": {"radio_uniform": {}}}, "studies.radiomap.runs.radio_uniform"),
+        ({"attack": {"epochs": [500]}}, "studies.radiomap.attack.epochs"),
+        ({"attack": {"nu": [0]}}, "studies.radiomap.attack.nu"),
+        ({"bogus": 1}, "studies.radiomap.bogus"),
+        ({"training": {"theta": "thawed"}}, "studies.radiomap.training.theta"),
+    ],
+)
 def test_config_errors_name_the_key(section, key):
     with pytest.raises(ConfigError, match=f"'{key}'.*allowed"):
         validate_config(section)
@@ -261,13 +290,15 @@ def test_user_with_zero_gradient_gets_its_budget_only_under_the_clip_calibration
     gbar[1, 37] = 0.5
     users = np.array([[5.0, 5.0], [20.0, 11.0]])
     # paper: budget mu ||g_bar||^2, so the zero-gradient user gets no noise (and no NaN)
-    s2, info = geo_variance(gbar, noise_budget(gbar, 10.0, 1.0, "paper"), grid.centres(), users, grid.size, 1.0,
-                            GeoSettings())
+    s2, info = geo_variance(
+        gbar, noise_budget(gbar, 10.0, 1.0, "paper"), grid.centres(), users, grid.size, 1.0, GeoSettings()
+    )
     assert np.all(np.isfinite(s2)) and np.all(s2[0] == 0)
     np.testing.assert_allclose(s2[1].sum(), 10.0 * 0.25, rtol=1e-9)
     # clip: mu C^2 for both, whatever their gradients
-    s2, info = geo_variance(gbar, noise_budget(gbar, 10.0, 1.0, "clip"), grid.centres(), users, grid.size, 1.0,
-                            GeoSettings())
+    s2, info = geo_variance(
+        gbar, noise_budget(gbar, 10.0, 1.0, "clip"), grid.centres(), users, grid.size, 1.0, GeoSettings()
+    )
     assert np.all(np.isfinite(info["J"]))
     np.testing.assert_allclose(s2.sum(axis=1), [10.0, 10.0], rtol=1e-9)
 
@@ -276,10 +307,22 @@ def test_a_runs_summary_rows_are_tidy_and_carry_its_guarantee():
     """Attack rows per (epoch, nu), training rows per epoch (nu ""); epsilon and delta from the guarantee."""
     from locpriv.radiomap.study import STUDY, run_rows
 
-    attack = pd.DataFrame({"epoch": np.int32(1), "nu": ["1.0", "1.0", "inf", "inf"], "user": [0, 1, 0, 1],
-                           "error_m": [3.0, 4.0, 1.0, np.nan]})
-    history = pd.DataFrame({"epoch": np.arange(1, 3, dtype=np.int32), "mae_db": [5.0, 4.0], "loss": [2.0, 1.0],
-                            "clipped_fraction": [1.0, 1.0]})
+    attack = pd.DataFrame(
+        {
+            "epoch": np.int32(1),
+            "nu": ["1.0", "1.0", "inf", "inf"],
+            "user": [0, 1, 0, 1],
+            "error_m": [3.0, 4.0, 1.0, np.nan],
+        }
+    )
+    history = pd.DataFrame(
+        {
+            "epoch": np.arange(1, 3, dtype=np.int32),
+            "mae_db": [5.0, 4.0],
+            "loss": [2.0, 1.0],
+            "clipped_fraction": [1.0, 1.0],
+        }
+    )
     run = {"scheme": "radio_uniform", "mu": 10.0, "rho": 0.0}
     rows = run_rows(run, {"epsilon": 7.5, "delta": 1e-5}, attack, history, n_users=2)
     assert list(rows.columns) == list(STUDY.columns) and set(rows["method"]) == {"radio_uniform"}
@@ -295,7 +338,7 @@ def test_a_runs_summary_rows_are_tidy_and_carry_its_guarantee():
 
 def reference_alg1(gbar, budget, centres, users, size, rho, st: GeoSettings):
     """Alg. 1 evaluated the direct way: every J of eqs. (45)-(46) by a full water-filling and full sums."""
-    g2, M = gbar ** 2, gbar.shape[1]
+    g2, M = gbar**2, gbar.shape[1]
     coords, p = centres / size - 0.5, users / size - 0.5
     s = (g2.sum(axis=1) + budget) / M
     V0 = objective_terms(g2, uniform_variance(budget, M), coords, p)[1]
@@ -322,8 +365,10 @@ def reference_alg1(gbar, budget, centres, users, size, rho, st: GeoSettings):
 
 
 # r ends at r_max (1, 1), at 0 (10, 50) and inside (the others): every branch of the fast path is compared
-@pytest.mark.parametrize("mu, rho, calibration", [(1.0, 1.0, "clip"), (10.0, 50.0, "clip"), (10.0, 3.0, "clip"),
-                                                  (50.0, 1.0, "paper"), (0.5, 100.0, "paper")])
+@pytest.mark.parametrize(
+    "mu, rho, calibration",
+    [(1.0, 1.0, "clip"), (10.0, 50.0, "clip"), (10.0, 3.0, "clip"), (50.0, 1.0, "paper"), (0.5, 100.0, "paper")],
+)
 def test_geo_allocation_equals_alg1_evaluated_the_direct_way(mu, rho, calibration):
     """The fast path (perturbed J from the base's moments and the cells near the boundary; rows whose
     slope did not move not re-solved) gives the allocation of the direct evaluation of every J."""
@@ -347,7 +392,7 @@ def test_perturbed_objective_equals_a_full_evaluation_at_the_moved_plane():
     users = r.uniform(5, 40, (6, 2))
     d = np.linalg.norm(grid.centres()[None] - users[:, None], axis=2)
     gbar, _ = clip(np.exp(-d / 5) * r.normal(1, 0.5, d.shape), 1.0)
-    g2, budget = gbar ** 2, noise_budget(gbar, 5.0, 1.0, "clip")
+    g2, budget = gbar**2, noise_budget(gbar, 5.0, 1.0, "clip")
     cells = Cells(grid.centres(), grid.size)
     obj = Objective(cells, g2, budget, users, grid.size, 3.0)
     a = r.normal(0, 0.1, (6, 2))
@@ -360,7 +405,7 @@ def test_perturbed_objective_equals_a_full_evaluation_at_the_moved_plane():
         P, V = objective_terms(g2, s2, cells.c, obj.p)
         np.testing.assert_allclose(plane.perturbed(shift), P - 3.0 * V / obj.V0, rtol=1e-10)
         changed += np.sum((s2 > 0) != (plane_from(g2, cells, a, budget) > 0))
-    assert changed > 0          # power: the largest shift moves cells across the boundary
+    assert changed > 0  # power: the largest shift moves cells across the boundary
 
 
 def plane_from(g2, cells, a, budget):
@@ -374,7 +419,7 @@ def test_aggregate_has_the_law_of_the_weighted_sum_of_the_uploads():
     N, M, R, C = 5, 4, 20000, 1.0
     step = gradient_step(C, M)
     gbar = r.normal(0, 0.3, (N, M))
-    s2 = (step * r.uniform(50, 400, (N, M))) ** 2           # 50-400 grid steps: the discrete law is smooth
+    s2 = (step * r.uniform(50, 400, (N, M))) ** 2  # 50-400 grid steps: the discrete law is smooth
     weight = r.dirichlet(np.ones(N))
     exact = np.einsum("n,rnm->rm", weight, upload(np.tile(gbar, (R, 1)), np.tile(s2, (R, 1)), C, r).reshape(R, N, M))
     fast = np.array([aggregate(gbar, s2, weight, C, r) for _ in range(R)])
@@ -391,7 +436,7 @@ def test_discrete_gaussian_is_within_w1_0_27_grid_steps_of_its_continuous_counte
     for s in np.geomspace(0.02, 50, 60):
         K = int(12 * s) + 12
         k = np.arange(-K, K + 1)
-        p = np.exp(-k ** 2 / (2 * s * s))
+        p = np.exp(-(k**2) / (2 * s * s))
         F = np.cumsum(p / p.sum())
         x = np.linspace(-K, K, 400 * 2 * K + 1)
         Fz = F[np.clip(np.floor(x).astype(int) + K, 0, 2 * K)]
@@ -413,8 +458,16 @@ def test_wcl_on_stacked_epochs_equals_each_epoch_alone():
 def test_fedavg_trajectory_does_not_depend_on_which_uploads_are_kept():
     """Without noise the aggregate of the unkept epochs is exactly the weighted sum of the uploads."""
     _cfg, _env, pb = small_problem()
-    s = Settings(epochs=6, eta_h=3000.0, eta_theta=0.08, clip=1.0, psi_scale=3.0, h_init=20.0,
-                 theta_init=(-20.0, -30.0, -20.0, -40.0), scheme="radio_fedavg")
+    s = Settings(
+        epochs=6,
+        eta_h=3000.0,
+        eta_theta=0.08,
+        clip=1.0,
+        psi_scale=3.0,
+        h_init=20.0,
+        theta_init=(-20.0, -30.0, -20.0, -40.0),
+        scheme="radio_fedavg",
+    )
     kept = train(pb, s, rng(1, "rm-test", "train"), keep_epochs=range(1, 7))
     none = train(pb, s, rng(1, "rm-test", "train"))
     np.testing.assert_array_equal(np.asarray(kept.heights), np.asarray(none.heights))

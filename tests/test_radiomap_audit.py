@@ -24,35 +24,45 @@ from locpriv.radiomap.geometry import CellGrid
 from locpriv.radiomap.noise import clip, guarantee, noise_budget, noise_variance, upload
 from locpriv.seeding import rng
 
-GRID = CellGrid(4, 3.0)          # M = 16 cells
+GRID = CellGrid(4, 3.0)  # M = 16 cells
 C, MU, DELTA, DRAWS = 1.0, 1000.0, 1e-5, 20_000
-USER = np.array([4.0, 5.0])      # the same location in both datasets: only the measurements differ
+USER = np.array([4.0, 5.0])  # the same location in both datasets: only the measurements differ
 # one gradient direction, every cell non-zero (decaying away from the user)
 DIRECTION = np.exp(-np.linalg.norm(GRID.centres() - USER, axis=1) / 4.0)
 DIRECTION /= np.linalg.norm(DIRECTION)
-X, X_PRIME = 3.0 * C * DIRECTION, 0.01 * C * DIRECTION     # clipped to C vs not clipped
+X, X_PRIME = 3.0 * C * DIRECTION, 0.01 * C * DIRECTION  # clipped to C vs not clipped
 
 
 def sampler(g: np.ndarray, scheme: str, calibration: str):
     """draws(n, rng) -> (n, M) uploads of one user whose raw gradient is g, each an independent epoch-1 release."""
+
     def draw(n, generator):
         gbar, _ = clip(np.tile(g, (n, 1)), C)
         budget = noise_budget(gbar, MU, C, calibration)
-        s2, _ = noise_variance(scheme, gbar, budget, GRID.centres(), np.tile(USER, (n, 1)), GRID.size, 1.0,
-                               GeoSettings())
+        s2, _ = noise_variance(
+            scheme, gbar, budget, GRID.centres(), np.tile(USER, (n, 1)), GRID.size, 1.0, GeoSettings()
+        )
         return upload(gbar, s2, C, generator)
+
     return draw
 
 
 def statistic(out: np.ndarray) -> np.ndarray:
     """Public post-processing the auditor may use: squared norm and the projection on the known direction."""
-    return np.column_stack([np.sum(out ** 2, axis=1), out @ DIRECTION])
+    return np.column_stack([np.sum(out**2, axis=1), out @ DIRECTION])
 
 
 def audited(scheme: str, calibration: str) -> float:
     seeds = [rng(28, "radiomap-audit", scheme, calibration, side) for side in ("x", "x'")]
-    return audit(sampler(X, scheme, calibration), sampler(X_PRIME, scheme, calibration), DRAWS, *seeds,
-                 statistic=statistic, delta=DELTA, alpha=ALPHA).epsilon_lb
+    return audit(
+        sampler(X, scheme, calibration),
+        sampler(X_PRIME, scheme, calibration),
+        DRAWS,
+        *seeds,
+        statistic=statistic,
+        delta=DELTA,
+        alpha=ALPHA,
+    ).epsilon_lb
 
 
 def test_uniform_noise_calibrated_to_the_clip_bound_meets_its_record_against_an_unclipped_neighbour():

@@ -13,7 +13,9 @@ pytestmark = pytest.mark.workflow
 
 SECTION = {
     "environment": {"size": 60.0, "cell": 6.0, "n_buildings": 5},
-    "n_users": 6, "n_stations": 20, "n_measurements": 15,
+    "n_users": 6,
+    "n_stations": 20,
+    "n_measurements": 15,
     "training": {"epochs": 4},
     "evaluation": {"stride": 2, "n_stations": 2},
     "attack": {"nu": [1, 2, "inf"], "epochs": [1, 4]},
@@ -23,8 +25,12 @@ SECTION = {
 OUT = "results/studies/radiomap"
 TABLES = [f"{OUT}/summary.parquet", f"{OUT}/summary.csv", f"{OUT}/gradient_maps.parquet"]
 # figure -> panel layout (rows, columns): Fig. 5 has one map per noisy run (uniform mu=1, geo mu=1)
-FIGURES = {f"{OUT}/plots/fig4_error_vs_mu.png": (1, 1), f"{OUT}/plots/fig5_gradient_maps.png": (2, 1),
-           f"{OUT}/plots/fig6_error_vs_rho.png": (1, 1), f"{OUT}/plots/mae.png": (1, 1)}
+FIGURES = {
+    f"{OUT}/plots/fig4_error_vs_mu.png": (1, 1),
+    f"{OUT}/plots/fig5_gradient_maps.png": (2, 1),
+    f"{OUT}/plots/fig6_error_vs_rho.png": (1, 1),
+    f"{OUT}/plots/mae.png": (1, 1),
+}
 TARGETS = TABLES + list(FIGURES)
 
 
@@ -41,13 +47,15 @@ def test_radiomap_rules_run_and_extend_incrementally(make_workdir):
         assert_figure(wd / figure, panels)
     maps = pd.read_parquet(wd / OUT / "gradient_maps.parquet")
     assert read_parquet_metadata(wd / OUT / "gradient_maps.parquet")["titles"] == [
-        "uniform (DPFL) mu=1", "geometry-aligned mu=1"]
+        "uniform (DPFL) mu=1",
+        "geometry-aligned mu=1",
+    ]
     assert set(maps["panel"]) == {0, 1} and (maps["gradient"] != 0).all()
     run = wd / OUT / "runs/scheme~radio_geo/mu~1/rho~1"
     transcript = pd.read_parquet(run / "transcript.parquet")
     # kept epochs only (1 and 4); exact zeros are omitted (the noise, mu C^2 whatever the gradient, makes few)
     assert set(transcript["epoch"]) == {1, 4} and set(transcript["user"]) == set(range(6))
-    assert len(pd.read_parquet(run / "model.parquet")) == 4 * 100   # h after every epoch, M = 100
+    assert len(pd.read_parquet(run / "model.parquet")) == 4 * 100  # h after every epoch, M = 100
     assert read_parquet_metadata(run / "history.parquet")["guarantee"]["epsilon"] is None
     # the uniform scheme with theta learned in the clear (the paper's protocol) claims nothing either
     uniform = read_parquet_metadata(wd / OUT / "runs/scheme~radio_uniform/mu~1/rho~0" / "history.parquet")
@@ -67,8 +75,11 @@ def test_radiomap_rules_run_and_extend_incrementally(make_workdir):
     # no run here has a guarantee (theta learned in the clear): epsilon and delta NaN, the reason in the metadata
     assert summary["epsilon"].isna().all() and summary["delta"].isna().all()
     guarantees = read_parquet_metadata(wd / OUT / "summary.parquet")["guarantees"]
-    assert set(guarantees) == {"scheme~radio_fedavg/mu~0/rho~0", "scheme~radio_uniform/mu~1/rho~0",
-                               "scheme~radio_geo/mu~1/rho~1"}
+    assert set(guarantees) == {
+        "scheme~radio_fedavg/mu~0/rho~0",
+        "scheme~radio_uniform/mu~1/rho~0",
+        "scheme~radio_geo/mu~1/rho~1",
+    }
     assert "theta" in guarantees["scheme~radio_uniform/mu~1/rho~0"]["note"]
 
     # one more mu value schedules only that run's jobs and the summaries

@@ -43,10 +43,24 @@ class Browser:
             os.dup2(high_out, 4)
 
         self.proc = subprocess.Popen(
-            [CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--remote-debugging-pipe",
-             "--disable-background-networking", "--disable-dev-shm-usage", "--hide-scrollbars",
-             f"--user-data-dir={profile}", "about:blank"],
-            preexec_fn=wire, close_fds=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                CHROMIUM,
+                "--headless",
+                "--disable-gpu",
+                "--no-sandbox",
+                "--no-first-run",
+                "--remote-debugging-pipe",
+                "--disable-background-networking",
+                "--disable-dev-shm-usage",
+                "--hide-scrollbars",
+                f"--user-data-dir={profile}",
+                "about:blank",
+            ],
+            preexec_fn=wire,
+            close_fds=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(to_browser)
         os.close(from_browser)
         self.timeout, self._buffer, self._id, self.events = timeout, b"", 0, []
@@ -54,8 +68,11 @@ class Browser:
         self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Page", "Runtime", "Log"):
             self.send(f"{domain}.enable", page=True)
-        self.send("Emulation.setDeviceMetricsOverride",
-                  {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False}, page=True)
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False},
+            page=True,
+        )
 
     def _message(self, deadline):
         while b"\0" not in self._buffer:
@@ -89,8 +106,9 @@ class Browser:
             self.events.append(self._message(deadline))
 
     def evaluate(self, expression):
-        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                                "awaitPromise": True}, page=True)
+        result = self.send(
+            "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}, page=True
+        )
         if "exceptionDetails" in result:
             raise RuntimeError(f"{expression!r}: {result['exceptionDetails']}")
         return result["result"].get("value")
@@ -143,10 +161,22 @@ def report(tmp_path_factory):
     if CHROMIUM is None:
         pytest.skip("no Chromium on PATH (Debian: apt-get install chromium; .ci/run installs it when it can)")
     wd = tmp_path_factory.mktemp("report")
-    config = {**TINY, "plots": {"dpi": 80}, "experiments": {"density": {
-        "datasets": ["gauss9"], "reps": 1,
-        "mechanisms": {"fedkde": {"n": [600], "h": 0.55}, "zero": {"n": [600]},
-                       "privtree": {"n": [600], "epsilon": [2]}, "dp_heatmap": {"n": [600], "epsilon": [2]}}}}}
+    config = {
+        **TINY,
+        "plots": {"dpi": 80},
+        "experiments": {
+            "density": {
+                "datasets": ["gauss9"],
+                "reps": 1,
+                "mechanisms": {
+                    "fedkde": {"n": [600], "h": 0.55},
+                    "zero": {"n": [600]},
+                    "privtree": {"n": [600], "epsilon": [2]},
+                    "dp_heatmap": {"n": [600], "epsilon": [2]},
+                },
+            }
+        },
+    }
     write_config(wd, config)
     run_snakemake(wd, "--cores", "2")
     made = run_snakemake(wd, "--report", "report.html")
@@ -179,7 +209,7 @@ def test_report_opens_on_the_recommendation_without_console_errors(report):
     assert "Which mechanism gives the most useful map" in text and text.index("1. Frontier") < text.index("2. Summary")
     # one row per dataset x N x level (gauss9, N = 600, three levels), a column per trust model present
     assert table["head"][:3] == ["dataset", "N", "adversary's expected error at least"]
-    trusts = table["head"][3:]   # in the frontier's order; the fixture's mechanisms span these at least
+    trusts = table["head"][3:]  # in the frontier's order; the fixture's mechanisms span these at least
     assert trusts == [t for t in TRUST_MODELS if t in trusts] and {"distributed", "central"} <= set(trusts)
     assert table["rows"] == 3 and table["first"][:2] == ["gauss9", "600"]
     assert table["top"] < HEIGHT and table["left"] < WIDTH, f"the table is off the first screen: {table}"
@@ -208,12 +238,17 @@ def test_frontier_figure_opens_from_its_section(report, tmp_path):
         browser.wait_for("Page.loadEventFired")
         browser.poll("document.body.innerText.includes('1. Frontier')", "the '1. Frontier' section")
         # open the frontier figure as a reader would: its section in the menu, then the figure's "show" icon
-        assert browser.evaluate("""(() => {
+        assert (
+            browser.evaluate("""(() => {
             const hit = [...document.querySelectorAll('a')].filter(e => e.textContent.trim() === '1. Frontier');
             if (hit.length) hit[0].click();
-            return hit.length; })()""") == 1
-        browser.poll("[...document.querySelectorAll('tr')].some(r => r.textContent.trim() === "
-                     "'results/plots/frontier.png')", "the frontier figure's row")
+            return hit.length; })()""")
+            == 1
+        )
+        browser.poll(
+            "[...document.querySelectorAll('tr')].some(r => r.textContent.trim() === 'results/plots/frontier.png')",
+            "the frontier figure's row",
+        )
         browser.evaluate("""(() => {
             const row = [...document.querySelectorAll('tr')]
                 .filter(r => r.textContent.trim() === 'results/plots/frontier.png')[0];

@@ -35,7 +35,7 @@ RST_LINKS = """
 
 def _categories() -> list[str]:
     found = {m for rule in RULES for m in re.findall(r'category="([^"]+)"', rule.read_text())}
-    found |= {m for rule in RULES for m in re.findall(r'"section": "([^"]+)"', rule.read_text())}   # TABLES
+    found |= {m for rule in RULES for m in re.findall(r'"section": "([^"]+)"', rule.read_text())}  # TABLES
     return sorted(found)
 
 
@@ -60,24 +60,28 @@ def render(text: str, wildcards: dict, files: list[Record]) -> str:
     """The caption as Snakemake renders it; docutils raises on any warning or error."""
     env = Environment(trim_blocks=True, lstrip_blocks=True)
     snakemake = types.SimpleNamespace(wildcards=types.SimpleNamespace(**wildcards), config={})
-    rst = env.from_string(text + RST_LINKS).render(snakemake=snakemake, categories={}, files=files,
-                                                   category_names=_categories())
-    return publish_parts(rst, writer="html", settings_overrides={
-        "halt_level": 2, "report_level": 2, "warning_stream": io.StringIO()})["body"]
+    rst = env.from_string(text + RST_LINKS).render(
+        snakemake=snakemake, categories={}, files=files, category_names=_categories()
+    )
+    return publish_parts(
+        rst, writer="html", settings_overrides={"halt_level": 2, "report_level": 2, "warning_stream": io.StringIO()}
+    )["body"]
 
 
 def _files(tmp_path) -> list[Record]:
     fragment = tmp_path / "recommendation.html"
     fragment.write_text("<table class='lp-table'><tr><td>geoind epsilon=1</td></tr></table>")
-    return [Record(name="recommendation.html", target="recommendation.html", path=fragment),
-            Record(name="frontier.png", target="frontier.png", path=Path("results/plots/frontier.png"))]
+    return [
+        Record(name="recommendation.html", target="recommendation.html", path=fragment),
+        Record(name="frontier.png", target="frontier.png", path=Path("results/plots/frontier.png")),
+    ]
 
 
 @pytest.mark.parametrize("caption", CAPTIONS, ids=lambda p: p.name)
 def test_caption_renders_without_warnings(caption, tmp_path):
     text = caption.read_text()
     for wildcards in _branches(text):
-        for files in (_files(tmp_path), []):    # with and without the results a template looks up
+        for files in (_files(tmp_path), []):  # with and without the results a template looks up
             try:
                 html = render(text, wildcards, files)
             except docutils.utils.SystemMessage as exc:
@@ -96,11 +100,14 @@ def test_every_caption_a_rule_names_exists_and_every_caption_is_used():
     assert named == {p.name for p in CAPTIONS} - {"workflow.rst"}
 
 
-@pytest.mark.parametrize("bad, message", [
-    ("Magnitude |g~_m| of a gradient.", "Undefined substitution"),
-    ("A title\n=====\n", "Title underline too short"),
-    ("*emphasis without an end", "Inline emphasis start-string without end-string"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("Magnitude |g~_m| of a gradient.", "Undefined substitution"),
+        ("A title\n=====\n", "Title underline too short"),
+        ("*emphasis without an end", "Inline emphasis start-string without end-string"),
+    ],
+)
 def test_a_broken_caption_fails(bad, message):
     """Power check: the errors and warnings a caption can hold stop the rendering."""
     with pytest.raises(docutils.utils.SystemMessage, match=message):

@@ -25,8 +25,7 @@ OPEN = RFFPolicy(max_features=64, inscribed_side=1e6, risk=0.5)  # never binds o
 
 def naive(omega, phase, gx, gy):
     """Direct eq. (7): cos(w^T g - phase) for every user, feature and cell, (N, P, Q)."""
-    arg = (omega[:, :, 0, None, None] * gx[:, None] + omega[:, :, 1, None, None] * gy[None, :]
-           - phase[:, :, None, None])
+    arg = omega[:, :, 0, None, None] * gx[:, None] + omega[:, :, 1, None, None] * gy[None, :] - phase[:, :, None, None]
     return np.cos(arg).sum(axis=1)
 
 
@@ -37,6 +36,7 @@ def report(n, B, h, rng, points=None, lo=-3, hi=3):
 
 
 # ---------------------------------------------------------------- estimator and aggregation
+
 
 def test_estimate_is_unbiased_for_the_gaussian_kernel():
     # E cos(w^T D) = k(D) = exp(-|D|^2 / 2h^2) for w ~ N(0, h^-2 I) (eq. 2).  Since
@@ -52,7 +52,7 @@ def test_estimate_is_unbiased_for_the_gaussian_kernel():
     mean = rff_sum(omega, phase, gx, gy) / (n * B)
     delta2 = (gx[:, None] - d[0]) ** 2 + (gy[None, :] - d[1]) ** 2
     k = np.exp(-delta2 / (2 * h * h))
-    var = (1 + k ** 4) / 2 - k ** 2          # k(2D) = k(D)^4
+    var = (1 + k**4) / 2 - k**2  # k(2D) = k(D)^4
     z = stats.norm.isf(ALPHA / (2 * k.size))
     assert np.all(np.abs(mean - k) <= z * np.sqrt(var / (n * B)))
 
@@ -107,6 +107,7 @@ def test_irregular_grid_rejected():
 
 # ---------------------------------------------------------------- Lemma 3
 
+
 def test_lemma3_bound_formula():
     # gamma = C^-1(risk) with C the chi^2(2) CDF.
     gamma = stats.chi2(2).ppf(0.05)
@@ -128,7 +129,7 @@ def test_user_refuses_just_above_lemma3_and_answers_just_below():
     bound = policy.max_bandwidth
     points = np.zeros((4, 2))
     for h, answered in [(bound * (1 - 1e-6), True), (bound * (1 + 1e-6), False)]:
-        users = draw_users(4, 1, h, np.random.default_rng(21))   # h = h0: Lemma 4's n = 0
+        users = draw_users(4, 1, h, np.random.default_rng(21))  # h = h0: Lemma 4's n = 0
         out = answer_query(users, points, h, 1, policy, query_id=7)
         assert isinstance(out, Refusal) is not answered
         if not answered:
@@ -137,10 +138,13 @@ def test_user_refuses_just_above_lemma3_and_answers_just_below():
 
 # ---------------------------------------------------------------- Lemma 4 and Alg. 3
 
-@pytest.mark.parametrize("k,ok", [(1, True), (5, True), (9, True), (13, True),
-                                  (2, False), (2.5, False), (3, False), (4, False), (0.2, False)])
+
+@pytest.mark.parametrize(
+    "k,ok",
+    [(1, True), (5, True), (9, True), (13, True), (2, False), (2.5, False), (3, False), (4, False), (0.2, False)],
+)
 def test_lemma4_allowed(k, ok):
-    assert lemma4_allowed(0.11 * k, 0.11) is ok      # 0.11 * 5 is not exactly 0.55 in floats
+    assert lemma4_allowed(0.11 * k, 0.11) is ok  # 0.11 * 5 is not exactly 0.55 in floats
 
 
 def test_rescaling_never_redraws():
@@ -163,7 +167,7 @@ def _maxima_on_h0_bands(factor):
     users = draw_users(1, 1, h0, np.random.default_rng(40))
     w0 = users.omega0[0, 0]
     gx = gy = np.linspace(-3, 3, 301)
-    omega = users.omega0 / factor                        # Alg. 3 line 4 at h = factor h0
+    omega = users.omega0 / factor  # Alg. 3 line 4 at h = factor h0
     surf = rff_surfaces(omega, (omega @ d)[:, :1], gx, gy)[0]
     is_max = surf >= maximum_filter(surf, size=3, mode="constant", cval=np.inf)
     px, py = np.nonzero(is_max)
@@ -189,6 +193,7 @@ def test_non_lemma4_bandwidth_shifts_bands():
 
 # ---------------------------------------------------------------- refusals
 
+
 def test_refusals_are_recorded_and_location_independent():
     policy = RFFPolicy(max_features=2, inscribed_side=10.0, risk=0.3)
     users = draw_users(5, 4, 0.1, np.random.default_rng(50))
@@ -199,18 +204,20 @@ def test_refusals_are_recorded_and_location_independent():
         assert out.record() == {"query_id": 3, "B": B, "h": h, "reason": out.reason}
         assert answer_query(users, there, h, B, policy, query_id=3) == out
         assert query_refusal(users, h, B, policy) == out.reason
-    assert query_refusal(users, 0.5, 2, policy) is None      # 0.5 = 5 h0 < bound 0.68
+    assert query_refusal(users, 0.5, 2, policy) is None  # 0.5 = 5 h0 < bound 0.68
 
 
-@pytest.mark.parametrize("call,match", [
-    (lambda: draw_users(0, 1, 0.1, np.random.default_rng(0)), "number of users"),
-    (lambda: draw_users(3, 1, -0.1, np.random.default_rng(0)), "h0"),
-    (lambda: lemma3_max_bandwidth(1.0, 1.5), "risk"),
-    (lambda: lemma3_max_bandwidth(1.0, 0.1, 1), "bands j"),
-    (lambda: RFFPolicy(0, 1.0, 0.1), "max_features"),
-    (lambda: query_refusal(draw_users(1, 1, 0.1, np.random.default_rng(0)), 0.0, 1, OPEN),
-     "bandwidth h"),
-])
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: draw_users(0, 1, 0.1, np.random.default_rng(0)), "number of users"),
+        (lambda: draw_users(3, 1, -0.1, np.random.default_rng(0)), "h0"),
+        (lambda: lemma3_max_bandwidth(1.0, 1.5), "risk"),
+        (lambda: lemma3_max_bandwidth(1.0, 0.1, 1), "bands j"),
+        (lambda: RFFPolicy(0, 1.0, 0.1), "max_features"),
+        (lambda: query_refusal(draw_users(1, 1, 0.1, np.random.default_rng(0)), 0.0, 1, OPEN), "bandwidth h"),
+    ],
+)
 def test_bad_parameters_are_named(call, match):
     with pytest.raises(ValueError, match=match):
         call()
@@ -218,6 +225,7 @@ def test_bad_parameters_are_named(call, match):
 
 def test_illustration_plots_are_written(tmp_path):
     from locpriv.plots_rff import plot_fig3_convergence, plot_user_surfaces
+
     plot_fig3_convergence(path=str(tmp_path / "fig3.png"), rng=np.random.default_rng(60), dpi=30)
     plot_user_surfaces(path=str(tmp_path / "fig4.png"), rng=np.random.default_rng(61), dpi=30)
     from conftest import assert_figure

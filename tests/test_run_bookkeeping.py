@@ -5,11 +5,22 @@ from locpriv.smk import remove_stale_plots
 
 
 def test_counts_table_lists_every_drop_reason_and_the_person_cap():
-    meta = {"source": "data/p.csv", "rows_read": 100, "n_users": 80, "person_cap": 5,
-            "rows_over_person_cap": 7, "rows_dropped": {"outside_bbox": 10, "missing_coordinate": 3}}
+    meta = {
+        "source": "data/p.csv",
+        "rows_read": 100,
+        "n_users": 80,
+        "person_cap": 5,
+        "rows_over_person_cap": 7,
+        "rows_dropped": {"outside_bbox": 10, "missing_coordinate": 3},
+    }
     table = counts_table({"mine": meta})
-    assert list(table["count"]) == ["read", "dropped: missing_coordinate", "dropped: outside_bbox",
-                                    "over the per-person cap 5", "kept (users)"]
+    assert list(table["count"]) == [
+        "read",
+        "dropped: missing_coordinate",
+        "dropped: outside_bbox",
+        "over the per-person cap 5",
+        "kept (users)",
+    ]
     assert list(table["rows"]) == [100, 3, 10, 7, 80]
     # read = dropped + over the cap + kept: no row unaccounted for
     assert table["rows"].iloc[0] == table["rows"].iloc[1:].sum()
@@ -43,10 +54,11 @@ def test_a_damaged_shard_removes_its_whole_batch_folder_and_a_stray_file_nothing
         for f in files:
             io.write_parquet(pd.DataFrame({"user": [0, 1]}), f)
     io.write_parquet(pd.DataFrame({"a": [1]}), f"{run}/metrics.parquet")
-    with open(shards[batches[0]][1], "r+b") as fh:   # cut in half
+    with open(shards[batches[0]][1], "r+b") as fh:  # cut in half
         fh.truncate(fh.seek(0, 2) // 2)
-    open(f"{batches[2]}/notes.parquet", "w").close()   # a stray empty file beside good shards
+    open(f"{batches[2]}/notes.parquet", "w").close()  # a stray empty file beside good shards
     import os
+
     os.remove(shards[batches[1]][0])
     lines = remove_damaged([f"{run}/metrics.parquet"], lambda: shards)
     assert not os.path.exists(batches[0]) and not os.path.exists(batches[1])

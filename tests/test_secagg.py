@@ -61,15 +61,19 @@ def shares_held(server, owner, kind):
 
 # ---- exactness and what crosses the wire -------------------------------------------------------------
 
-@pytest.mark.parametrize("params, n, dropped", [
-    (ProtocolParams(bits=16, graph="complete"), 12, 0),
-    (ProtocolParams(bits=16, graph="complete"), 12, 5),     # t = 7 of 12 holders (self included): n - t dropped
-    (ProtocolParams(bits=62, graph="complete"), 7, 2),
-    (HBC, 60, 0),
-    (HBC, 60, 5),
-    (ACTIVE, 60, 5),
-    (ProtocolParams(bits=16, graph="complete", variant="active"), 12, 3),
-])
+
+@pytest.mark.parametrize(
+    "params, n, dropped",
+    [
+        (ProtocolParams(bits=16, graph="complete"), 12, 0),
+        (ProtocolParams(bits=16, graph="complete"), 12, 5),  # t = 7 of 12 holders (self included): n - t dropped
+        (ProtocolParams(bits=62, graph="complete"), 7, 2),
+        (HBC, 60, 0),
+        (HBC, 60, 5),
+        (ACTIVE, 60, 5),
+        (ProtocolParams(bits=16, graph="complete", variant="active"), 12, 3),
+    ],
+)
 def test_exact_modular_sum_with_and_without_dropouts(params, n, dropped):
     x = inputs(n, 40, params.bits)
     senders = np.sort(np.random.default_rng(n + dropped).permutation(n)[dropped:])
@@ -100,7 +104,7 @@ def test_n_minus_t_is_the_most_dropouts_a_complete_graph_survives():
 
 
 def test_a_client_with_too_few_surviving_holders_stops_the_shard():
-    params = ProtocolParams(bits=16, degree=4)                     # t = 3 of 5 holders (4 neighbours + self)
+    params = ProtocolParams(bits=16, degree=4)  # t = 3 of 5 holders (4 neighbours + self)
     x = inputs(30, 5, 16)
     clients, _ = shard(30, 5, params, np.random.default_rng(1), b"test")
     order = clients[0].graph.position
@@ -123,6 +127,7 @@ def test_one_masked_vector_is_uniform_on_z_m():
     assert stats.chisquare(np.bincount(y.astype(np.int64), minlength=1 << bits)).pvalue > ALPHA
     # power: the unmasked vector of a heatmap client (one-hot plus a Polya share, mod 16) is far from uniform
     from locpriv.heatmaps.clients import client_vectors
+
     plain = client_vectors(np.array([3]), dim, 1.0, 1, 100, bits, np.random.default_rng(0))[0]
     assert stats.chisquare(np.bincount(plain.astype(np.int64), minlength=1 << bits)).pvalue < ALPHA
 
@@ -138,15 +143,16 @@ def test_server_never_holds_t_shares_of_both_secrets_of_a_client():
     alive = np.isin(np.arange(n), senders)
     assert (held.loc[alive, "mask_key"] == 0).all() and (held.loc[alive, "self_seed"] >= t).all()
     assert (held.loc[~alive, "self_seed"] == 0).all() and (held.loc[~alive, "mask_key"] >= t).all()
-    sealed = transcript[transcript["step"] == "share_keys"]     # key sharing reaches the server sealed only
+    sealed = transcript[transcript["step"] == "share_keys"]  # key sharing reaches the server sealed only
     assert (sealed["kind"] == "sealed_shares").all() and len(sealed) == n
 
 
 # ---- issue 31: the honest-but-curious leak, closed ---------------------------------------------------------
 
+
 def two_runs_dropped(order, n, r):
     """Client ids at two runs of r consecutive cycle positions, half the cycle apart: they cut H(2r, n) in two."""
-    return np.concatenate([order[:r], order[n // 2:n // 2 + r]])
+    return np.concatenate([order[:r], order[n // 2 : n // 2 + r]])
 
 
 @pytest.mark.parametrize("n, k", [(100, 8), (1000, 10)])
@@ -156,8 +162,9 @@ def test_dropping_chosen_clients_that_disconnect_the_survivors_is_refused(monkey
     params = ProtocolParams(bits=16, degree=k)
     answered = []
     original = Client.unmasking
-    monkeypatch.setattr(Client, "unmasking",
-                        lambda self, *a, **kw: answered.append(self.id) or original(self, *a, **kw))
+    monkeypatch.setattr(
+        Client, "unmasking", lambda self, *a, **kw: answered.append(self.id) or original(self, *a, **kw)
+    )
     x = inputs(n, 3, 16)
     order = shard(n, 3, params, np.random.default_rng(1), b"test")[0][0].graph.position
     senders = np.setdiff1d(np.arange(n), two_runs_dropped(order, n, k // 2))
@@ -194,8 +201,9 @@ def test_components_match_a_graph_search():
     for n, k in [(30, 2), (40, 4), (64, 8), (25, 24)]:
         g = Graph.build(n, "harary", k, rng)
         table = g.neighbour_table()
-        adjacency = csr_matrix((np.ones(table.size), (np.repeat(np.arange(n), table.shape[1]), table.ravel())),
-                               shape=(n, n))
+        adjacency = csr_matrix(
+            (np.ones(table.size), (np.repeat(np.arange(n), table.shape[1]), table.ravel())), shape=(n, n)
+        )
         for p in (0.3, 0.5, 0.7, 0.9):
             for _ in range(40):
                 alive = rng.random(n) < p
@@ -211,12 +219,14 @@ def test_degree_rule_meets_the_disconnection_and_correctness_targets_with_the_sm
             k = graph.auto_degree(n, rho, 0.5)
             dropped = math.floor(rho * n)
             assert graph.log_p_disconnected(n, k, dropped) < -40 * math.log(2)
-            if k < n - 1:           # else no Harary degree qualifies and the shard falls back to the complete graph
+            if k < n - 1:  # else no Harary degree qualifies and the shard falls back to the complete graph
                 assert n * stats.binom.cdf(graph.threshold(k + 1, 0.5) - 1, k, 1 - rho) <= graph.CORRECTNESS_FAILURE
             smaller = k - 2 if k < n - 1 else k - 1 - (k - 1) % 2
             if smaller >= max(2, math.ceil(math.log2(n))):
-                assert (graph.log_p_disconnected(n, smaller, dropped) >= -40 * math.log(2)
-                        or n * stats.binom.cdf(graph.threshold(smaller + 1, 0.5) - 1, smaller, 1 - rho) > 1e-6)
+                assert (
+                    graph.log_p_disconnected(n, smaller, dropped) >= -40 * math.log(2)
+                    or n * stats.binom.cdf(graph.threshold(smaller + 1, 0.5) - 1, smaller, 1 - rho) > 1e-6
+                )
     assert graph.auto_degree(1000, 0.0, 0.5) == 10 and graph.auto_degree(1000, 0.2, 0.5) > 10
     # power: the disconnection target alone rejects small degrees at this dropout
     assert graph.log_p_disconnected(10_000, 18, 1000) > -40 * math.log(2)
@@ -235,12 +245,13 @@ def test_disconnection_bound_holds_empirically():
         hits += g.components(alive) > 1
     # one-sided binomial test at alpha = 1e-6 that the true rate exceeds the bound
     assert stats.binomtest(hits, draws, min(bound, 1.0), alternative="greater").pvalue > ALPHA
-    assert hits > 0       # power: the event is frequent enough here for the comparison to mean something
+    assert hits > 0  # power: the event is frequent enough here for the comparison to mean something
 
 
 def test_threshold_below_one_half_is_refused_in_the_config_and_the_library():
     from locpriv.config import ConfigError
     from locpriv.heatmaps.study import STUDY
+
     for fraction in (0.1, 0.4):
         with pytest.raises(ConfigError, match=r"studies\.heatmaps\.secagg\.threshold.*minimum of 0\.5"):
             STUDY.validate({"aggregation": "secure", "secagg": {"threshold": fraction}})
@@ -252,6 +263,7 @@ def test_threshold_below_one_half_is_refused_in_the_config_and_the_library():
 
 
 # ---- clients as state machines, dropouts at every step --------------------------------------------------------
+
 
 def test_a_client_answers_each_step_once_and_in_order():
     x = inputs(20, 4, 16)
@@ -267,11 +279,14 @@ def test_a_client_answers_each_step_once_and_in_order():
         clients[5].unmasking(request)
 
 
-@pytest.mark.parametrize("change, message", [
-    ("overlap", "listed both as a survivor and as dropped"),
-    ("few", "fewer than t"),
-    ("self_dropped", "lists it as dropped"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ("overlap", "listed both as a survivor and as dropped"),
+        ("few", "fewer than t"),
+        ("self_dropped", "lists it as dropped"),
+    ],
+)
 def test_a_client_checks_the_unmasking_request(change, message):
     n = 20
     clients, server = keyed_and_masked(n, ProtocolParams(bits=16, degree=4), inputs(n, 4, 16))
@@ -288,8 +303,15 @@ def test_a_client_checks_the_unmasking_request(change, message):
         clients[0].unmasking(UnmaskingRequest(alive, dropped))
 
 
-STEPS = [("advertise_keys", HBC), ("share_keys", HBC), ("masked_input", HBC), ("unmasking", HBC),
-         ("share_keys", ACTIVE), ("consistency", ACTIVE), ("unmasking", ACTIVE)]
+STEPS = [
+    ("advertise_keys", HBC),
+    ("share_keys", HBC),
+    ("masked_input", HBC),
+    ("unmasking", HBC),
+    ("share_keys", ACTIVE),
+    ("consistency", ACTIVE),
+    ("unmasking", ACTIVE),
+]
 
 
 @pytest.mark.parametrize("step, params", STEPS)
@@ -299,16 +321,19 @@ def test_dropouts_at_every_step_give_the_survivors_exact_sum(step, params):
     n = 48
     x = inputs(n, 6, params.bits)
     gone = [3, 17, 30]
-    senders = np.setdiff1d(np.arange(n), gone) if step in ("advertise_keys", "share_keys", "masked_input") \
-        else np.arange(n)
+    senders = (
+        np.setdiff1d(np.arange(n), gone) if step in ("advertise_keys", "share_keys", "masked_input") else np.arange(n)
+    )
     dropouts = Dropouts(**{step: gone}) if step != "masked_input" else None
     total, transcript = run(x, senders, params, dropouts=dropouts)
     assert (total.astype(object) == plain_sum(x, senders, params.bits)).all()
     assert not set(transcript.loc[transcript["step"] == "unmasking", "sender"]) & (
-        set(gone) if step != "masked_input" else set())
+        set(gone) if step != "masked_input" else set()
+    )
 
 
 # ---- issue 31: an active server ---------------------------------------------------------------------------
+
 
 def substitute_keys(server, victim, fake_id):
     """A keys_for that hands ``victim`` a forged advertisement for its neighbour ``fake_id``."""
@@ -318,11 +343,13 @@ def substitute_keys(server, victim, fake_id):
         adverts, proofs, own = original(u)
         if u == victim:
             fake = crypto.random_bytes(None, 1, 3 * crypto.KEY_BYTES)[0].tobytes()
-            if server.params.active:          # signed with a key the server owns, not the client's identity
-                fake += crypto.sign(crypto.identity_key(bytes(32)),
-                                    protocol.keys_message(server.context, fake_id, fake))
+            if server.params.active:  # signed with a key the server owns, not the client's identity
+                fake += crypto.sign(
+                    crypto.identity_key(bytes(32)), protocol.keys_message(server.context, fake_id, fake)
+                )
             adverts = {**adverts, fake_id: fake}
         return adverts, proofs, own
+
     return forged
 
 
@@ -335,7 +362,7 @@ def test_key_substitution_is_refused_in_the_active_variant():
     server.keys_for = substitute_keys(server, victim, neighbour)
     with pytest.raises(ProtocolError, match=f"client 0: the keys of client {neighbour} are not signed"):
         clients[victim].share_keys(*server.keys_for(victim))
-    assert server.arrived == set() and not server.bundles        # nothing of the victim's left it
+    assert server.arrived == set() and not server.bundles  # nothing of the victim's left it
 
 
 def mitm_input(clients, server, victim, x):
@@ -364,8 +391,9 @@ def mitm_input(clients, server, victim, x):
     inbox = {}
     for v in fake_c:
         header = protocol.share_header(server.context, v, victim)
-        inbox[v] = crypto.seal(crypto.derive(crypto.exchange(fake_c[v], advert[:32]), header),
-                               bytes(8 * protocol.SHARE_LIMBS), header)
+        inbox[v] = crypto.seal(
+            crypto.derive(crypto.exchange(fake_c[v], advert[:32]), header), bytes(8 * protocol.SHARE_LIMBS), header
+        )
     y = client.masked_input(x, inbox)
     bits = server.params.bits
     recovered = y - crypto.expand(protocol.self_mask_seed(secrets[1].tobytes(), server.context), len(x), bits)
@@ -424,7 +452,7 @@ def split_lists(clients, server, victim, shown_alive):
 def test_inconsistent_survivor_lists_never_yield_both_secrets_of_a_client(shown_alive):
     # honest-but-curious variant, no consistency round: the threshold >= 1/2 alone keeps the server from t shares
     # of both secrets whatever the split (issue 31: threshold 0.4 was accepted and the attack succeeded)
-    n, victim, params = 30, 5, ProtocolParams(bits=16, degree=4)      # t = 3 of the victim's 5 holders
+    n, victim, params = 30, 5, ProtocolParams(bits=16, degree=4)  # t = 3 of the victim's 5 holders
     clients, server = keyed_and_masked(n, params, inputs(n, 4, 16))
     server.request = request_for(server, np.arange(n))
     for v, request in split_lists(clients, server, victim, shown_alive).items():
@@ -462,7 +490,7 @@ def test_an_active_server_cannot_unmask_a_small_set(pattern):
     n = 48
     clients, server = keyed_and_masked(n, ACTIVE, inputs(n, 4, ACTIVE.bits))
     order = server.graph.position
-    small = order[:n // 4] if pattern == "arc" else order[np.arange(n) % 3 == 0]
+    small = order[: n // 4] if pattern == "arc" else order[np.arange(n) % 3 == 0]
     t, k = clients[0].t, server.graph.degree
     assert len(small) < t * n / (k + 1)
     request = request_for(server, small)
@@ -479,6 +507,7 @@ def test_an_active_server_cannot_unmask_a_small_set(pattern):
 
 # ---- issue 31: validation, no silent wrong sum -------------------------------------------------------------
 
+
 def test_a_replayed_masked_input_is_refused():
     n = 20
     clients, server = shard(n, 4, ProtocolParams(bits=16, degree=4), np.random.default_rng(1), b"test")
@@ -492,11 +521,14 @@ def test_a_replayed_masked_input_is_refused():
         server.receive_masked(2, y)
 
 
-@pytest.mark.parametrize("vector, message", [
-    (np.array([5]), r"shape \(1,\)"),                   # a length-1 vector used to broadcast into the sum
-    (np.full(4, 1 << 16), "outside Z_m"),
-    (np.full(4, 0.5), "type float64"),
-])
+@pytest.mark.parametrize(
+    "vector, message",
+    [
+        (np.array([5]), r"shape \(1,\)"),  # a length-1 vector used to broadcast into the sum
+        (np.full(4, 1 << 16), "outside Z_m"),
+        (np.full(4, 0.5), "type float64"),
+    ],
+)
 def test_a_malformed_masked_vector_is_refused(vector, message):
     clients, server = shard(20, 4, ProtocolParams(bits=16, degree=4), np.random.default_rng(1), b"test")
     for c in clients:
@@ -530,8 +562,9 @@ def test_a_share_from_a_non_holder_is_refused():
     stranger = int(np.setdiff1d(np.arange(n), server.graph.holders(0))[0])
     response = clients[0].unmasking(request)
     response[stranger, "self_seed"] = response[0, "self_seed"]
-    with pytest.raises(ProtocolError,
-                       match=f"client 0 sent a share of client {stranger}'s secret but is not its holder"):
+    with pytest.raises(
+        ProtocolError, match=f"client 0 sent a share of client {stranger}'s secret but is not its holder"
+    ):
         server.receive_unmasking(0, response)
 
 
@@ -574,6 +607,7 @@ def test_an_inconsistent_spare_share_is_detected(monkeypatch):
 
 # ---- Shamir, primitives, randomness ------------------------------------------------------------------------
 
+
 def test_shamir_reconstructs_from_any_t_shares_and_checks_spares():
     rng = np.random.default_rng(5)
     secrets = rng.integers(0, 256, (6, 32), dtype=np.uint8)
@@ -596,7 +630,7 @@ def test_fewer_than_t_shares_say_nothing_about_a_limb():
     def first_shares(value, threshold):
         secrets = np.full((draws, 3), value, dtype=np.uint8)
         out = shamir.share(secrets, xs, threshold, lambda shape: crypto.random_field(rng, shape, shamir.PRIME))
-        return out[:, :threshold - 1 or 1, 0] % 64
+        return out[:, : threshold - 1 or 1, 0] % 64
 
     low, high = first_shares(0, 3), first_shares(255, 3)
     assert stats.chisquare(np.bincount(low[:, 0], minlength=64)).pvalue > ALPHA
@@ -616,16 +650,17 @@ def test_coefficient_bias_is_below_two_to_the_minus_62():
     # 64 uniform bits mod p: statistical distance r (p - r) / (p 2^64), r = 2^64 mod p (crypto's module doc)
     p = shamir.PRIME
     r = (1 << 64) % p
-    distance = r * (p - r) / (p * 2.0 ** 64)
-    assert r == 4 and 2.0 ** -63 < distance < 2.0 ** -62
+    distance = r * (p - r) / (p * 2.0**64)
+    assert r == 4 and 2.0**-63 < distance < 2.0**-62
 
 
 def test_hkdf_is_rfc_5869():
     rng = np.random.default_rng(8)
     for _ in range(20):
         secret, info = rng.bytes(32), rng.bytes(int(rng.integers(0, 40)))
-        assert crypto.derive(secret, info) == HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
-                                                   info=info).derive(secret)
+        assert crypto.derive(secret, info) == HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(
+            secret
+        )
 
 
 def test_os_entropy_gives_the_same_exact_sum(monkeypatch):
@@ -636,13 +671,14 @@ def test_os_entropy_gives_the_same_exact_sum(monkeypatch):
     x = inputs(10, 5, 16)
     total, _ = aggregate(x[1:], np.arange(1, 10), 10, ProtocolParams(bits=16, graph="complete"), None, b"os")
     assert (total.astype(np.int64) == x[1:].sum(axis=0) % (1 << 16)).all()
-    assert len(calls) >= 3 * 10       # every client's keys, seed and Shamir coefficients
+    assert len(calls) >= 3 * 10  # every client's keys, seed and Shamir coefficients
 
 
 def test_secure_heatmap_draws_its_secrets_from_the_os_and_leaves_the_dp_stream_alone(monkeypatch):
     from locpriv.heatmaps import clients as heat_clients
     from locpriv.heatmaps.study import make_secagg
     from locpriv.mechanisms.heatmap import secagg as mechanism_secagg
+
     calls = []
     urandom = crypto.os.urandom
     monkeypatch.setattr(crypto.os, "urandom", lambda k: calls.append(k) or urandom(k))

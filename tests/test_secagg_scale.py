@@ -24,11 +24,22 @@ def run_stages(tmp_path, scale, seed=3):
     batches = []
     for i, shards in enumerate(secagg_scale.shard_batches(scale)):
         batches.append(str(folder / f"batch~{i}.parquet"))
-        secagg_scale.shard_stage(deal_path=str(deal), shards=shards, scale=scale, epsilon=1.0,
-                                 secagg={"degree": 8}, seed=seed, out=batches[-1])
-        (folder / f"batch~{i}.tsv").write_text("s\th:m:s\n1.5\t0:00:01\n")    # what Snakemake's benchmark holds
-    secagg_scale.gather_stage(paths=batches, benchmarks=[b.replace(".parquet", ".tsv") for b in batches],
-                              out_histogram=str(folder / "histogram.parquet"), out_table=str(folder / "shards.csv"))
+        secagg_scale.shard_stage(
+            deal_path=str(deal),
+            shards=shards,
+            scale=scale,
+            epsilon=1.0,
+            secagg={"degree": 8},
+            seed=seed,
+            out=batches[-1],
+        )
+        (folder / f"batch~{i}.tsv").write_text("s\th:m:s\n1.5\t0:00:01\n")  # what Snakemake's benchmark holds
+    secagg_scale.gather_stage(
+        paths=batches,
+        benchmarks=[b.replace(".parquet", ".tsv") for b in batches],
+        out_histogram=str(folder / "histogram.parquet"),
+        out_table=str(folder / "shards.csv"),
+    )
     return pd.read_parquet(folder / "histogram.parquet"), pd.read_csv(folder / "shards.csv"), deal
 
 
@@ -37,7 +48,7 @@ def test_scale_shards_sum_securely_and_do_not_depend_on_batching(tmp_path):
     assert list(table.columns) == secagg_scale.TABLE_COLUMNS
     assert table["shard"].tolist() == [0, 1, 2] and table["clients"].tolist() == [400, 400, 200]
     dealt = pd.read_parquet(deal)
-    assert table["survivors"].sum() == len(dealt) < SCALE["users"]          # 10 % dropped before step 2
+    assert table["survivors"].sum() == len(dealt) < SCALE["users"]  # 10 % dropped before step 2
     assert (table["k"] == 8).all() and (table["job_peak_rss_mb"] > 0).all() and (table["benchmark_wall_s"] == 1.5).all()
     assert len(histogram) == 4 ** SCALE["level"]
     # the noisy histogram is the survivors' counts plus noise of sd ~ sqrt(2)/epsilon per entry: far from zero
@@ -50,8 +61,15 @@ def test_scale_shards_sum_securely_and_do_not_depend_on_batching(tmp_path):
 @pytest.mark.workflow
 def test_scale_sub_query_runs_as_shard_jobs(make_workdir):
     cfg = copy.deepcopy(TINY)
-    cfg["studies"] = {"heatmaps": {"population": POPULATION, "methods": ["dp_heatmap"], "reps": 1,
-                                   "aggregation": "secure", "secagg_scale": {**SCALE, "dropout": 0.0}}}
+    cfg["studies"] = {
+        "heatmaps": {
+            "population": POPULATION,
+            "methods": ["dp_heatmap"],
+            "reps": 1,
+            "aggregation": "secure",
+            "secagg_scale": {**SCALE, "dropout": 0.0},
+        }
+    }
     wd = make_workdir(cfg)
     target = "results/studies/heatmaps/secagg_scale/shards.csv"
     run_snakemake(wd, "--cores", "2", target)

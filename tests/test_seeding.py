@@ -11,11 +11,13 @@ def test_same_keys_same_stream():
 
 def test_any_key_changes_the_stream():
     base = rng(7, "randomize", "gauss9", {"h": 0.55}, 0, 2).random(5)
-    for variant in [(8, "randomize", "gauss9", {"h": 0.55}, 0, 2),
-                    (7, "attack", "gauss9", {"h": 0.55}, 0, 2),
-                    (7, "randomize", "gauss9", {"h": 0.56}, 0, 2),
-                    (7, "randomize", "gauss9", {"h": 0.55}, 1, 2),
-                    (7, "randomize", "gauss9", {"h": 0.55}, 0, 3)]:
+    for variant in [
+        (8, "randomize", "gauss9", {"h": 0.55}, 0, 2),
+        (7, "attack", "gauss9", {"h": 0.55}, 0, 2),
+        (7, "randomize", "gauss9", {"h": 0.56}, 0, 2),
+        (7, "randomize", "gauss9", {"h": 0.55}, 1, 2),
+        (7, "randomize", "gauss9", {"h": 0.55}, 0, 3),
+    ]:
         assert not np.array_equal(base, rng(*variant).random(5))
 
 

@@ -39,18 +39,21 @@ def outline(config: dict) -> dict:
     source, the studies with their sections' keys and their datasets' sources."""
     studies = config.get("studies", {})
     return {
-        "experiments": {name: (sorted(e["datasets"]), sorted(e["mechanisms"]))
-                        for name, e in config.get("experiments", {}).items()},
+        "experiments": {
+            name: (sorted(e["datasets"]), sorted(e["mechanisms"])) for name, e in config.get("experiments", {}).items()
+        },
         "datasets": {name: d["source"] for name, d in config.get("datasets", {}).items()},
         "studies": {name: sorted(section) for name, section in studies.items()},
-        "study_sources": {name: sorted({d["source"] for d in section.get("datasets", {}).values()})
-                          for name, section in studies.items()},
+        "study_sources": {
+            name: sorted({d["source"] for d in section.get("datasets", {}).values()})
+            for name, section in studies.items()
+        },
     }
 
 
 def test_every_config_that_reads_data_has_a_data_free_variant():
     need = [p.name for p in SHIPPED if reads_data(yaml.safe_load(p.read_text()))]
-    assert len(need) >= 5   # deconv, geolife, heatmaps, paper_rff, sldp
+    assert len(need) >= 5  # deconv, geolife, heatmaps, paper_rff, sldp
     variants = sorted(p.name for p in (TEST_DIR / "config").glob("*.yaml"))
     assert variants == sorted(need)
     for name in need:
@@ -98,10 +101,18 @@ def test_slurm_profile_names_no_site_and_takes_it_from_the_environment(tmp_path,
     local.mkdir()
     (local / "config.yaml").write_text(yaml.safe_dump({"default-resources": profile["default-resources"]}))
     wd = make_workdir()
-    for env in ({"LOCPRIV_SLURM_PARTITION": "gpu", "LOCPRIV_SLURM_ACCOUNT": "proj42"},
-                {"LOCPRIV_SLURM_PARTITION": "", "LOCPRIV_SLURM_ACCOUNT": ""}):
+    for env in (
+        {"LOCPRIV_SLURM_PARTITION": "gpu", "LOCPRIV_SLURM_ACCOUNT": "proj42"},
+        {"LOCPRIV_SLURM_PARTITION": "", "LOCPRIV_SLURM_ACCOUNT": ""},
+    ):
         proc = run_snakemake(wd, "--workflow-profile", str(local), "--dry-run", env=env)
-        jobs = [dict(item.split("=", 1) for item in line.split("resources:", 1)[1].strip().split(", "))
-                for line in proc.stdout.splitlines() if line.strip().startswith("resources:")]
-        assert jobs and all(job["slurm_partition"] == env["LOCPRIV_SLURM_PARTITION"]
-                            and job["slurm_account"] == env["LOCPRIV_SLURM_ACCOUNT"] for job in jobs), jobs[:2]
+        jobs = [
+            dict(item.split("=", 1) for item in line.split("resources:", 1)[1].strip().split(", "))
+            for line in proc.stdout.splitlines()
+            if line.strip().startswith("resources:")
+        ]
+        assert jobs and all(
+            job["slurm_partition"] == env["LOCPRIV_SLURM_PARTITION"]
+            and job["slurm_account"] == env["LOCPRIV_SLURM_ACCOUNT"]
+            for job in jobs
+        ), jobs[:2]

@@ -4,11 +4,10 @@ import pytest
 from locpriv.errors import InputError
 from locpriv.sldp import classify
 
-CFG = {"threshold": 0.0, "max_depth": 8, "delta": 0.05, "split_rule": "per_child",
-       "calibration": "sensitivity2"}
+CFG = {"threshold": 0.0, "max_depth": 8, "delta": 0.05, "split_rule": "per_child", "calibration": "sensitivity2"}
 
 
-CALIFORNIA = [-124.48, -114.13, 32.53, 42.01]   # workflow/configs/sldp.yaml's public box
+CALIFORNIA = [-124.48, -114.13, 32.53, 42.01]  # workflow/configs/sldp.yaml's public box
 
 
 def test_housing_coordinates_are_scaled_from_the_public_box_not_the_data(tmp_path):
@@ -18,7 +17,7 @@ def test_housing_coordinates_are_scaled_from_the_public_box_not_the_data(tmp_pat
     csv.write_text("longitude,latitude,median_house_value\n-122.0,37.0,1\n-118.0,34.0,3\n-113.0,33.0,2\n")
     X, y, counts = classify.load_housing(str(csv), CALIFORNIA)
     np.testing.assert_allclose(X[0], [(-122.0 + 124.48) / 10.35, (37.0 - 32.53) / 9.48])
-    np.testing.assert_allclose(X[2], [1.0, (33.0 - 32.53) / 9.48])          # lon -113 clamped to -114.13
+    np.testing.assert_allclose(X[2], [1.0, (33.0 - 32.53) / 9.48])  # lon -113 clamped to -114.13
     assert counts["rows_clamped_to_box"] == 1 and list(y) == [0, 1, 0]
     csv.write_text("longitude,latitude,median_house_value\n-122.0,37.0,1\n-120.0,35.0,3\n")
     np.testing.assert_allclose(classify.load_housing(str(csv), CALIFORNIA)[0][0], X[0])
@@ -27,12 +26,12 @@ def test_housing_coordinates_are_scaled_from_the_public_box_not_the_data(tmp_pat
 def test_quantization_moves_each_point_to_its_own_regions_centre():
     X = np.random.default_rng(0).uniform(0, 1, size=(4000, 2))
     Q = classify.privatise("sldp_quantization", X, 2.0, CFG, np.random.default_rng(1))
-    box = classify._regions(X, 2.0, CFG, np.random.default_rng(1))   # the same partition (same stream)
+    box = classify._regions(X, 2.0, CFG, np.random.default_rng(1))  # the same partition (same stream)
     lo, hi = box[:, [0, 2]], box[:, [1, 3]]
-    assert ((X >= lo - 1e-12) & (X <= hi + 1e-12)).all()          # each point lies in its own region
-    np.testing.assert_allclose(Q, (lo + hi) / 2)                  # and is released as that region's centre
-    assert (np.abs(Q - X) <= (hi - lo) / 2 + 1e-12).all()         # so it moves at most half ITS cell
-    assert len(np.unique(Q, axis=0)) < len(X) / 4                 # many points share a centre
+    assert ((X >= lo - 1e-12) & (X <= hi + 1e-12)).all()  # each point lies in its own region
+    np.testing.assert_allclose(Q, (lo + hi) / 2)  # and is released as that region's centre
+    assert (np.abs(Q - X) <= (hi - lo) / 2 + 1e-12).all()  # so it moves at most half ITS cell
+    assert len(np.unique(Q, axis=0)) < len(X) / 4  # many points share a centre
     # power: the partition is finer than the root, so the own-cell bound is tighter than half the root
     assert np.median(hi - lo) < 0.5
 

@@ -26,8 +26,16 @@ def sample(n, seed=0):
 
 @pytest.fixture(scope="module", params=["all_children", "per_child"])
 def result(request):
-    return run_protocol(sample(20000), BOX, epsilon=1.0, threshold=50, max_depth=8, delta=0.05,
-                        rng=np.random.default_rng(1), split_rule=request.param)
+    return run_protocol(
+        sample(20000),
+        BOX,
+        epsilon=1.0,
+        threshold=50,
+        max_depth=8,
+        delta=0.05,
+        rng=np.random.default_rng(1),
+        split_rule=request.param,
+    )
 
 
 def test_transcript_has_no_location_or_raw_indicator(result):
@@ -51,7 +59,7 @@ def test_users_stop_answering_once_their_region_is_fixed(result):
     fixed = cells["fixed_round"].loc[per_user.index]
     assert (per_user["max"] == fixed).all() and (per_user["count"] == 4 * fixed).all()
     assert (fixed <= cells["level"].loc[per_user.index] + 1).all()
-    assert result.rounds["round"].max() > fixed.min()   # some users stopped before the end
+    assert result.rounds["round"].max() > fixed.min()  # some users stopped before the end
 
 
 def test_partition_holds_every_user_exactly_once(result):
@@ -76,14 +84,15 @@ def exact_tail(n, b, margin):
     (P(k) ∝ p^|k| on the grid INDICATOR_STEP), convolved n times by FFT on a lattice of +-12 sd."""
     t = exact_scale(b / INDICATOR_STEP)
     size = 1 << math.ceil(math.log2(24 * math.sqrt(2 * n) * t + 64))
-    k = np.fft.fftfreq(size, 1 / size).astype(np.int64)        # 0, 1, ..., -1: wrapped lattice
+    k = np.fft.fftfreq(size, 1 / size).astype(np.int64)  # 0, 1, ..., -1: wrapped lattice
     p = math.exp(-1 / t)
     law = np.fft.irfft(np.fft.rfft((1 - p) / (1 + p) * p ** np.abs(k)) ** n, size)
     return float(np.clip(law, 0, None)[k >= math.ceil(margin / INDICATOR_STEP - 1e-9)].sum())
 
 
-@pytest.mark.parametrize("n, delta", [(1, 0.05), (5, 0.05), (100, 0.05), (20000, 0.05), (2000, 1e-3),
-                                      (20000, 1e-3), (300, 1e-6)])
+@pytest.mark.parametrize(
+    "n, delta", [(1, 0.05), (5, 0.05), (100, 0.05), (20000, 0.05), (2000, 1e-3), (20000, 1e-3), (300, 1e-6)]
+)
 def test_split_margin_is_a_valid_and_tight_tail_quantile(n, delta):
     """Thm 4.1's delta is P(the noise of a sparse child's n_hat >= Delta).  The exact tail (FFT of
     the sampler's law) at the new margin is <= delta, and >= 0.7 delta (the bound is not vacuous:
@@ -102,14 +111,16 @@ def test_split_margin_grows_with_n_and_scales_with_b():
     assert m[0] == 0 and (np.diff(m) >= 0).all()
     # standardised: Delta / (b sqrt(2 n)) tends to the normal quantile 1.645 (plus the grid's <= 1 %)
     assert 1.645 < m[2999] / (b * math.sqrt(2 * 2999)) < 1.645 * 1.03
-    assert split_margin(500, 2 * b, 0.05, INDICATOR_STEP) == pytest.approx(2 * split_margin(500, b, 0.05,
-                                                                                              INDICATOR_STEP), rel=1e-3)
+    assert split_margin(500, 2 * b, 0.05, INDICATOR_STEP) == pytest.approx(
+        2 * split_margin(500, b, 0.05, INDICATOR_STEP), rel=1e-3
+    )
     with pytest.raises(ValueError, match="delta"):
         split_margin(10, b, 1e-12, INDICATOR_STEP)
 
 
 def clopper_pearson_lower(k, runs, alpha):
     from scipy.stats import beta
+
     return float(beta.ppf(alpha, k, runs - k + 1)) if k else 0.0
 
 
@@ -124,8 +135,12 @@ def test_split_frequency_at_delta_1e_3_with_the_projects_sampler():
     b = noise_scale(1.0)
     new, old = float(split_margin(n, b, delta, INDICATOR_STEP)), printed_margin(n, b, delta)
     rng = np.random.default_rng(28)
-    sums = np.concatenate([INDICATOR_STEP * discrete_laplace(b / INDICATOR_STEP, rng, size=(250, n)).sum(axis=1)
-                           for _ in range(runs // 250)])
+    sums = np.concatenate(
+        [
+            INDICATOR_STEP * discrete_laplace(b / INDICATOR_STEP, rng, size=(250, n)).sum(axis=1)
+            for _ in range(runs // 250)
+        ]
+    )
     assert clopper_pearson_lower(int((sums >= old).sum()), runs, alpha) > delta
     assert clopper_pearson_lower(int((sums >= new).sum()), runs, alpha) <= delta
 
@@ -159,6 +174,7 @@ def test_one_round_is_exactly_round_cost_ldp():
     reports' exact probabilities is (2 / step) / s with s the scale the sampler really uses; it is
     at most round_cost (eps by default, 2 eps as printed) and equal to it up to the scale's rounding."""
     from locpriv.dp.sampling import exact_scale
+
     step = INDICATOR_STEP
     for calibration, cost in (("sensitivity2", 1.0), ("paper", 2.0)):
         s = exact_scale(noise_scale(1.0, calibration) / step)
@@ -181,8 +197,7 @@ def test_guarantee_states_the_true_cost_and_no_epsilon_without_a_proof():
 def test_split_needs_every_child_above_threshold_plus_margin():
     # all users in one quadrant: the root's other children are empty, so the root is the partition
     pts = np.full((5000, 2), 5.0)
-    res = run_protocol(pts, BOX, epsilon=2.0, threshold=10, max_depth=4, delta=0.05,
-                       rng=np.random.default_rng(3))
+    res = run_protocol(pts, BOX, epsilon=2.0, threshold=10, max_depth=4, delta=0.05, rng=np.random.default_rng(3))
     assert res.cells[["level", "code"]].values.tolist() == [[0, 0]]
     assert not res.rounds["split"].any() and res.reports["round"].max() == 1
 
@@ -214,8 +229,13 @@ def test_leaves_option_only_changes_the_released_cells():
 def children_of(cells, parents):
     """The released cells whose parent is one of ``parents`` (level, code), grouped by parent."""
     cells = cells[cells["level"] > 0]
-    children = pd.DataFrame({"level": cells["level"].to_numpy() - 1, "code": cells["code"].to_numpy() >> 2,
-                             "count": cells["count"].to_numpy()})
+    children = pd.DataFrame(
+        {
+            "level": cells["level"].to_numpy() - 1,
+            "code": cells["code"].to_numpy() >> 2,
+            "count": cells["count"].to_numpy(),
+        }
+    )
     return children.merge(parents, on=["level", "code"]).groupby(["level", "code"])
 
 
@@ -250,6 +270,7 @@ def test_moving_a_user_inside_its_region_changes_nothing_released():
     in (so inside U* on the good event), the whole release -- cells and exact counts -- is identical,
     while moving it to another region changes the counts (power)."""
     from locpriv.quadtree import cell_box
+
     pts = sample(5000, seed=14)
     kw = dict(box=BOX, epsilon=1.0, threshold=20, max_depth=8, delta=0.05, split_rule="all_children")
     base = run_protocol(pts, rng=np.random.default_rng(15), **kw)
@@ -270,8 +291,16 @@ def test_child_cells_inside_regions_sum_to_the_region_and_a_fresh_release_is_rec
     that sum to the parent's exact count (free post-processing of n_hat); a fresh child release at
     child_epsilon changes the estimates and is charged in the record."""
     pts = sample(20000, seed=16)
-    kw = dict(box=BOX, epsilon=1.0, threshold=20, max_depth=8, delta=0.05, split_rule="per_child",
-              leaves="children", counts="regions")
+    kw = dict(
+        box=BOX,
+        epsilon=1.0,
+        threshold=20,
+        max_depth=8,
+        delta=0.05,
+        split_rule="per_child",
+        leaves="children",
+        counts="regions",
+    )
     free = run_protocol(pts, rng=np.random.default_rng(17), **kw)
     paid = run_protocol(pts, rng=np.random.default_rng(17), child_epsilon=0.5, **kw)
     whole = free.rounds[free.rounds["children_split"] == 0][["level", "code", "n_parent"]]
@@ -297,6 +326,7 @@ def test_per_child_rule_refines_dense_children_past_sparse_siblings():
 
 def test_squared_norm_oscillation_of_boxes():
     from locpriv.sldp.mean import squared_norm_oscillation
+
     boxes = np.array([[-10, 10, -10, 10], [1, 2, 3, 4], [-1, 2, 3, 4]], dtype=float)
     np.testing.assert_allclose(squared_norm_oscillation(boxes), [200, (4 + 16) - (1 + 9), (4 + 16) - (0 + 9)])
 
@@ -305,11 +335,11 @@ def test_sldp_mean_is_unbiased():
     """Mean of 200 SLDP estimates within 5 standard errors of the true mean (noise is the only error)."""
     from locpriv.quadtree import cell_box
     from locpriv.sldp.mean import sldp_mean, squared_norm_oscillation
+
     pts = sample(4000, seed=6)
-    part = run_protocol(pts, BOX, 1.0, 0, 6, 0.05, np.random.default_rng(7), split_rule="per_child",
-                        keep_reports=False)
+    part = run_protocol(pts, BOX, 1.0, 0, 6, 0.05, np.random.default_rng(7), split_rule="per_child", keep_reports=False)
     rng = np.random.default_rng(8)
     est = np.array([sldp_mean(pts, part.user_cell, BOX, 1.0, rng) for _ in range(200)])
     scale = squared_norm_oscillation(cell_box(part.user_cell["level"], part.user_cell["code"], BOX))
-    se = np.sqrt(2 * (scale ** 2).sum()) / len(pts) / np.sqrt(200)   # Var Lap(b) = 2 b^2
-    assert abs(est.mean() - (pts ** 2).sum(1).mean()) < 5 * se
+    se = np.sqrt(2 * (scale**2).sum()) / len(pts) / np.sqrt(200)  # Var Lap(b) = 2 b^2
+    assert abs(est.mean() - (pts**2).sum(1).mean()) < 5 * se

@@ -17,8 +17,8 @@ def test_privtree_constants_and_hand_worked_biased_counts():
     assert lam == pytest.approx(7 / 3) and delta == pytest.approx(7 / 3 * math.log(4))
     # on the grid 2^-8: lambda' = 7/3 * 256 rounded up by < 2^-15 steps, delta' = ceil(lambda' ln 4) + 1
     lam_steps, delta_steps = privtree.grid_constants(1.0)
-    assert 0 < lam_steps - 7 / 3 * 256 <= 2 ** -15
-    assert delta_steps == math.ceil(lam_steps * math.log(4)) + 1 == 830       # 597.33 * 1.3863 = 828.1
+    assert 0 < lam_steps - 7 / 3 * 256 <= 2**-15
+    assert delta_steps == math.ceil(lam_steps * math.log(4)) + 1 == 830  # 597.33 * 1.3863 = 828.1
     assert delta_steps * privtree.STEP >= lam_steps * privtree.STEP * math.log(4) >= delta
     # theta = 0: a depth-2 node with 10 points has b = 2560 - 2 * 830 = 900 steps; an empty
     # depth-1 node has b = max(0 - 830, 0 - 830) = -830 steps
@@ -69,7 +69,7 @@ def test_anchored_queries_contain_their_anchor_and_uniform_ones_stay_inside():
     pts = rng.uniform(0, 1, size=(30000, 2))
     q = range_queries.anchored_workload(pts, BOX, 100, rng)
     w, h = q[:, 1] - q[:, 0], q[:, 3] - q[:, 2]
-    assert not np.allclose(w, h)                       # width and height drawn independently
+    assert not np.allclose(w, h)  # width and height drawn independently
     assert (w >= 1 / 256 - 1e-12).all() and (w <= 1 / 8 + 1e-12).all()
     u = range_queries.uniform_workload(BOX, 500, rng)
     assert (u[:, 0] >= 0).all() and (u[:, 1] <= 1).all() and (u[:, 2] >= 0).all() and (u[:, 3] <= 1).all()
@@ -78,6 +78,7 @@ def test_anchored_queries_contain_their_anchor_and_uniform_ones_stay_inside():
 def test_study_defaults_are_the_papers_thresholds_and_merged_leaves():
     from locpriv.config import ConfigError
     from locpriv.sldp import study
+
     cfg = study.validate_config({"classify": {"path": "housing.csv", "lonlat_bbox": [-124.48, -114.13, 32.53, 42.01]}})
     assert (cfg["mean"]["threshold"], cfg["range"]["threshold"], cfg["classify"]["threshold"]) == (100, 20, 20)
     assert cfg["leaves"] == "merge" and cfg["counts"] == "regions" and cfg["child_share"] == 0

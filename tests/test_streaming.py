@@ -36,8 +36,14 @@ MAX_GROWTH = 2.0
 
 def _points(path, n: int, persons: int, group: int) -> pd.DataFrame:
     rng = np.random.default_rng(5)
-    df = pd.DataFrame({"user": np.arange(n), "x": rng.normal(size=n), "y": rng.normal(size=n),
-                       "source_user": rng.integers(0, persons, n)})
+    df = pd.DataFrame(
+        {
+            "user": np.arange(n),
+            "x": rng.normal(size=n),
+            "y": rng.normal(size=n),
+            "source_user": rng.integers(0, persons, n),
+        }
+    )
     pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path, row_group_size=group)
     return df
 
@@ -140,8 +146,12 @@ def files(tmp_path_factory):
 
 def _peak_mb(path, stage: str, n: int) -> float:
     """A stage's peak allocation (MB) on the first n users of ``path``, in a fresh process."""
-    out = subprocess.run([sys.executable, "-c", CHILD, str(path), stage, str(path.parent), str(n)],
-                         check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path), stage, str(path.parent), str(n)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(out.stdout.splitlines()[-1])
 
 

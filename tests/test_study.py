@@ -14,8 +14,13 @@ TOY = Study(name="toy", validate=dict, runs=lambda cfg: [], run_dir=str, identit
 
 
 def _rows(eps):
-    return TOY.run_table([{"method": "m", "metric": "mse", "value": 1.0 / (1 + i)} for i in range(2)],
-                         epsilon=eps, n=100, rep=0, dataset="d")
+    return TOY.run_table(
+        [{"method": "m", "metric": "mse", "value": 1.0 / (1 + i)} for i in range(2)],
+        epsilon=eps,
+        n=100,
+        rep=0,
+        dataset="d",
+    )
 
 
 def test_summary_sorts_epsilon_as_a_number_and_writes_the_same_bytes_twice(tmp_path):
@@ -27,19 +32,22 @@ def test_summary_sorts_epsilon_as_a_number_and_writes_the_same_bytes_twice(tmp_p
     assert list(back.columns) == [*list(SUMMARY_COLUMNS)[:5], "dataset", "metric", "value"]
     assert {c: str(t) for c, t in back.dtypes.items()} == {**TOY.columns}
     again = {k: str(tmp_path / f"b.{k}") for k in ("parquet", "csv")}
-    TOY.write_summary(frame.iloc[::-1], out_parquet=again["parquet"], out_csv=again["csv"])   # row order is free
+    TOY.write_summary(frame.iloc[::-1], out_parquet=again["parquet"], out_csv=again["csv"])  # row order is free
     for k in out:
         assert Path(out[k]).read_bytes() == Path(again[k]).read_bytes(), k
-    assert pd.read_csv(out["csv"])["epsilon"].isna().sum() == 2    # NaN: the empty cell of a non-private run
+    assert pd.read_csv(out["csv"])["epsilon"].isna().sum() == 2  # NaN: the empty cell of a non-private run
 
 
-@pytest.mark.parametrize("change, field", [
-    (lambda t: t.drop(columns="dataset"), "columns"),
-    (lambda t: t.assign(extra=1), "columns"),
-    (lambda t: t.assign(epsilon=t["epsilon"].astype(str)), "epsilon"),
-    (lambda t: t.assign(n=t["n"].astype(float)), "n"),
-    (lambda t: t.assign(study="other"), "study"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (lambda t: t.drop(columns="dataset"), "columns"),
+        (lambda t: t.assign(extra=1), "columns"),
+        (lambda t: t.assign(epsilon=t["epsilon"].astype(str)), "epsilon"),
+        (lambda t: t.assign(n=t["n"].astype(float)), "n"),
+        (lambda t: t.assign(study="other"), "study"),
+    ],
+)
 def test_a_table_off_the_schema_is_named_with_its_field(tmp_path, change, field):
     with pytest.raises(InputError, match=rf"run-3\.parquet: field '{field}'"):
         TOY.tidy(change(_rows(1.0)), "run-3.parquet")
@@ -56,11 +64,11 @@ def test_every_study_declares_the_contract():
     from locpriv.deconv.study import STUDY as deconv
 
     assert lpstudy.builtin_names() == ["deconv", "heatmaps", "radiomap", "sldp"] == lpstudy.names()
-    studies = {name: lpstudy.get(name) for name in lpstudy.names()}   # each defined in locpriv/<name>/study.py
+    studies = {name: lpstudy.get(name) for name in lpstudy.names()}  # each defined in locpriv/<name>/study.py
     assert studies["deconv"] is deconv and all(s.name == name for name, s in studies.items())
     for study in studies.values():
         assert list(study.columns)[:5] == list(SUMMARY_COLUMNS)[:5] and list(study.columns)[-2:] == ["metric", "value"]
-        assert study.schema is None   # a built-in study's section is $defs.<name> of the config schema
+        assert study.schema is None  # a built-in study's section is $defs.<name> of the config schema
 
 
 def test_a_study_registers_itself_by_name_once():

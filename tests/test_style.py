@@ -20,8 +20,9 @@ def test_python_code_passes_ruff():
     if importlib.util.find_spec("ruff") is None and shutil.which("ruff") is None:
         pytest.skip('ruff is not installed: python -m pip install -e ".[workflow,test]"')
     cmd = [sys.executable, "-m", "ruff"] if importlib.util.find_spec("ruff") else ["ruff"]
-    proc = subprocess.run([*cmd, "check", "--no-cache", "--output-format", "concise", str(ROOT)],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [*cmd, "check", "--no-cache", "--output-format", "concise", str(ROOT)], capture_output=True, text=True, cwd=ROOT
+    )
     assert proc.returncode == 0, f"ruff check (fix: `ruff check --fix`, then by hand):\n{proc.stdout[-4000:]}"
 
 
@@ -61,10 +62,14 @@ def stage_calls(path):
 
 
 def test_every_rule_script_calls_its_stages_by_keyword():
-    positional = [f"{path.name}:{call.lineno}: {len(call.args)} positional" for path in SCRIPTS
-                  for call, _ in stage_calls(path) if call.args]
+    positional = [
+        f"{path.name}:{call.lineno}: {len(call.args)} positional"
+        for path in SCRIPTS
+        for call, _ in stage_calls(path)
+        if call.args
+    ]
     assert not positional, positional
-    assert sum(1 for path in SCRIPTS for _ in stage_calls(path)) >= len(SCRIPTS)   # the scan found the calls
+    assert sum(1 for path in SCRIPTS for _ in stage_calls(path)) >= len(SCRIPTS)  # the scan found the calls
 
 
 def test_every_stage_a_rule_script_calls_is_keyword_only():
@@ -104,8 +109,13 @@ def private_uses(path) -> list[str]:
         elif isinstance(node, ast.Import):
             modules |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name.startswith("locpriv")}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules \
-                and node.attr.startswith("_") and not node.attr.startswith("__"):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
             uses.append(f"{node.lineno}: {node.value.id}.{node.attr}")
     return uses
 

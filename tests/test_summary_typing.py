@@ -39,16 +39,32 @@ def test_summary_columns_have_real_dtypes_and_sort_numerically(tmp_path):
     out = {k: str(tmp_path / f"summary.{k}") for k in ("parquet", "csv")}
     summary(metric_paths=_write_runs(tmp_path), out_parquet=out["parquet"], out_csv=out["csv"])
     table = pd.read_parquet(out["parquet"])
-    assert list(table.columns) == ["dataset", "mechanism", "trust_model", "rep", "B", "epsilon", "guarantee_model",
-                                   "h", "n", "metric", "value"]
+    assert list(table.columns) == [
+        "dataset",
+        "mechanism",
+        "trust_model",
+        "rep",
+        "B",
+        "epsilon",
+        "guarantee_model",
+        "h",
+        "n",
+        "metric",
+        "value",
+    ]
     dtypes = {c: str(t) for c, t in table.dtypes.items()}
     assert (dtypes["epsilon"], dtypes["n"], dtypes["B"], dtypes["rep"], dtypes["value"]) == (
-        "float64", "int64", "Int64", "int64", "float64")
+        "float64",
+        "int64",
+        "Int64",
+        "int64",
+        "float64",
+    )
     # a column holding a word anywhere (h: knn) is text; numbers written as the config gave them
     assert pd.api.types.is_string_dtype(table["h"]) and set(table["h"].dropna()) == {"0.55", "knn"}
     assert table["h"].isna().any()
     ldp = table[(table["mechanism"] == "laplace_ldp") & (table["metric"] == "answered")]
-    assert ldp["epsilon"].tolist() == [2.0, 4.0, 16.0]          # not "16.0" < "2.0"
+    assert ldp["epsilon"].tolist() == [2.0, 4.0, 16.0]  # not "16.0" < "2.0"
     assert table.loc[table["mechanism"] == "rff", "B"].drop_duplicates().tolist() == [1, 8]
     assert table.loc[table["mechanism"] == "zero", ["B", "epsilon", "h"]].isna().all().all()
     back = pd.read_csv(out["csv"])
@@ -66,9 +82,10 @@ def test_per_run_and_runs_table_keep_every_run_with_missing_parameters(tmp_path)
     wide, params = per_run(pd.read_parquet(out["parquet"]))
     assert len(wide) == len(RUNS) and params[0] == "n" and "trust_model" not in params
     table = runs_table(summary_parquet=out["parquet"], units={"g": "1"}, out_csv=str(tmp_path / "runs.csv"))
-    assert len(table) == len(RUNS)   # a parameter a mechanism lacks is missing, not a reason to drop the run
+    assert len(table) == len(RUNS)  # a parameter a mechanism lacks is missing, not a reason to drop the run
     assert list(table.columns[:3]) == ["dataset", "mechanism", "trust_model"]
-    assert dict(zip(table["mechanism"], table["trust_model"], strict=True)) == {r["mechanism"]: r["trust_model"]
-                                                                               for r in RUNS}
+    assert dict(zip(table["mechanism"], table["trust_model"], strict=True)) == {
+        r["mechanism"]: r["trust_model"] for r in RUNS
+    }
     assert table.loc[table["mechanism"] == "laplace_ldp", "epsilon"].tolist() == [2.0, 4.0, 16.0]
     assert np.isnan(table.loc[table["mechanism"] == "zero", "epsilon"]).all()

@@ -16,8 +16,12 @@ def test_octagon_covariance_is_the_printed_matrix():
     mix = synthetic.octagon8()
     for i in range(1, 9):
         a = np.pi * i / 4
-        printed = np.array([[np.cos(a) ** 2 + 0.16**2 * np.sin(a) ** 2, (1 - 0.16**2) * np.sin(a) * np.cos(a)],
-                            [(1 - 0.16**2) * np.sin(a) * np.cos(a), np.sin(a) ** 2 + 0.16**2 * np.cos(a) ** 2]])
+        printed = np.array(
+            [
+                [np.cos(a) ** 2 + 0.16**2 * np.sin(a) ** 2, (1 - 0.16**2) * np.sin(a) * np.cos(a)],
+                [(1 - 0.16**2) * np.sin(a) * np.cos(a), np.sin(a) ** 2 + 0.16**2 * np.cos(a) ** 2],
+            ]
+        )
         np.testing.assert_allclose(mix.covs[i - 1], printed, atol=1e-15)
         np.testing.assert_allclose(mix.means[i - 1], [3 * np.cos(a), 3 * np.sin(a)], atol=1e-15)
 

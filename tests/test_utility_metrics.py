@@ -15,10 +15,14 @@ GRID = Grid.regular(Domain(0, 4, 0, 2), 8, 4)
 def test_range_masses_integrate_the_cell_constant_density():
     dens = np.arange(32, dtype=float).reshape(8, 4)
     dens /= dens.sum() * GRID.cell_area
-    queries = np.array([[0, 4, 0, 2],           # the whole domain
-                        [0, 0.5, 0, 0.5],       # exactly cell (0, 0)
-                        [0.25, 0.75, 0, 0.5],   # half of cells (0, 0) and (1, 0)
-                        [5, 6, 0, 1]])          # outside
+    queries = np.array(
+        [
+            [0, 4, 0, 2],  # the whole domain
+            [0, 0.5, 0, 0.5],  # exactly cell (0, 0)
+            [0.25, 0.75, 0, 0.5],  # half of cells (0, 0) and (1, 0)
+            [5, 6, 0, 1],
+        ]
+    )  # outside
     m = metrics.range_masses(dens, GRID, queries)
     c = GRID.cell_area
     np.testing.assert_allclose(m, [1.0, dens[0, 0] * c, (dens[0, 0] + dens[1, 0]) * c / 2, 0.0], atol=1e-12)
@@ -52,8 +56,14 @@ def test_workload_is_seeded_per_dataset_and_hashed(tmp_path):
     cfg = {**utility.DEFAULTS, "range_queries": 25, "workload_points": 2000}
     paths = [tmp_path / f"w{i}.parquet" for i in range(3)]
     for path, name, seed in zip(paths, ["a", "a", "b"], [7, 7, 7], strict=True):
-        utility.range_workload(dataset=name, points_path=str(tmp_path / "points.parquet"),
-                               grid_path=str(tmp_path / "grid.nc"), utility_cfg=cfg, seed=seed, out_parquet=str(path))
+        utility.range_workload(
+            dataset=name,
+            points_path=str(tmp_path / "points.parquet"),
+            grid_path=str(tmp_path / "grid.nc"),
+            utility_cfg=cfg,
+            seed=seed,
+            out_parquet=str(path),
+        )
     (q0, h0), (_q1, h1), (_, h2) = (utility.read_workload(str(p)) for p in paths)
     assert len(q0) == 25 and h0 == h1 != h2
     assert io.read_parquet_metadata(paths[0])["workload_sha256"] == h0

@@ -23,7 +23,7 @@ def _moment_bound(dev: np.ndarray, alpha: float) -> tuple[float, float]:
     The deviations are around the known centre, so mean(dev²) estimates the variance without
     bias; its standard error is sd(dev²) / sqrt(n).
     """
-    sq = dev ** 2
+    sq = dev**2
     return float(sq.mean()), float(stats.norm.ppf(1 - alpha / 2) * sq.std(ddof=1) / math.sqrt(len(sq)))
 
 
@@ -31,27 +31,27 @@ def _moment_bound(dev: np.ndarray, alpha: float) -> tuple[float, float]:
 def test_geoind_variance_is_three_over_epsilon_squared(coordinate):
     """200 000 reports around one grid point: |mean(d²) − 3/ε²| within the CLT half-width at α = 1e-6."""
     mech = api.GeoInd(epsilon=4.0, h=0.1)
-    centre = np.array([0.5, 0.5])   # a point of the public grid (a power of two step), so snapping moves nothing
+    centre = np.array([0.5, 0.5])  # a point of the public grid (a power of two step), so snapping moves nothing
     view = mech.randomize(np.tile(centre, (200_000, 1)), rng=11)
     var, half = _moment_bound(view[["x", "y"]].to_numpy()[:, coordinate] - centre[coordinate], 1e-6)
     assert abs(var - mech.variance()) <= half
-    assert half < 0.1 * mech.variance()          # power: 2/ε² (radius variance alone) is 33 % off
+    assert half < 0.1 * mech.variance()  # power: 2/ε² (radius variance alone) is 33 % off
     assert abs(var - 2.0 / 16.0) > half
 
 
 @pytest.mark.parametrize("coordinate", [0, 1])
 def test_laplace_ldp_variance_is_two_b_squared(coordinate):
     """Reports of the box centre: mean(d²) against the discrete Laplace variance ≈ 2 b², α = 1e-6."""
-    box = Domain(0.0, 2.0, 0.0, 1.0)                 # unequal sides: b_x = 2 b_y
+    box = Domain(0.0, 2.0, 0.0, 1.0)  # unequal sides: b_x = 2 b_y
     mech = api.LaplaceLDP(epsilon=4.0, h=0.1)
     centre = np.array([1.0, 0.5])
     view = mech.randomize(np.tile(centre, (200_000, 1)), rng=12, domain=box)
     expected = mech.variance(box)
-    b = 2 * np.array([2.0, 1.0]) / 4.0               # Farokhi 2020 Thm 1, q = 2: b_j = 2 side_j / ε
-    np.testing.assert_allclose(expected, 2 * b ** 2, rtol=1e-5)   # the sampler rounds its scale up by < 2^-16
+    b = 2 * np.array([2.0, 1.0]) / 4.0  # Farokhi 2020 Thm 1, q = 2: b_j = 2 side_j / ε
+    np.testing.assert_allclose(expected, 2 * b**2, rtol=1e-5)  # the sampler rounds its scale up by < 2^-16
     var, half = _moment_bound(view[["x", "y"]].to_numpy()[:, coordinate] - centre[coordinate], 1e-6)
     assert abs(var - expected[coordinate]) <= half
-    assert half < 0.05 * expected[coordinate]        # power: b² (a Laplace scale read as a std) is 50 % off
+    assert half < 0.05 * expected[coordinate]  # power: b² (a Laplace scale read as a std) is 50 % off
 
 
 def test_oue_grid_cell_variance_is_wang_et_al_and_the_occupied_cells_term():
@@ -60,7 +60,7 @@ def test_oue_grid_cell_variance_is_wang_et_al_and_the_occupied_cells_term():
     of 400 Bernoullis, tested two-sided at α = 1e-6 per cell (16 cells: 1.6e-5 in all)."""
     mech, n, runs = api.OUEGrid(epsilon=1.0, level=2), 400, 3000
     p, q = 0.5, 1 / (math.e + 1)
-    xy = np.full((n * runs, 2), 0.1)                  # every user in the lower-left cell
+    xy = np.full((n * runs, 2), 0.1)  # every user in the lower-left cell
     view = mech.randomize(xy, rng=13, domain=BOX)
     own = int(cell_codes(np.array([[0.1, 0.1]]), BOX.as_list(), 2)[0])
     run_of = np.repeat(np.arange(n * runs) // n, [len(o) for o in view["ones"]])

@@ -36,11 +36,21 @@ def test_dry_run_lists_the_dag(make_workdir):
 
 def test_a_studies_only_config_needs_no_main_dag_keys(make_workdir):
     """seed and a study section: no grid, attack, users_per_shard or plots, and no main-DAG job."""
-    config = {"seed": 1, "studies": {"deconv": {"datasets": {"m": {"source": "synthetic", "x": "mixture",
-                                                                   "curve": "g1", "n": [100]}}, "epsilon": [1]}}}
+    config = {
+        "seed": 1,
+        "studies": {
+            "deconv": {
+                "datasets": {"m": {"source": "synthetic", "x": "mixture", "curve": "g1", "n": [100]}},
+                "epsilon": [1],
+            }
+        },
+    }
     planned = planned_jobs(make_workdir(config))
-    assert {"deconv_run", "deconv_summary", "all"} <= set(planned) <= {"deconv_run", "deconv_summary", "deconv_plot",
-                                                                       "all"}
+    assert (
+        {"deconv_run", "deconv_summary", "all"}
+        <= set(planned)
+        <= {"deconv_run", "deconv_summary", "deconv_plot", "all"}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +108,8 @@ def test_ingest_counts_table(finished):
     counts = pd.read_csv(finished[0] / "results/summary/ingest.csv")
     assert counts.to_dict("records") == [
         {"dataset": "gauss9", "source": "synthetic:gauss9", "count": "read", "rows": 600},
-        {"dataset": "gauss9", "source": "synthetic:gauss9", "count": "kept (users)", "rows": 600}]
+        {"dataset": "gauss9", "source": "synthetic:gauss9", "count": "kept (users)", "rows": 600},
+    ]
 
 
 def test_every_rule_records_a_benchmark(finished):
@@ -158,8 +169,9 @@ def test_report_before_any_run_and_after_another_config(finished, tmp_path, make
     fresh = make_workdir()
     assert run_snakemake(fresh, "--report", "report.html").returncode == 0
     other = copy.deepcopy(TINY)
-    other["datasets"] = {"octagon8": {"source": "synthetic", "pattern": "octagon8", "n_users": 600,
-                                      "bbox": [-6, 6, -6, 6], "knn_k": 50}}
+    other["datasets"] = {
+        "octagon8": {"source": "synthetic", "pattern": "octagon8", "n_users": 600, "bbox": [-6, 6, -6, 6], "knn_k": 50}
+    }
     other["experiments"]["density"]["datasets"] = ["octagon8"]
     wd = tmp_path / "other"
     copy_results(finished[0], wd)
@@ -183,7 +195,7 @@ def test_failed_replot_keeps_the_previous_figures(finished, tmp_path):
     copy_results(finished[0], wd)
     figures = {p: p.read_bytes() for p in (wd / "results/plots").glob("*.png")}
     pd.DataFrame({"dataset": ["gauss9"]}).to_parquet(wd / "results/summary/metrics.parquet")
-    forget_digest(wd, "results/summary/metrics.parquet")   # else it is found changed, and simply remade
+    forget_digest(wd, "results/summary/metrics.parquet")  # else it is found changed, and simply remade
     proc = run_snakemake(wd, "--cores", "1", "--keep-going", check=False)
     console = proc.stdout + proc.stderr
     assert proc.returncode != 0
@@ -224,15 +236,15 @@ def test_results_dir_moves_outputs_logs_and_benchmarks(make_workdir):
     out = run_snakemake(make_workdir(cfg), "--dry-run").stdout
     paths = set(re.findall(r"(?:output|log|benchmark): (.*)", out))
     files = {f.strip() for line in paths for f in line.split(",")}
-    assert files and all(f.startswith(("out/small/", "logs/out/small/", "benchmarks/out/small/"))
-                         for f in files), sorted(files)[:5]
+    assert files and all(f.startswith(("out/small/", "logs/out/small/", "benchmarks/out/small/")) for f in files), (
+        sorted(files)[:5]
+    )
     assert "out/small/encode/gauss9/grid~24x20/grid.nc" in files
 
 
 @pytest.mark.parametrize("value", ["/tmp/x", "../x", "a/../../b", "."])
 def test_results_dir_outside_the_working_directory_is_refused(make_workdir, value):
-    proc = run_snakemake(make_workdir(dict(copy.deepcopy(TINY), results_dir=value)), "--dry-run",
-                         check=False)
+    proc = run_snakemake(make_workdir(dict(copy.deepcopy(TINY), results_dir=value)), "--dry-run", check=False)
     assert proc.returncode != 0 and "config key 'results_dir'" in proc.stdout + proc.stderr
 
 
@@ -257,8 +269,7 @@ def test_unknown_mechanism_lists_the_allowed_ones(make_workdir):
 
 def test_missing_dataset_path_names_the_key(make_workdir):
     bad = copy.deepcopy(TINY)
-    bad["datasets"]["real"] = {"source": "points", "path": "nowhere.csv", "lonlat_bbox": [0, 1, 0, 1],
-                               "knn_k": 5}
+    bad["datasets"]["real"] = {"source": "points", "path": "nowhere.csv", "lonlat_bbox": [0, 1, 0, 1], "knn_k": 5}
     proc = run_snakemake(make_workdir(bad), "--cores", "1", check=False)
     err = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "datasets.real.path" in err and "does not exist" in err
@@ -274,8 +285,9 @@ def test_schema_violation_names_the_key(make_workdir):
 
 def test_bad_input_file_fails_cleanly_and_leaves_no_output(make_workdir):
     cfg = copy.deepcopy(TINY)
-    cfg["datasets"] = {"real": {"source": "points", "path": "points.csv",
-                                "lonlat_bbox": [116.15, 116.60, 39.75, 40.10], "knn_k": 5}}
+    cfg["datasets"] = {
+        "real": {"source": "points", "path": "points.csv", "lonlat_bbox": [116.15, 116.60, 39.75, 40.10], "knn_k": 5}
+    }
     cfg["experiments"]["density"]["datasets"] = ["real"]
     wd = make_workdir(cfg)
     (wd / "points.csv").write_text("user,latitude,longitude\n1,39.9,116.3\n")
@@ -297,8 +309,7 @@ def test_geolife_real_data_end_to_end(make_workdir):
     cfg["datasets"]["geolife"]["path"] = str(GEOLIFE)
     cfg["grid"] = {"P": 40, "Q": 40}
     cfg["attack"]["users"] = 30
-    cfg["experiments"]["geolife_density"]["mechanisms"] = {"fedkde": {"n": [5000], "h": "knn"},
-                                                          "zero": {"n": [5000]}}
+    cfg["experiments"]["geolife_density"]["mechanisms"] = {"fedkde": {"n": [5000], "h": "knn"}, "zero": {"n": [5000]}}
     wd = make_workdir(cfg)
     run_snakemake(wd, "--cores", "2")
     meta = json.loads((wd / "results/ingest/geolife/meta.json").read_text())
@@ -317,7 +328,7 @@ def test_geolife_real_data_end_to_end(make_workdir):
 
 def test_rff_and_geoind_branches_with_a_refused_query(make_workdir):
     cfg = copy.deepcopy(TINY)
-    cfg["plots"]["illustrations"] = True   # the RFF paper's Fig. 3/4, drawn only when asked for
+    cfg["plots"]["illustrations"] = True  # the RFF paper's Fig. 3/4, drawn only when asked for
     cfg["experiments"]["density"]["mechanisms"] = {
         # h = 0.55 is not (4n+1) h0 for h0 = 0.2: every user refuses (Lemma 4); B > max_features
         # would be refused too, but is a config error (tests/test_bad_inputs.py)
@@ -332,7 +343,7 @@ def test_rff_and_geoind_branches_with_a_refused_query(make_workdir):
     rff = table[table["mechanism"] == "rff"].set_index(["B", "h0", "metric"])["value"]
     answered = rff.loc[(1, "h")]
     assert answered["answered"] == 1 and answered["spearman_pooled"] > 0.5
-    refused = rff.loc[(2, "0.2")]   # h0 holds the word 'h' beside numbers: a text column
+    refused = rff.loc[(2, "0.2")]  # h0 holds the word 'h' beside numbers: a text column
     assert refused["answered"] == 0 and np.isnan(refused["spearman"]) and np.isnan(refused["privacy_Z"])
     est = next(iter((wd / "results/runs/gauss9/rff").glob("*B~2*h0~0.2*/rep~0/estimate.nc")))
     with xr.open_dataset(est) as ds:
@@ -348,18 +359,29 @@ def test_rff_and_geoind_branches_with_a_refused_query(make_workdir):
 def test_person_level_epsilon_is_reported_beside_the_row_level_one(make_workdir):
     """With a user column and max_points_per_person k, the summary has k x epsilon per person."""
     cfg = copy.deepcopy(TINY)
-    cfg["datasets"] = {"real": {"source": "points", "path": "points.csv", "user_column": "person",
-                                "max_points_per_person": 3, "lonlat_bbox": [116.15, 116.60, 39.75, 40.10],
-                                "knn_k": 5}}
-    cfg["experiments"]["density"] = {"datasets": ["real"], "reps": 1, "mechanisms": {
-        "geoind": {"n": "all", "h": 500.0, "epsilon": 0.01}, "fedkde": {"n": "all", "h": 500.0}}}
+    cfg["datasets"] = {
+        "real": {
+            "source": "points",
+            "path": "points.csv",
+            "user_column": "person",
+            "max_points_per_person": 3,
+            "lonlat_bbox": [116.15, 116.60, 39.75, 40.10],
+            "knn_k": 5,
+        }
+    }
+    cfg["experiments"]["density"] = {
+        "datasets": ["real"],
+        "reps": 1,
+        "mechanisms": {"geoind": {"n": "all", "h": 500.0, "epsilon": 0.01}, "fedkde": {"n": "all", "h": 500.0}},
+    }
     wd = make_workdir(cfg)
     r = np.random.default_rng(0)
-    pd.DataFrame({"person": r.integers(0, 500, 4000), "lat": r.normal(39.9, 0.03, 4000),
-                  "lon": r.normal(116.35, 0.04, 4000)}).to_csv(wd / "points.csv", index=False)
+    pd.DataFrame(
+        {"person": r.integers(0, 500, 4000), "lat": r.normal(39.9, 0.03, 4000), "lon": r.normal(116.35, 0.04, 4000)}
+    ).to_csv(wd / "points.csv", index=False)
     run_snakemake(wd, "--cores", "2", "results/summary/metrics.csv")
     table = pd.read_parquet(wd / "results/summary/metrics.parquet")
     value = table.set_index(["mechanism", "metric"])["value"]
     assert value[("geoind", "guarantee_epsilon")] == pytest.approx(0.01)
-    assert value[("geoind", "guarantee_epsilon_person")] == pytest.approx(0.03)   # 3 rows per person at most
-    assert np.isnan(value[("fedkde", "guarantee_epsilon_person")])                 # no row-level promise
+    assert value[("geoind", "guarantee_epsilon_person")] == pytest.approx(0.03)  # 3 rows per person at most
+    assert np.isnan(value[("fedkde", "guarantee_epsilon_person")])  # no row-level promise

@@ -4,10 +4,10 @@ In the style of IBM diffprivlib: a mechanism is configured once, its parameters 
 construction (keyword-only, finite, in range; defaults filled), and then used on arrays::
 
     mech = GeoInd(epsilon=5.0, h=0.05)
-    view = mech.randomize(xy)                 # what the server sees; fresh OS entropy by default
-    sim = mech.randomize(xy, rng=0)           # an int seed: a reproducible simulation only (replayable noise)
+    view = mech.randomize(xy)  # what the server sees; fresh OS entropy by default
+    sim = mech.randomize(xy, rng=0)  # an int seed: a reproducible simulation only (replayable noise)
     density = mech.estimate(view, grid=grid)  # a pdf on the grid
-    mech.guarantee()                          # the privacy record (model, epsilon, relation, trust model, ...)
+    mech.guarantee()  # the privacy record (model, epsilon, relation, trust model, ...)
 
 These are the classes the workflow's stages build for each run (``locpriv.mechanisms``), so a
 notebook and the Snakemake DAG run the same code and, for the same random stream, give the same
@@ -23,8 +23,11 @@ from . import mechanisms
 from .domain import Domain, Grid
 from .mechanisms.base import Mechanism
 
-CLASSES = {cls.__name__: cls for cls in map(mechanisms.get, mechanisms.names())
-           if cls.__module__.startswith(f"{mechanisms.__name__}.")}
+CLASSES = {
+    cls.__name__: cls
+    for cls in map(mechanisms.get, mechanisms.names())
+    if cls.__module__.startswith(f"{mechanisms.__name__}.")
+}
 globals().update(CLASSES)
 
 __all__ = [*sorted(CLASSES), "Domain", "Grid", "Mechanism"]

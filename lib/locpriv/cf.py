@@ -25,8 +25,10 @@ import re
 CONVENTIONS = "CF-1.10"
 # the length unit of a box configured without one (the synthetic patterns' [-3, 3]^2)
 DOMAIN_UNIT = "domain_unit"
-NO_PROJECTION = ("none stated: x and y are plane coordinates in the dataset's units (synthetic data, or x/y "
-                 "data projected before locpriv)")
+NO_PROJECTION = (
+    "none stated: x and y are plane coordinates in the dataset's units (synthetic data, or x/y "
+    "data projected before locpriv)"
+)
 GRID_MAPPING = "crs"
 
 
@@ -44,10 +46,13 @@ def coordinates(x, y, length: str, projected: bool) -> dict:
     """(dims, values, attrs) of the x and y coordinate variables of cell centres."""
     out = {}
     for axis, values in (("x", x), ("y", y)):
-        attrs = {"long_name": f"{axis} coordinate of the grid cell centre"
-                              + (" (projected)" if projected else " in the domain box"),
-                 "units": length, "axis": axis.upper()}
-        if projected:   # CF's standard names for a projection's coordinates need a grid mapping
+        attrs = {
+            "long_name": f"{axis} coordinate of the grid cell centre"
+            + (" (projected)" if projected else " in the domain box"),
+            "units": length,
+            "axis": axis.upper(),
+        }
+        if projected:  # CF's standard names for a projection's coordinates need a grid mapping
             attrs = {"standard_name": f"projection_{axis}_coordinate", **attrs}
         out[axis] = ((axis,), values, attrs)
     return out
@@ -63,21 +68,28 @@ def equirectangular(lon0: float, lat0: float, radius: float) -> dict:
     import math
 
     false_northing = -radius * math.radians(lat0)
-    wkt = ('PROJCRS["locpriv equirectangular",BASEGEOGCRS["sphere",DATUM["sphere",'
-           f'ELLIPSOID["sphere",{radius!r},0,LENGTHUNIT["metre",1]]],'
-           'PRIMEM["Greenwich",0,ANGLEUNIT["degree",0.0174532925199433]]],'
-           'CONVERSION["equirectangular",METHOD["Equidistant Cylindrical (Spherical)",ID["EPSG",1029]],'
-           f'PARAMETER["Latitude of 1st standard parallel",{lat0!r},ANGLEUNIT["degree",0.0174532925199433]],'
-           f'PARAMETER["Longitude of natural origin",{lon0!r},ANGLEUNIT["degree",0.0174532925199433]],'
-           'PARAMETER["False easting",0,LENGTHUNIT["metre",1]],'
-           f'PARAMETER["False northing",{false_northing!r},LENGTHUNIT["metre",1]]],'
-           'CS[Cartesian,2],AXIS["easting (X)",east,ORDER[1],LENGTHUNIT["metre",1]],'
-           'AXIS["northing (Y)",north,ORDER[2],LENGTHUNIT["metre",1]]]')
-    return {"long_name": f"equirectangular projection about lon0={lon0}, lat0={lat0} on a sphere of radius "
-                         f"{radius} m (CF-1.10 names no grid_mapping_name for it: see crs_wkt)",
-            "crs_wkt": wkt, "earth_radius": float(radius), "standard_parallel": float(lat0),
-            "longitude_of_central_meridian": float(lon0), "false_easting": 0.0,
-            "false_northing": false_northing}
+    wkt = (
+        'PROJCRS["locpriv equirectangular",BASEGEOGCRS["sphere",DATUM["sphere",'
+        f'ELLIPSOID["sphere",{radius!r},0,LENGTHUNIT["metre",1]]],'
+        'PRIMEM["Greenwich",0,ANGLEUNIT["degree",0.0174532925199433]]],'
+        'CONVERSION["equirectangular",METHOD["Equidistant Cylindrical (Spherical)",ID["EPSG",1029]],'
+        f'PARAMETER["Latitude of 1st standard parallel",{lat0!r},ANGLEUNIT["degree",0.0174532925199433]],'
+        f'PARAMETER["Longitude of natural origin",{lon0!r},ANGLEUNIT["degree",0.0174532925199433]],'
+        'PARAMETER["False easting",0,LENGTHUNIT["metre",1]],'
+        f'PARAMETER["False northing",{false_northing!r},LENGTHUNIT["metre",1]]],'
+        'CS[Cartesian,2],AXIS["easting (X)",east,ORDER[1],LENGTHUNIT["metre",1]],'
+        'AXIS["northing (Y)",north,ORDER[2],LENGTHUNIT["metre",1]]]'
+    )
+    return {
+        "long_name": f"equirectangular projection about lon0={lon0}, lat0={lat0} on a sphere of radius "
+        f"{radius} m (CF-1.10 names no grid_mapping_name for it: see crs_wkt)",
+        "crs_wkt": wkt,
+        "earth_radius": float(radius),
+        "standard_parallel": float(lat0),
+        "longitude_of_central_meridian": float(lon0),
+        "false_easting": 0.0,
+        "false_northing": false_northing,
+    }
 
 
 def flat(prefix: str, value) -> dict:
@@ -97,6 +109,6 @@ def flat(prefix: str, value) -> dict:
         return {prefix: str(value).lower()}
     if isinstance(value, (str, int, float)):
         return {prefix: value}
-    if hasattr(value, "item"):   # a numpy scalar
+    if hasattr(value, "item"):  # a numpy scalar
         return flat(prefix, value.item())
     return {prefix: json.dumps(value, sort_keys=True, default=str)}

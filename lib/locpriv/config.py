@@ -47,7 +47,9 @@ def _strict_integer(checker, instance) -> bool:
 Validator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
     type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
-        {"number": _finite_number, "integer": _strict_integer}))
+        {"number": _finite_number, "integer": _strict_integer}
+    ),
+)
 
 
 @functools.cache
@@ -66,18 +68,25 @@ def published_schema() -> dict:
     """
     root = copy.deepcopy(source_schema())
     if "mechanisms" in root["$defs"] or root["properties"]["studies"].get("properties"):
-        raise ValueError(f"{SOURCE_PATH}: $defs.mechanisms and studies.properties are built from the registries; "
-                         "remove them from the source")
+        raise ValueError(
+            f"{SOURCE_PATH}: $defs.mechanisms and studies.properties are built from the registries; "
+            "remove them from the source"
+        )
     root["$defs"]["mechanisms"] = {
-        "type": "object", "minProperties": 1, "additionalProperties": False,
+        "type": "object",
+        "minProperties": 1,
+        "additionalProperties": False,
         "description": "mechanism name -> parameter grid: a value or a list per parameter, every "
-                       "combination is a setting; the parameters are declared by each mechanism's class",
-        "properties": {name: mechanisms.get(name).grid_schema() for name in mechanisms.names()}}
+        "combination is a setting; the parameters are declared by each mechanism's class",
+        "properties": {name: mechanisms.get(name).grid_schema() for name in mechanisms.names()},
+    }
     sections = {name: study.section_schema(name) for name in study.names()}
     undeclared = [name for name, node in sections.items() if "$ref" in node and name not in root["$defs"]]
     if undeclared:
-        raise ConfigError(f"config key 'studies.{undeclared[0]}': the study declares no schema of its section; "
-                          "allowed: a Study(schema=...) (a JSON schema) in its plugin module")
+        raise ConfigError(
+            f"config key 'studies.{undeclared[0]}': the study declares no schema of its section; "
+            "allowed: a Study(schema=...) (a JSON schema) in its plugin module"
+        )
     root["properties"]["studies"]["properties"] = sections
     return root
 
@@ -194,19 +203,26 @@ def _schema_error(err, prefix: tuple = ()) -> ConfigError:
         missing = next(k for k in err.validator_value if k not in err.instance)
         message = f"missing required key {missing!r}"
     elif err.validator == "dependentRequired" and isinstance(err.instance, dict):
-        needs, keys = next((k, v) for k, v in err.validator_value.items()
-                           if k in err.instance and any(m not in err.instance for m in v))
+        needs, keys = next(
+            (k, v)
+            for k, v in err.validator_value.items()
+            if k in err.instance and any(m not in err.instance for m in v)
+        )
         missing = next(k for k in keys if k not in err.instance)
-        return ConfigError(f"config key '{_key([*path, missing])}': missing, and required with '{needs}'; "
-                           f"allowed: {schema['properties'][missing].get('description', 'see docs/configuration.md')}")
+        return ConfigError(
+            f"config key '{_key([*path, missing])}': missing, and required with '{needs}'; "
+            f"allowed: {schema['properties'][missing].get('description', 'see docs/configuration.md')}"
+        )
     elif err.validator == "anyOf":  # jsonschema's "not valid under any of the given schemas" says less
         message = f"{err.instance!r} is not allowed"
     else:
         message = err.message
     message = where + (message if len(message) <= 200 else message[:200] + "...")
     text, hint = allowed(schema), schema.get("description", "")
-    return ConfigError(f"config key '{_key(path)}': {message}; allowed: "
-                       + (f"{text} ({hint})" if text and hint else (text or hint or "see docs/configuration.md")))
+    return ConfigError(
+        f"config key '{_key(path)}': {message}; allowed: "
+        + (f"{text} ({hint})" if text and hint else (text or hint or "see docs/configuration.md"))
+    )
 
 
 def allowed(schema: dict) -> str:
@@ -238,8 +254,11 @@ def allowed(schema: dict) -> str:
         parts.append(f"keys among {schema['propertyNames']['enum']}")
     one, many = ([*schema.get("anyOf", []), None, None])[:2]
     if isinstance(many, dict) and many.get("type") == "array" and many.get("items") == one:
-        parts.append(f"{allowed(one)}, or a non-empty list of them" if many.get("minItems")
-                     else f"{allowed(one)}, or a list of them")
+        parts.append(
+            f"{allowed(one)}, or a non-empty list of them"
+            if many.get("minItems")
+            else f"{allowed(one)}, or a list of them"
+        )
     elif "anyOf" in schema:
         alternatives = [allowed(alt) for alt in schema["anyOf"]]
         parts.append(" or ".join(f"({a})" if " " in a else a for a in alternatives if a))
@@ -274,15 +293,19 @@ def check_values(config: dict) -> None:
     check_results_dir(config.get("results_dir", "results"))
     for name, spec in config.get("datasets", {}).items():
         if spec["source"] == "points" and ("lonlat_bbox" in spec) == ("bbox" in spec):
-            raise ConfigError(f"config key 'datasets.{name}': give exactly one of 'lonlat_bbox' (lon/lat "
-                              "data) or 'bbox' (x/y data)")
+            raise ConfigError(
+                f"config key 'datasets.{name}': give exactly one of 'lonlat_bbox' (lon/lat data) or 'bbox' (x/y data)"
+            )
         for key in ("max_points_per_person", "person_budget"):
             if key in spec and "user_column" not in spec:
-                raise ConfigError(f"config key 'datasets.{name}.{key}': needs 'user_column' "
-                                  "(the column naming each row's person)")
+                raise ConfigError(
+                    f"config key 'datasets.{name}.{key}': needs 'user_column' (the column naming each row's person)"
+                )
         if spec.get("person_budget") == "split" and "max_points_per_person" in spec:
-            raise ConfigError(f"config key 'datasets.{name}.max_points_per_person': person_budget 'split' keeps "
-                              "one row per person; drop the cap, or use person_budget 'group' to keep it")
+            raise ConfigError(
+                f"config key 'datasets.{name}.max_points_per_person': person_budget 'split' keeps "
+                "one row per person; drop the cap, or use person_budget 'group' to keep it"
+            )
         for key in ("bbox", "lonlat_bbox"):
             if key in spec:
                 check_box(spec[key], f"datasets.{name}.{key}", lonlat=key == "lonlat_bbox")
@@ -294,8 +317,10 @@ def check_results_dir(path: str) -> None:
     """A relative folder inside the working directory: Snakemake's paths and its cleanup stay in it."""
     parts = Path(path).parts
     if Path(path).is_absolute() or ".." in parts or not parts or parts == (".",):
-        raise ConfigError(f"config key 'results_dir': {path!r} is not allowed; allowed: a relative folder "
-                          "inside the working directory without '..' (e.g. results or results/paper)")
+        raise ConfigError(
+            f"config key 'results_dir': {path!r} is not allowed; allowed: a relative folder "
+            "inside the working directory without '..' (e.g. results or results/paper)"
+        )
 
 
 def check_box(box, key: str, lonlat: bool = False) -> None:
@@ -303,12 +328,16 @@ def check_box(box, key: str, lonlat: bool = False) -> None:
     names = ("lon", "lat") if lonlat else ("x", "y")
     for lo, hi, n in ((x0, x1, names[0]), (y0, y1, names[1])):
         if not lo < hi:
-            raise ConfigError(f"config key '{key}': inverted or empty box {box}: {n}_min {lo} is not below "
-                              f"{n}_max {hi}; allowed: [{names[0]}_min, {names[0]}_max, {names[1]}_min, "
-                              f"{names[1]}_max] with min < max")
+            raise ConfigError(
+                f"config key '{key}': inverted or empty box {box}: {n}_min {lo} is not below "
+                f"{n}_max {hi}; allowed: [{names[0]}_min, {names[0]}_max, {names[1]}_min, "
+                f"{names[1]}_max] with min < max"
+            )
     if lonlat and not (-180 <= x0 and x1 <= 180 and -90 <= y0 and y1 <= 90):
-        raise ConfigError(f"config key '{key}': {box} is not a lon/lat box; allowed: lon in [-180, 180], "
-                          "lat in [-90, 90] (degrees), in the order [lon_min, lon_max, lat_min, lat_max]")
+        raise ConfigError(
+            f"config key '{key}': {box} is not a lon/lat box; allowed: lon in [-180, 180], "
+            "lat in [-90, 90] (degrees), in the order [lon_min, lon_max, lat_min, lat_max]"
+        )
 
 
 def memory_estimate_mb(config: dict) -> dict[str, float]:
@@ -321,10 +350,18 @@ def memory_estimate_mb(config: dict) -> dict[str, float]:
     attack = config["attack"]
     surfaces = min(int(attack.get("batch", main_default("attack", "batch"))), int(attack["users"]))
     estimate = {"attack batch x grid": surfaces * cells * 8 * _ATTACK_ARRAYS / 1e6}
-    features = max([int(v) for exp in config.get("experiments", {}).values()
-                    for mech, grid in exp["mechanisms"].items() if mech == "rff"
-                    for key in ("B", "max_features") for v in _as_list((grid or {}).get(key, 0))
-                    if isinstance(v, (int, float))] or [0])
+    features = max(
+        [
+            int(v)
+            for exp in config.get("experiments", {}).values()
+            for mech, grid in exp["mechanisms"].items()
+            if mech == "rff"
+            for key in ("B", "max_features")
+            for v in _as_list((grid or {}).get(key, 0))
+            if isinstance(v, (int, float))
+        ]
+        or [0]
+    )
     if features:
         estimate["users_per_shard x rff features"] = config["users_per_shard"] * features * 3 * 8 * 2 / 1e6
     return estimate
@@ -334,12 +371,14 @@ def check_memory(config: dict) -> None:
     limit = config.get("memory_limit_mb", main_default("memory_limit_mb"))
     for what, mb in memory_estimate_mb(config).items():
         if mb > limit:
-            raise ConfigError(f"config key 'memory_limit_mb': a job would need about {mb:,.0f} MB for "
-                              f"{what} (grid {config['grid']['P']}x{config['grid']['Q']}, attack.batch "
-                              f"{config['attack'].get('batch', main_default('attack', 'batch'))}, users_per_shard "
-                              f"{config['users_per_shard']}), above the limit {limit} MB; allowed: a smaller "
-                              "grid, attack.batch or rff B/max_features, or raise memory_limit_mb if the "
-                              "machine has the memory")
+            raise ConfigError(
+                f"config key 'memory_limit_mb': a job would need about {mb:,.0f} MB for "
+                f"{what} (grid {config['grid']['P']}x{config['grid']['Q']}, attack.batch "
+                f"{config['attack'].get('batch', main_default('attack', 'batch'))}, users_per_shard "
+                f"{config['users_per_shard']}), above the limit {limit} MB; allowed: a smaller "
+                "grid, attack.batch or rff B/max_features, or raise memory_limit_mb if the "
+                "machine has the memory"
+            )
 
 
 def _as_list(value) -> list:
@@ -350,12 +389,16 @@ def check_run_params(cls, params: dict, where: str) -> None:
     """rff's B cannot exceed the users' max_features (every user would refuse); a setting that states an
     epsilon needs an audit case (``Mechanism.audit_case``): refused here, not deep in a job."""
     if not cls.has_audit_case() and not cls.leaks(params) and cls(**params).guarantee().epsilon is not None:
-        raise ConfigError(f"config key '{where}': mechanism {cls.name!r} states an epsilon but has no audit case; "
-                          f"allowed: a mechanism class that implements audit_case(grid) ({cls.__module__})")
+        raise ConfigError(
+            f"config key '{where}': mechanism {cls.name!r} states an epsilon but has no audit case; "
+            f"allowed: a mechanism class that implements audit_case(grid) ({cls.__module__})"
+        )
     if "B" in params and "max_features" in params and params["B"] > params["max_features"]:
-        raise ConfigError(f"config key '{where}.B': {params['B']} exceeds max_features "
-                          f"{params['max_features']}, so every user would refuse the query; allowed: "
-                          f"B <= max_features (or raise max_features)")
+        raise ConfigError(
+            f"config key '{where}.B': {params['B']} exceeds max_features "
+            f"{params['max_features']}, so every user would refuse the query; allowed: "
+            f"B <= max_features (or raise max_features)"
+        )
 
 
 @dataclass
@@ -404,8 +447,10 @@ def expand_runs(config: dict) -> list[Run]:
     for exp_name, exp in config.get("experiments", {}).items():
         for ds in exp["datasets"]:
             if ds not in config.get("datasets", {}):
-                raise ConfigError(f"config key 'experiments.{exp_name}.datasets': unknown dataset {ds!r}; "
-                                  f"allowed: {sorted(config.get('datasets', {}))}")
+                raise ConfigError(
+                    f"config key 'experiments.{exp_name}.datasets': unknown dataset {ds!r}; "
+                    f"allowed: {sorted(config.get('datasets', {}))}"
+                )
             for mech_name, grid in exp["mechanisms"].items():
                 where = f"experiments.{exp_name}.mechanisms.{mech_name}"
                 try:
@@ -420,7 +465,7 @@ def expand_runs(config: dict) -> list[Run]:
                         params = explicit_params(cls.params, cls.validate(combo, where))
                     except ValueError as exc:
                         raise ConfigError(f"config key {exc}") from None
-                    for n in (n_values if isinstance(n_values, list) else [n_values]):
+                    for n in n_values if isinstance(n_values, list) else [n_values]:
                         try:
                             USERS.validate(n, where)
                         except ValueError as exc:
@@ -438,8 +483,10 @@ def expand_runs(config: dict) -> list[Run]:
     seen = {}
     for run in runs:
         if run.key in seen and seen[run.key].params != run.params:
-            raise ConfigError(f"runs {run.path} of experiments {seen[run.key].experiment!r} and "
-                              f"{run.experiment!r} have the same path but different parameters")
+            raise ConfigError(
+                f"runs {run.path} of experiments {seen[run.key].experiment!r} and "
+                f"{run.experiment!r} have the same path but different parameters"
+            )
         seen.setdefault(run.key, run)
     return list(seen.values())
 
@@ -448,12 +495,13 @@ def check_dataset_paths(config: dict, base: Path) -> None:
     for name, spec in config.get("datasets", {}).items():
         if spec["source"] == "points":
             path = base / spec["path"]
-            problem = ("does not exist" if not path.exists() else "is a directory" if path.is_dir()
-                       else None)
+            problem = "does not exist" if not path.exists() else "is a directory" if path.is_dir() else None
             if problem:
-                raise ConfigError(f"config key 'datasets.{name}.path': {str(path)!r} {problem}; "
-                                  "allowed: a path (absolute or relative to the working directory) to a "
-                                  "CSV, CSV.gz or Parquet file of points")
+                raise ConfigError(
+                    f"config key 'datasets.{name}.path': {str(path)!r} {problem}; "
+                    "allowed: a path (absolute or relative to the working directory) to a "
+                    "CSV, CSV.gz or Parquet file of points"
+                )
 
 
 def check_startup(config: dict, workdir: Path | None) -> list[Run]:
@@ -481,5 +529,5 @@ def check_startup(config: dict, workdir: Path | None) -> list[Run]:
     from . import sanity  # here: sanity imports this module
 
     runs = expand_runs(config)
-    sanity.check_config(config, runs)   # names that become paths, epsilons that overflow, boxes, n
+    sanity.check_config(config, runs)  # names that become paths, epsilons that overflow, boxes, n
     return runs

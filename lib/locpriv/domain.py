@@ -18,8 +18,7 @@ class Domain:
 
     def __post_init__(self):
         if not (self.xmax > self.xmin and self.ymax > self.ymin):
-            raise ValueError(
-                f"domain box must have xmax > xmin and ymax > ymin, got {self.as_list()}")
+            raise ValueError(f"domain box must have xmax > xmin and ymax > ymin, got {self.as_list()}")
 
     @classmethod
     def from_list(cls, box) -> Domain:
@@ -51,8 +50,7 @@ class Grid:
             raise ValueError(f"grid needs P >= 2 and Q >= 2, got P={P}, Q={Q}")
         dx = (domain.xmax - domain.xmin) / P
         dy = (domain.ymax - domain.ymin) / Q
-        return cls(domain.xmin + dx * (np.arange(P) + 0.5),
-                   domain.ymin + dy * (np.arange(Q) + 0.5), domain)
+        return cls(domain.xmin + dx * (np.arange(P) + 0.5), domain.ymin + dy * (np.arange(Q) + 0.5), domain)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -66,12 +64,14 @@ class Grid:
         """The grid file: cell-centre coordinates in ``units`` (the configured length unit), the box, and
         the map projection's grid-mapping attrs ``crs`` (``locpriv.cf``; None: synthetic, no projection)."""
         length = cf.length_unit(units)
-        variables = {name: nc3.Variable(*spec)
-                     for name, spec in cf.coordinates(self.x, self.y, length, crs is not None).items()}
+        variables = {
+            name: nc3.Variable(*spec) for name, spec in cf.coordinates(self.x, self.y, length, crs is not None).items()
+        }
         if crs is not None:
             variables[cf.GRID_MAPPING] = nc3.Variable((), np.int32(0), crs)
-        return nc3.Dataset(variables, {"bbox": self.domain.as_list(),
-                                       "projection": crs["long_name"] if crs else cf.NO_PROJECTION})
+        return nc3.Dataset(
+            variables, {"bbox": self.domain.as_list(), "projection": crs["long_name"] if crs else cf.NO_PROJECTION}
+        )
 
     @classmethod
     def from_dataset(cls, ds) -> Grid:
@@ -79,6 +79,7 @@ class Grid:
         box = ds.attrs["bbox"]
         if isinstance(box, str):
             import json
+
             box = json.loads(box)
         return cls(ds["x"].values, ds["y"].values, Domain.from_list(box))
 
@@ -96,6 +97,8 @@ class Grid:
             attrs = {**attrs, "grid_mapping": cf.GRID_MAPPING}
         # the data variable first, as xarray orders a Dataset built from it and its coordinates (so
         # the dimensions come in the order xarray writes them: y, x)
-        variables = {name: nc3.Variable(("y", "x"), np.asarray(values).T, attrs),
-                     **{k: geometry[k] for k in ("x", "y", cf.GRID_MAPPING) if k in geometry.variables}}
+        variables = {
+            name: nc3.Variable(("y", "x"), np.asarray(values).T, attrs),
+            **{k: geometry[k] for k in ("x", "y", cf.GRID_MAPPING) if k in geometry.variables},
+        }
         return nc3.Dataset(variables, {"projection": geometry.attrs["projection"]})

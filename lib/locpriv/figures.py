@@ -33,12 +33,36 @@ STRICT_ENV = "LOCPRIV_STRICT_FIGURES"
 # level lines): sRGB candidates on an 18-step grid with lightness 25-78 and chroma above 25, the
 # first one matplotlib's default blue.  The smallest pairwise CIEDE2000 among the first 12 is 24
 # (tab20: 12, its light/dark pairs of one hue), among all 24 it is 17.5.
-PALETTE = ("#1e78b4", "#7800a5", "#00d200", "#960000", "#ffa500", "#ff87ff", "#005a00", "#ff5a3c",
-           "#00d2d2", "#694b00", "#e10f78", "#a5b4f0", "#969600", "#009669", "#1e3c69", "#006969",
-           "#8769e1", "#780f3c", "#ff96a5", "#0fb4f0", "#a5784b", "#a5c396", "#965a5a", "#b478a5")
+PALETTE = (
+    "#1e78b4",
+    "#7800a5",
+    "#00d200",
+    "#960000",
+    "#ffa500",
+    "#ff87ff",
+    "#005a00",
+    "#ff5a3c",
+    "#00d2d2",
+    "#694b00",
+    "#e10f78",
+    "#a5b4f0",
+    "#969600",
+    "#009669",
+    "#1e3c69",
+    "#006969",
+    "#8769e1",
+    "#780f3c",
+    "#ff96a5",
+    "#0fb4f0",
+    "#a5784b",
+    "#a5c396",
+    "#965a5a",
+    "#b478a5",
+)
 
 # a unit in brackets or parentheses: "error [m]", "RMSE (m)", "Spearman [rank corr.]"
 _UNIT = re.compile(r"\[[^\]]+\]|\([^)]+\)")
+
 
 def colours(names) -> dict:
     """One palette colour per name, in sorted order (the same names get the same colours in
@@ -79,10 +103,15 @@ def problems(fig) -> list[str]:
     * every map (image or mesh) has a colour bar, or shares its norm with a map that has one;
     * no axes is empty (a panel allocated but never drawn on).
     """
-    fig.canvas.draw()   # tick labels exist only once drawn
+    fig.canvas.draw()  # tick labels exist only once drawn
     found = []
-    small = sorted({f"{t.get_text()!r} ({t.get_fontsize():g} pt)" for t in fig.findobj(Text)
-                    if t.get_text().strip() and _visible(t) and t.get_fontsize() < MIN_FONT})
+    small = sorted(
+        {
+            f"{t.get_text()!r} ({t.get_fontsize():g} pt)"
+            for t in fig.findobj(Text)
+            if t.get_text().strip() and _visible(t) and t.get_fontsize() < MIN_FONT
+        }
+    )
     if small:
         found.append(f"text below {MIN_FONT:g} pt: " + ", ".join(small[:6]) + (" ..." if len(small) > 6 else ""))
     bars = _colorbar_axes(fig)
@@ -91,8 +120,9 @@ def problems(fig) -> list[str]:
         name = ax.get_title() or ("colour bar" if ax in bars else f"axes {k}")
         if not ax.get_visible():
             continue
-        if ax not in bars and not (ax.lines or ax.collections or ax.images or ax.patches or ax.texts
-                                   or ax.artists or ax.tables):
+        if ax not in bars and not (
+            ax.lines or ax.collections or ax.images or ax.patches or ax.texts or ax.artists or ax.tables
+        ):
             found.append(f"{name}: empty axes")
             continue
         for axis, label in ((ax.xaxis, ax.get_xlabel()), (ax.yaxis, ax.get_ylabel())):
@@ -149,8 +179,8 @@ def place_labels(ax, x, y, texts, fontsize: float = MIN_FONT, avoid=(), obstacle
     pts = ax.transData.transform(np.column_stack([x, y])) if len(x) else np.empty((0, 2))
     others = list(avoid) + list(zip(x, y, strict=True))
     marks = ax.transData.transform(np.asarray(others, float)) if others else np.empty((0, 2))
-    pixels = fig.dpi / 72.0                         # display units per point
-    half = fontsize * pixels * 0.45                 # a marker's half-width, about a letter's
+    pixels = fig.dpi / 72.0  # display units per point
+    half = fontsize * pixels * 0.45  # a marker's half-width, about a letter's
     frame = ax.get_window_extent(renderer)
     crowd = [int(((np.abs(pts - p) < 60).all(axis=1)).sum()) for p in pts]
     placed = [tuple(a.get_window_extent(renderer).extents) for a in obstacles]
@@ -166,7 +196,7 @@ def place_labels(ax, x, y, texts, fontsize: float = MIN_FONT, avoid=(), obstacle
                 box = _box_at(pts[i] + np.multiply(offset, pixels), size, ha, va)
                 cost = sum(_overlap(box, b) for b in placed)
                 cost += sum(_overlap(box, (mx - half, my - half, mx + half, my + half)) for mx, my in marks)
-                cost += 4 * ((box[2] - box[0]) * (box[3] - box[1]) - _overlap(box, frame))   # outside the axes
+                cost += 4 * ((box[2] - box[0]) * (box[3] - box[1]) - _overlap(box, frame))  # outside the axes
                 if best is None or cost < best[0]:
                     best = (cost, offset, ha, va, step, box)
                 if cost == 0:
@@ -175,20 +205,45 @@ def place_labels(ax, x, y, texts, fontsize: float = MIN_FONT, avoid=(), obstacle
                 break
         _, offset, ha, va, step, box = best
         # moved away from its point: a thin line says which point it names
-        line = {"arrowprops": {"arrowstyle": "-", "lw": 0.5, "color": "0.45", "shrinkA": 0, "shrinkB": 3}} \
-            if step > 0.6 else {}
-        artists.append(ax.annotate(texts[i], (x[i], y[i]), xytext=offset, textcoords="offset points", ha=ha, va=va,
-                                   fontsize=fontsize, zorder=5, annotation_clip=False, bbox=_HALO,
-                                   color=colours[i] if colours is not None else "black", **line))
+        line = (
+            {"arrowprops": {"arrowstyle": "-", "lw": 0.5, "color": "0.45", "shrinkA": 0, "shrinkB": 3}}
+            if step > 0.6
+            else {}
+        )
+        artists.append(
+            ax.annotate(
+                texts[i],
+                (x[i], y[i]),
+                xytext=offset,
+                textcoords="offset points",
+                ha=ha,
+                va=va,
+                fontsize=fontsize,
+                zorder=5,
+                annotation_clip=False,
+                bbox=_HALO,
+                color=colours[i] if colours is not None else "black",
+                **line,
+            )
+        )
         placed.append(box)
     return artists
 
 
 # offsets around a point (in units of the label's distance) and the alignment that keeps the text
 # on that side of it
-_DIRECTIONS = [(1, 0.3, "left", "bottom"), (1, -0.3, "left", "top"), (-1, 0.3, "right", "bottom"),
-               (-1, -0.3, "right", "top"), (0, 1, "center", "bottom"), (0, -1, "center", "top"),
-               (1, 1, "left", "bottom"), (-1, -1, "right", "top"), (1, -1, "left", "top"), (-1, 1, "right", "bottom")]
+_DIRECTIONS = [
+    (1, 0.3, "left", "bottom"),
+    (1, -0.3, "left", "top"),
+    (-1, 0.3, "right", "bottom"),
+    (-1, -0.3, "right", "top"),
+    (0, 1, "center", "bottom"),
+    (0, -1, "center", "top"),
+    (1, 1, "left", "bottom"),
+    (-1, -1, "right", "top"),
+    (1, -1, "left", "top"),
+    (-1, 1, "right", "bottom"),
+]
 
 
 def _text_size(ax, text: str, fontsize: float, renderer) -> tuple[float, float]:
@@ -209,7 +264,7 @@ def _box_at(anchor, size, ha: str, va: str) -> tuple:
 
 def text_box(text, renderer):
     """The text's own box on the canvas (an annotation's box would include its leader line)."""
-    if hasattr(text, "update_positions"):   # an annotation places its text when asked
+    if hasattr(text, "update_positions"):  # an annotation places its text when asked
         text.update_positions(renderer)
     return Text.get_window_extent(text, renderer)
 

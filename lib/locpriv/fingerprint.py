@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent
 
 def _path(module: str) -> Path | None:
     """Source file of a ``locpriv`` module (or of a plugin module outside it), or None if the name is not a module."""
-    if module.split(".")[0] != PACKAGE:   # a plugin's module (locpriv.plugins): wherever Python finds it
+    if module.split(".")[0] != PACKAGE:  # a plugin's module (locpriv.plugins): wherever Python finds it
         spec = importlib.util.find_spec(module)
         return Path(spec.origin) if spec is not None and str(spec.origin).endswith(".py") else None
     parts = module.split(".")[1:]

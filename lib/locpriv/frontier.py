@@ -29,23 +29,44 @@ from . import units as lpunits
 
 # frontier.adversary -> the prefix of its metrics in the summary
 ADVERSARIES = {"informed": "informed", "population": "bayes"}
-ADVERSARY_NAMES = {"informed": "informed adversary (knows everyone else)",
-                   "population": "population adversary (knows the prior)"}
+ADVERSARY_NAMES = {
+    "informed": "informed adversary (knows everyone else)",
+    "population": "population adversary (knows the prior)",
+}
 PRIVACY = ("expected_error", "guess_error", "hit_r")
 # utility metrics the frontier can use, and whether larger is better
 UTILITIES = {"spearman": True, "hotspot_recall": True, "range_mre": False, "ise": False}
-UTILITY_LABELS = {"spearman": "Spearman correlation with the true density [rank corr.]",
-                  "hotspot_recall": "recall of the true top-k cells [fraction]",
-                  "range_mre": "range-query mean relative error [fraction]",
-                  "ise": "integrated squared error [1/{u}²]"}
+UTILITY_LABELS = {
+    "spearman": "Spearman correlation with the true density [rank corr.]",
+    "hotspot_recall": "recall of the true top-k cells [fraction]",
+    "range_mre": "range-query mean relative error [fraction]",
+    "ise": "integrated squared error [1/{u}²]",
+}
 TRUST_MODELS = ("local", "distributed", "central", "none")
 TRUST_MARKERS = {"local": "o", "distributed": "s", "central": "D", "none": "^"}
 TRUST_LINES = {"local": "-", "distributed": (0, (5, 2)), "central": (0, (1, 1.5)), "none": (0, (6, 2, 1, 2))}
 LEVEL_STYLE = {"color": "0.55", "lw": 1.0, "ls": (0, (4, 3)), "zorder": 1}
-DEFAULTS = {"utility": "spearman", "adversary": "informed",
-            "levels": {"synthetic": [0.1, 0.25, 0.5], "real": [250, 500, 1000]}}
-TABLE_COLUMNS = ["dataset", "n", "trust_model", "row", "level", "mechanism", "setting", "utility_metric", "utility",
-                 "adversary", *PRIVACY, "distance_unit", "reps", "note"]
+DEFAULTS = {
+    "utility": "spearman",
+    "adversary": "informed",
+    "levels": {"synthetic": [0.1, 0.25, 0.5], "real": [250, 500, 1000]},
+}
+TABLE_COLUMNS = [
+    "dataset",
+    "n",
+    "trust_model",
+    "row",
+    "level",
+    "mechanism",
+    "setting",
+    "utility_metric",
+    "utility",
+    "adversary",
+    *PRIVACY,
+    "distance_unit",
+    "reps",
+    "note",
+]
 # parameters that are the privacy budget: always part of a setting's name, first
 BUDGET = ("epsilon", "delta", "B")
 SYMBOLS = {"epsilon": "ε", "delta": "δ"}
@@ -54,9 +75,11 @@ NO_SETTING = "no setting of this trust model keeps the adversary's expected erro
 
 def settings(config: dict) -> dict:
     given = config.get("frontier", {})
-    return {"utility": given.get("utility", DEFAULTS["utility"]),
-            "adversary": given.get("adversary", DEFAULTS["adversary"]),
-            "levels": {**DEFAULTS["levels"], **given.get("levels", {})}}
+    return {
+        "utility": given.get("utility", DEFAULTS["utility"]),
+        "adversary": given.get("adversary", DEFAULTS["adversary"]),
+        "levels": {**DEFAULTS["levels"], **given.get("levels", {})},
+    }
 
 
 def dataset_levels(datasets: dict, levels: dict, domains: dict) -> dict[str, dict]:
@@ -124,8 +147,9 @@ def _settings(runs: pd.DataFrame, params: list[str]) -> tuple[pd.Series, pd.Seri
             items = [(p, row[p]) for p in shown if row[p] is not None]
             setting[idx] = ", ".join(f"{p}={v}" for p, v in items)
             # a word value names itself ("naive"); a number needs its parameter ("B=8", "ε=2")
-            label[idx] = ", ".join(v if p not in BUDGET and not _is_number(v) else f"{SYMBOLS.get(p, p)}={v}"
-                                   for p, v in items)
+            label[idx] = ", ".join(
+                v if p not in BUDGET and not _is_number(v) else f"{SYMBOLS.get(p, p)}={v}" for p, v in items
+            )
     return setting, label
 
 
@@ -148,30 +172,53 @@ def points(summary: pd.DataFrame, utility: str, adversary: str = "informed") -> 
     prefix = ADVERSARIES[adversary]
     metrics = {utility: utility, **{f"{prefix}_{p}": p for p in PRIVACY}}
     if f"{prefix}_expected_error" not in set(summary["metric"]):
-        raise ValueError(f"no {prefix}_expected_error metric, which frontier.adversary: {adversary} ranks by; "
-                         f"re-run the attack stage with this version, or set frontier.adversary: "
-                         f"{'population' if adversary == 'informed' else 'informed'}")
+        raise ValueError(
+            f"no {prefix}_expected_error metric, which frontier.adversary: {adversary} ranks by; "
+            f"re-run the attack stage with this version, or set frontier.adversary: "
+            f"{'population' if adversary == 'informed' else 'informed'}"
+        )
     if "trust_model" not in summary.columns:
-        raise ValueError("no trust_model column: the summary was made by an older version; "
-                         "delete results/summary/metrics.parquet and run the workflow again")
+        raise ValueError(
+            "no trust_model column: the summary was made by an older version; "
+            "delete results/summary/metrics.parquet and run the workflow again"
+        )
     unknown = summary.loc[~summary["trust_model"].isin(TRUST_MODELS), "mechanism"].unique()
     if len(unknown):
-        raise ValueError(f"trust_model is not one of {', '.join(TRUST_MODELS)} for mechanism(s) "
-                         f"{', '.join(sorted(unknown))}: each mechanism must declare whom its users trust")
+        raise ValueError(
+            f"trust_model is not one of {', '.join(TRUST_MODELS)} for mechanism(s) "
+            f"{', '.join(sorted(unknown))}: each mechanism must declare whom its users trust"
+        )
     fixed = {"dataset", "mechanism", "rep", "metric", "value", "n", "trust_model"}
     params = sorted(c for c in summary.columns if c not in fixed and not c.startswith("guarantee_"))
     key = ["dataset", "n", "trust_model", "mechanism", *params]
     rows = summary[summary["metric"].isin(list(metrics))]
-    wide = (rows.set_index([*key, "rep", "metric"])["value"].unstack("metric")
-            .rename(columns=metrics).reset_index().rename_axis(columns=None))
+    wide = (
+        rows.set_index([*key, "rep", "metric"])["value"]
+        .unstack("metric")
+        .rename(columns=metrics)
+        .reset_index()
+        .rename_axis(columns=None)
+    )
     grouped = wide.groupby(key, sort=False, dropna=False)
     out = grouped[[m for m in metrics.values() if m in wide]].mean()
     out["reps"] = grouped["rep"].nunique()
     out = out.reset_index().dropna(subset=[utility, "expected_error"])
     out["setting"], out["label"] = _settings(out, params)
     out["n"] = out["n"].map(_n_value)
-    out = out[["dataset", "n", "trust_model", "mechanism", "setting", "label", utility, *PRIVACY[:1],
-               *[p for p in PRIVACY[1:] if p in out], "reps"]]
+    out = out[
+        [
+            "dataset",
+            "n",
+            "trust_model",
+            "mechanism",
+            "setting",
+            "label",
+            utility,
+            *PRIVACY[:1],
+            *[p for p in PRIVACY[1:] if p in out],
+            "reps",
+        ]
+    ]
     order = out.assign(_n=out["n"].map(_n_key), _t=out["trust_model"].map(TRUST_MODELS.index))
     return out.loc[order.sort_values(["dataset", "_n", "_t", "mechanism", "setting"]).index].reset_index(drop=True)
 
@@ -194,11 +241,17 @@ def _groups(pts: pd.DataFrame):
 
 def _front(group: pd.DataFrame, utility: str) -> pd.DataFrame:
     return group[pareto_mask(group["expected_error"], group[utility], UTILITIES[utility])].sort_values(
-        ["expected_error", utility])
+        ["expected_error", utility]
+    )
 
 
-def table(pts: pd.DataFrame, utility: str, levels: dict[str, dict], adversary: str = "informed",
-          units: dict[str, str] | None = None) -> pd.DataFrame:
+def table(
+    pts: pd.DataFrame,
+    utility: str,
+    levels: dict[str, dict],
+    adversary: str = "informed",
+    units: dict[str, str] | None = None,
+) -> pd.DataFrame:
     """``frontier.csv``: per dataset, n and trust model, the Pareto-optimal settings (row = pareto)
     and, per privacy level, the best-utility setting with adversary error >= level
     (row = best_at_level).  When no setting of a trust model reaches a level its row keeps the
@@ -215,12 +268,21 @@ def table(pts: pd.DataFrame, utility: str, levels: dict[str, dict], adversary: s
             for level in levels.get(dataset, {}).values():
                 ok = part[part["expected_error"] >= level]
                 if ok.empty:
-                    rows.append({**base, "row": "best_at_level", "level": level, "mechanism": "", "setting": "",
-                                 "note": NO_SETTING})
+                    rows.append(
+                        {
+                            **base,
+                            "row": "best_at_level",
+                            "level": level,
+                            "mechanism": "",
+                            "setting": "",
+                            "note": NO_SETTING,
+                        }
+                    )
                     continue
                 # best utility; among equals the more private, then by name (a stable choice)
-                best = ok.sort_values([utility, "expected_error", "mechanism", "setting"],
-                                      ascending=[not higher, False, True, True]).iloc[0]
+                best = ok.sort_values(
+                    [utility, "expected_error", "mechanism", "setting"], ascending=[not higher, False, True, True]
+                ).iloc[0]
                 rows.append({**best.to_dict(), **base, "row": "best_at_level", "level": level})
     out = pd.DataFrame(rows, columns=[c for c in TABLE_COLUMNS if c not in ("utility", "utility_metric")] + [utility])
     out["utility"] = out.pop(utility)
@@ -243,8 +305,11 @@ def recommendation(frontier_table: pd.DataFrame, levels: dict[str, dict]) -> pd.
     for (dataset, n, level), part in best.groupby(["dataset", "n", "level"], sort=False):
         unit = part["distance_unit"].iloc[0]
         meaning = names.get((dataset, level))
-        row = {"dataset": dataset, "N": n,
-               "adversary's expected error at least": (f"{level:.4g} {unit}", meaning or "")}
+        row = {
+            "dataset": dataset,
+            "N": n,
+            "adversary's expected error at least": (f"{level:.4g} {unit}", meaning or ""),
+        }
         for trust in trusts:
             cell = part[part["trust_model"] == trust]
             if cell.empty:
@@ -254,14 +319,23 @@ def recommendation(frontier_table: pd.DataFrame, levels: dict[str, dict]) -> pd.
             else:
                 r = cell.iloc[0]
                 # no-break spaces keep each number with its name when the cell wraps
-                row[trust] = (f"{r['mechanism']} {r['setting']}".strip(),
-                              f"{r['utility_metric']}\u00a0{r['utility']:.3f} · error\u00a0{r['expected_error']:.3g}")
+                row[trust] = (
+                    f"{r['mechanism']} {r['setting']}".strip(),
+                    f"{r['utility_metric']}\u00a0{r['utility']:.3f} · error\u00a0{r['expected_error']:.3g}",
+                )
         rows.append(row)
     return pd.DataFrame(rows, columns=["dataset", "N", "adversary's expected error at least", *trusts])
 
 
-def plot(pts: pd.DataFrame, utility: str, levels: dict[str, dict], units: dict[str, str], out_png: str,
-         dpi: int = 110, adversary: str = "informed") -> None:
+def plot(
+    pts: pd.DataFrame,
+    utility: str,
+    levels: dict[str, dict],
+    units: dict[str, str],
+    out_png: str,
+    dpi: int = 110,
+    adversary: str = "informed",
+) -> None:
     """One panel per dataset x n: every setting a marker (colour: mechanism, shape: trust model)
     labelled with its setting, the Pareto front of each trust model a black step line (drawn from
     the panel's left edge, so a one-point front shows), the privacy levels grey verticals."""
@@ -271,8 +345,14 @@ def plot(pts: pd.DataFrame, utility: str, levels: dict[str, dict], units: dict[s
     figures.save(fig, out_png, dpi)
 
 
-def figure(pts: pd.DataFrame, utility: str, levels: dict[str, dict], units: dict[str, str], dpi: int = 110,
-           adversary: str = "informed"):
+def figure(
+    pts: pd.DataFrame,
+    utility: str,
+    levels: dict[str, dict],
+    units: dict[str, str],
+    dpi: int = 110,
+    adversary: str = "informed",
+):
     """The frontier figure (see :func:`plot`), not yet saved."""
     from . import figures
 
@@ -282,8 +362,14 @@ def figure(pts: pd.DataFrame, utility: str, levels: dict[str, dict], units: dict
     datasets = sorted({d for d, _, _ in panels})
     per_row = {d: [g for g in panels if g[0] == d] for d in datasets}
     cols = max((len(v) for v in per_row.values()), default=1)
-    fig, axes = plt.subplots(len(datasets) or 1, cols, figsize=(6.6 * cols + 3.4, 5.4 * max(len(datasets), 1)),
-                             squeeze=False, dpi=dpi, layout="constrained")
+    fig, axes = plt.subplots(
+        len(datasets) or 1,
+        cols,
+        figsize=(6.6 * cols + 3.4, 5.4 * max(len(datasets), 1)),
+        squeeze=False,
+        dpi=dpi,
+        layout="constrained",
+    )
     level_names, drawn = [], []
     for r, dataset in enumerate(datasets):
         unit = lpunits.long_name(units.get(dataset, ""))
@@ -300,15 +386,27 @@ def figure(pts: pd.DataFrame, utility: str, levels: dict[str, dict], units: dict
             for name, level in levels.get(dataset, {}).items():
                 if name not in level_names:
                     level_names.append(name)
-                tag = f"L{level_names.index(name) + 1}"   # named in the legend
+                tag = f"L{level_names.index(name) + 1}"  # named in the legend
                 ax.axvline(level, **LEVEL_STYLE)
-                ax.annotate(tag, (level, 1), xycoords=("data", "axes fraction"), xytext=(2, -2),
-                            textcoords="offset points", ha="left", va="top", fontsize=8, color="0.35")
+                ax.annotate(
+                    tag,
+                    (level, 1),
+                    xycoords=("data", "axes fraction"),
+                    xytext=(2, -2),
+                    textcoords="offset points",
+                    ha="left",
+                    va="top",
+                    fontsize=8,
+                    color="0.35",
+                )
             ax.set_title(f"{dataset}, N = {n}", fontsize=11)
-            ax.set_xlabel(f"{ADVERSARY_NAMES[adversary].split(' (')[0]}'s expected error [{unit}]  "
-                          f"(more private →)", fontsize=9)
-            ax.set_ylabel(UTILITY_LABELS[utility].format(u=unit) + f"  ({'higher' if UTILITIES[utility] else 'lower'}"
-                          f" is better)", fontsize=9)
+            ax.set_xlabel(
+                f"{ADVERSARY_NAMES[adversary].split(' (')[0]}'s expected error [{unit}]  (more private →)", fontsize=9
+            )
+            ax.set_ylabel(
+                UTILITY_LABELS[utility].format(u=unit) + f"  ({'higher' if UTILITIES[utility] else 'lower'} is better)",
+                fontsize=9,
+            )
             ax.grid(alpha=0.3)
     fig.legend(handles=_legend(pts, colours, level_names), loc="outside right upper", fontsize=9, frameon=False)
     # labels go where the final layout leaves room: fix the layout, then place them
@@ -328,8 +426,16 @@ def _panel(ax, group: pd.DataFrame, utility: str, colours: dict) -> None:
         on_front = part.index.isin(front.index)
         for mech, g in part.groupby("mechanism"):
             sel = on_front[part.index.get_indexer(g.index)]
-            ax.scatter(g["expected_error"], g[utility], s=46, marker=TRUST_MARKERS[trust], color=colours[mech],
-                       edgecolors=np.where(sel, "black", "white"), linewidths=np.where(sel, 1.4, 0.5), zorder=3)
+            ax.scatter(
+                g["expected_error"],
+                g[utility],
+                s=46,
+                marker=TRUST_MARKERS[trust],
+                color=colours[mech],
+                edgecolors=np.where(sel, "black", "white"),
+                linewidths=np.where(sel, 1.4, 0.5),
+                zorder=3,
+            )
         # between two front points the best utility at error >= x is the right one's ("pre"); left of
         # the first point it is the first point's, so the line starts at the panel's edge
         xs = np.r_[left, front["expected_error"].to_numpy()]
@@ -353,16 +459,27 @@ def _legend(pts: pd.DataFrame, colours: dict, level_names: list[str]) -> list:
     handles += [Line2D([], [], ls="none", marker=TRUST_MARKERS[t], color="0.3", ms=8, label=t) for t in trusts]
     handles += [header(""), header("Pareto front of (line)")]
     handles += [Line2D([], [], color="black", lw=1.3, ls=TRUST_LINES[t], label=t) for t in trusts]
-    handles += [Line2D([], [], ls="none", marker="o", color="0.8", mec="black", mew=1.4, ms=8,
-                       label="setting on its front")]
+    handles += [
+        Line2D([], [], ls="none", marker="o", color="0.8", mec="black", mew=1.4, ms=8, label="setting on its front")
+    ]
     if level_names:
         handles += [header(""), header("privacy level: error at least")]
         handles += [Line2D([], [], **LEVEL_STYLE, label=f"L{k + 1}: {name}") for k, name in enumerate(level_names)]
     return handles
 
 
-def frontier(*, summary_parquet: str, cfg: dict, levels: dict[str, dict], units: dict[str, str], dpi: int,
-             out_csv: str, out_png: str, out_html: str, out_recommendation: str) -> None:
+def frontier(
+    *,
+    summary_parquet: str,
+    cfg: dict,
+    levels: dict[str, dict],
+    units: dict[str, str],
+    dpi: int,
+    out_csv: str,
+    out_png: str,
+    out_html: str,
+    out_recommendation: str,
+) -> None:
     utility, adversary = cfg["utility"], cfg["adversary"]
     try:
         pts = points(pd.read_parquet(summary_parquet), utility, adversary)
@@ -373,8 +490,12 @@ def frontier(*, summary_parquet: str, cfg: dict, levels: dict[str, dict], units:
     with io.atomic_path(out_csv) as tmp:
         out.to_csv(tmp, index=False, float_format="%.6g")
     adversary_name = ADVERSARY_NAMES[adversary].split(" (")[0]
-    report_tables.write_html(rec, out_recommendation, fragment=True,
-                             title=f"The most useful setting per trust model and privacy level (utility: {utility}; "
-                                   f"privacy: the {adversary_name}'s expected error)")
+    report_tables.write_html(
+        rec,
+        out_recommendation,
+        fragment=True,
+        title=f"The most useful setting per trust model and privacy level (utility: {utility}; "
+        f"privacy: the {adversary_name}'s expected error)",
+    )
     report_tables.write_html(out, out_html, title="The privacy-utility frontier (frontier.csv)")
     plot(pts, utility, levels, units, out_png, dpi, adversary)

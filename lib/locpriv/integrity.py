@@ -80,8 +80,11 @@ def record_digests(outputs) -> None:
     output: each file in it, but Snakemake's own hidden marker)."""
     os.makedirs(DIGEST_DIR, exist_ok=True)
     for output in map(str, outputs):
-        paths = [output] if not os.path.isdir(output) else [
-            os.path.join(output, name) for name in sorted(os.listdir(output)) if not name.startswith(".")]
+        paths = (
+            [output]
+            if not os.path.isdir(output)
+            else [os.path.join(output, name) for name in sorted(os.listdir(output)) if not name.startswith(".")]
+        )
         for path in paths:
             record = digest_path(path)
             with open(f"{record}.{os.getpid()}.tmp", "w") as fh:
@@ -106,7 +109,7 @@ def _parquet(path: Path, size: int) -> str | None:
         meta = pq.read_metadata(path)
     except Exception as exc:  # pyarrow raises several types for a bad footer
         return f"not a complete Parquet file ({_short(exc)})"
-    data_end = size - 8 - meta.serialized_size   # footer: metadata, its 4-byte length, 'PAR1'
+    data_end = size - 8 - meta.serialized_size  # footer: metadata, its 4-byte length, 'PAR1'
     for g in range(meta.num_row_groups):
         group = meta.row_group(g)
         for c in range(group.num_columns):
@@ -128,7 +131,7 @@ def _netcdf(path: Path, size: int) -> str | None:
     with open(path, "rb") as fh:
         raw = fh.read()
     if raw[:8] == b"\x89HDF\r\n\x1a\n":
-        return None   # NetCDF-4 (HDF5) is not written here: left to its reader
+        return None  # NetCDF-4 (HDF5) is not written here: left to its reader
     try:
         expected = nc3.file_size(raw, path)
     except (ValueError, KeyError, struct.error) as exc:
@@ -144,11 +147,11 @@ def _png(path: Path, size: int) -> str | None:
         return "not a PNG image (signature missing)"
     pos = 8
     while pos + 12 <= len(raw):
-        length, kind = struct.unpack(">I4s", raw[pos:pos + 8])
+        length, kind = struct.unpack(">I4s", raw[pos : pos + 8])
         end = pos + 12 + length
         if end > len(raw):
             break
-        if zlib.crc32(raw[pos + 4:end - 4]) != struct.unpack(">I", raw[end - 4:end])[0]:
+        if zlib.crc32(raw[pos + 4 : end - 4]) != struct.unpack(">I", raw[end - 4 : end])[0]:
             return f"PNG chunk {kind.decode('latin1')!r} at byte {pos} fails its CRC"
         if kind == b"IEND":
             return None if end == len(raw) else f"{len(raw) - end} bytes after the PNG's end"
@@ -200,7 +203,7 @@ class Verified:
         try:
             st = os.stat(path)
         except OSError:
-            return None   # gone: nothing to remove
+            return None  # gone: nothing to remove
         stamp = [st.st_size, st.st_mtime_ns]
         if self.seen.get(path) != stamp:
             why = damage(path, recorded(path))

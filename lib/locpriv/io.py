@@ -70,8 +70,7 @@ def _umask() -> int:
     return mask
 
 
-def write_parquet(df: pd.DataFrame, path, metadata: dict | None = None,
-                  row_group_size: int | None = None) -> None:
+def write_parquet(df: pd.DataFrame, path, metadata: dict | None = None, row_group_size: int | None = None) -> None:
     table = pa.Table.from_pandas(df, preserve_index=False)
     if metadata is not None:
         meta = dict(table.schema.metadata or {})
@@ -130,9 +129,12 @@ def read_parquet_checked(path, required: list[str]) -> pd.DataFrame:
     table = pd.read_parquet(path)
     missing = [c for c in required if c not in table.columns]
     if missing:
-        raise InputError(str(path), missing[0], f"column missing (found {list(map(str, table.columns))}): "
-                         "not the file this workflow wrote there", f"delete {path} and run the same command "
-                         "again: it is made again")
+        raise InputError(
+            str(path),
+            missing[0],
+            f"column missing (found {list(map(str, table.columns))}): not the file this workflow wrote there",
+            f"delete {path} and run the same command again: it is made again",
+        )
     return table
 
 
@@ -144,8 +146,10 @@ def read_parquet_metadata(path) -> dict:
 def write_netcdf(obj, path) -> None:
     """Write a ``locpriv.nc3.Dataset`` (no xarray needed) or an ``xarray`` Dataset/DataArray."""
     if isinstance(obj, nc3.Dataset):
-        variables = {name: nc3.Variable(var.dims, var.values, {k: _attr(v) for k, v in var.attrs.items()})
-                     for name, var in obj.variables.items()}
+        variables = {
+            name: nc3.Variable(var.dims, var.values, {k: _attr(v) for k, v in var.attrs.items()})
+            for name, var in obj.variables.items()
+        }
         raw = nc3.to_bytes(nc3.Dataset(variables, _global_attrs(obj.attrs)))
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:
             fh.write(raw)

@@ -38,14 +38,14 @@ import numpy as np
 from .deconv.kernels import adjusted_from_square, gaussian_cut
 
 DEFAULT_CHUNK = 8192
-TAIL = 1e-13          # dropped terms are below this fraction of the kernel's peak
-TILE_REACH = 8.0      # a tile's side is at most this many h: bounds |u| inside its span
+TAIL = 1e-13  # dropped terms are below this fraction of the kernel's peak
+TILE_REACH = 8.0  # a tile's side is at most this many h: bounds |u| inside its span
 # about N / MIN_TILE_USERS tiles. Smaller tiles: smaller blocks (less GEMM work), but more GEMM
 # calls; at N = 1e6 on 200 x 200, 1024 was the fastest of 512, 1024, 2048 at h/l = 0.01 and 0.03
 MIN_TILE_USERS = 1024
 SAFE_U = 30.0  # |u| below this: exp(-u^2/2) >= 1e-196, a normal float (subnormals start near 1e-308)
-SEGMENT = 24.0        # a factor recurrence restarts every SEGMENT / d rows: intermediates <= exp(288)
-SEGMENT_ROWS = 256    # and at least every 256 rows: its rounding error grows with the row count
+SEGMENT = 24.0  # a factor recurrence restarts every SEGMENT / d rows: intermediates <= exp(288)
+SEGMENT_ROWS = 256  # and at least every 256 rows: its rounding error grows with the row count
 
 
 def kernel_factor(coord: np.ndarray, grid: np.ndarray, h: float, laplace_b: float = 0.0) -> np.ndarray:
@@ -93,8 +93,10 @@ class _Axis:
         """
         reach, p = self.cut * self.h, self.grid.size
         if self.step is None:
-            return (np.searchsorted(self.grid, coord - reach, "left"),
-                    np.searchsorted(self.grid, coord + reach, "right"))
+            return (
+                np.searchsorted(self.grid, coord - reach, "left"),
+                np.searchsorted(self.grid, coord + reach, "right"),
+            )
         lo = np.ceil((coord - reach - self.grid[0]) / self.step)
         hi = np.floor((coord + reach - self.grid[0]) / self.step) + 1
         return (np.clip(lo, 0, p).astype(np.int64), np.clip(hi, 0, p).astype(np.int64))
@@ -114,8 +116,9 @@ class _Axis:
         np.clip(block, 0, (self.grid.size - 1) // side, out=block)
         return np.floor(block, out=block) if block.dtype.kind == "f" else block.astype(float)
 
-    def factors(self, coord: np.ndarray, j0: np.ndarray, width: int,
-                buffer: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    def factors(
+        self, coord: np.ndarray, j0: np.ndarray, width: int, buffer: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
         """(width, n) kernel factors, column i against grid[j0_i : j0_i + width], and a row scale.
 
         The factors are rows * scale[:, None] (scale None: 1); the caller applies the scale
@@ -137,7 +140,7 @@ class _Axis:
             u2 = np.add.outer(d * np.arange(width), v)
             np.square(u2, out=u2)
             return adjusted_from_square("gaussian", u2, self.c, normalised=False), None
-        return _gaussian_rows(v, d, width, None if buffer is None else buffer[:width, :v.size])
+        return _gaussian_rows(v, d, width, None if buffer is None else buffer[:width, : v.size])
 
     def _direct(self, coord: np.ndarray, j0: np.ndarray, width: int) -> np.ndarray:
         """Per-entry exps with the cut applied (irregular grids, or h far below the step), (width, n)."""
@@ -146,15 +149,16 @@ class _Axis:
         u2 -= coord
         np.square(u2, out=u2)
         u2 *= 1.0 / (self.h * self.h)
-        outside = u2 > self.cut ** 2
+        outside = u2 > self.cut**2
         u2[outside] = 0.0  # never exponentiate what is cut: no subnormal arithmetic
         k = adjusted_from_square("gaussian", u2, self.c, normalised=False)
         k[outside] = 0.0
         return k
 
 
-def _gaussian_rows(v: np.ndarray, d: float, width: int,
-                   rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _gaussian_rows(
+    v: np.ndarray, d: float, width: int, rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """exp(-(v_i + j d)^2 / 2) as (rows, scale): rows[j, i] * scale[j], one multiply per entry.
 
     exp(-(v + k d)^2 / 2) = exp(-v^2 / 2) r^k exp(-(k d)^2 / 2) with r = exp(-v d): a
@@ -172,16 +176,16 @@ def _gaussian_rows(v: np.ndarray, d: float, width: int,
     """
     rows = np.empty((width, v.size)) if rows is None else rows
     seg = max(1, min(SEGMENT_ROWS, int(SEGMENT / d)))
-    longest = max(1, int(SEGMENT / (2 * d)))        # the largest shift t
+    longest = max(1, int(SEGMENT / (2 * d)))  # the largest shift t
     k = d * (np.arange(width) % seg)
     for j0 in range(0, width, seg):
         vs = v + j0 * d
-        rt = np.exp(-d * vs)                         # r^t
+        rt = np.exp(-d * vs)  # r^t
         np.exp(-0.5 * vs * vs, out=rows[j0])
         end, t, done = min(j0 + seg, width), 1, j0 + 1
         while done < end:
             take = min(t, end - done)
-            np.multiply(rows[done - t:done - t + take], rt, out=rows[done:done + take])
+            np.multiply(rows[done - t : done - t + take], rt, out=rows[done : done + take])
             done += take
             if done - j0 == 2 * t and 2 * t <= longest:
                 np.multiply(rt, rt, out=rt)
@@ -193,10 +197,10 @@ def _gaussian_rows(v: np.ndarray, d: float, width: int,
 class Tiling:
     """Points sorted by tile, and each tile's rows [start, stop) and grid block."""
 
-    order: np.ndarray                    # indices into the points, tile by tile
-    x: np.ndarray                        # the points' coordinates in that order
+    order: np.ndarray  # indices into the points, tile by tile
+    x: np.ndarray  # the points' coordinates in that order
     y: np.ndarray
-    bounds: np.ndarray                   # (tiles + 1,) row offsets into ``order``
+    bounds: np.ndarray  # (tiles + 1,) row offsets into ``order``
     x0: np.ndarray
     x1: np.ndarray
     y0: np.ndarray
@@ -213,7 +217,7 @@ def _tile_side(n: int, axis: _Axis) -> int:
     spans the axis: smaller tiles would only add GEMM calls.
     """
     p = axis.grid.size
-    if p == 1:   # a single grid line (e.g. a 1-D slice): one tile, and no step to divide by
+    if p == 1:  # a single grid line (e.g. a 1-D slice): one tile, and no step to divide by
         return 1
     step = axis.step if axis.step is not None else (axis.grid[-1] - axis.grid[0]) / max(1, p - 1)
     want = int(np.ceil(p / np.sqrt(max(1.0, n / MIN_TILE_USERS))))
@@ -221,11 +225,13 @@ def _tile_side(n: int, axis: _Axis) -> int:
     return p if 2 * axis.cut * axis.h / step + side >= p else side
 
 
-def tiling(points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float,
-           laplace_b: tuple[float, float] = (0.0, 0.0)) -> Tiling:
+def tiling(
+    points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float, laplace_b: tuple[float, float] = (0.0, 0.0)
+) -> Tiling:
     """The tiling ``kde_sum`` uses (public so benchmarks can time a GEMM of the same shapes)."""
-    return _tiling(np.asarray(points, dtype=float).reshape(-1, 2),
-                   _Axis.of(gx, h, laplace_b[0]), _Axis.of(gy, h, laplace_b[1]))
+    return _tiling(
+        np.asarray(points, dtype=float).reshape(-1, 2), _Axis.of(gx, h, laplace_b[0]), _Axis.of(gy, h, laplace_b[1])
+    )
 
 
 def _tiling(points: np.ndarray, ax: _Axis, ay: _Axis) -> Tiling:
@@ -243,10 +249,10 @@ def _tiling(points: np.ndarray, ax: _Axis, ay: _Axis) -> Tiling:
     key *= ny
     key += ay.tile(y, sy)
     np.copyto(key, nx * ny, where=~reach)  # beyond the cut of the whole grid: sorted last, dropped
-    key = key.astype(np.uint16 if nx * ny < 2 ** 16 else np.int64)
+    key = key.astype(np.uint16 if nx * ny < 2**16 else np.int64)
     # stable (a radix sort for 16-bit keys): same tiles, same sums, for the same input
     order = np.argsort(key, kind="stable")[:valid]
-    counts = np.bincount(key, minlength=nx * ny + 1)[:nx * ny]
+    counts = np.bincount(key, minlength=nx * ny + 1)[: nx * ny]
     bounds = np.r_[0, np.cumsum(counts[counts > 0])]
     xy = _gather_pairs(points, order)
     x, y = xy[:, 0], xy[:, 1]
@@ -268,8 +274,14 @@ def _gather_pairs(points: np.ndarray, order: np.ndarray) -> np.ndarray:
     return np.take(pairs, order).view(float).reshape(-1, 2)
 
 
-def kde_sum(points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float,
-            chunk: int = DEFAULT_CHUNK, laplace_b: tuple[float, float] = (0.0, 0.0)) -> np.ndarray:
+def kde_sum(
+    points: np.ndarray,
+    gx: np.ndarray,
+    gy: np.ndarray,
+    h: float,
+    chunk: int = DEFAULT_CHUNK,
+    laplace_b: tuple[float, float] = (0.0, 0.0),
+) -> np.ndarray:
     """Sum over points of the unnormalised Gaussian kernel on the grid, shape (P, Q).
 
     ``laplace_b``: per-coordinate Laplace noise scales of the points; nonzero gives
@@ -293,22 +305,31 @@ def kde_sum(points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float,
     for b0 in range(0, t.x.size, chunk):
         b1 = min(b0 + chunk, t.x.size)
         first, last = bisect_right(bounds, b0) - 1, bisect_right(bounds, b1 - 1)
-        rows = np.diff(np.clip(t.bounds[first:last + 1], b0, b1))  # each tile's rows in the chunk
+        rows = np.diff(np.clip(t.bounds[first : last + 1], b0, b1))  # each tile's rows in the chunk
         fx, sx = ax.factors(t.x[b0:b1], np.repeat(t.x0[first:last], rows), max(wx[first:last]), bx)
         fy, sy = ay.factors(t.y[b0:b1], np.repeat(t.y0[first:last], rows), max(wy[first:last]), by)
-        scale = None if sx is None and sy is None else np.outer(
-            np.ones(fx.shape[0]) if sx is None else sx, np.ones(fy.shape[0]) if sy is None else sy)
+        scale = (
+            None
+            if sx is None and sy is None
+            else np.outer(np.ones(fx.shape[0]) if sx is None else sx, np.ones(fy.shape[0]) if sy is None else sy)
+        )
         for k in range(first, last):
             s, e = max(bounds[k], b0) - b0, min(bounds[k + 1], b1) - b0
-            block = fx[:wx[k], s:e] @ fy[:wy[k], s:e].T
+            block = fx[: wx[k], s:e] @ fy[: wy[k], s:e].T
             if scale is not None:
-                block *= scale[:wx[k], :wy[k]]
-            total[x0[k]:x0[k] + wx[k], y0[k]:y0[k] + wy[k]] += block
+                block *= scale[: wx[k], : wy[k]]
+            total[x0[k] : x0[k] + wx[k], y0[k] : y0[k] + wy[k]] += block
     return total
 
 
-def kde_binned(points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float, refine: int = 4,
-               laplace_b: tuple[float, float] = (0.0, 0.0)) -> np.ndarray:
+def kde_binned(
+    points: np.ndarray,
+    gx: np.ndarray,
+    gy: np.ndarray,
+    h: float,
+    refine: int = 4,
+    laplace_b: tuple[float, float] = (0.0, 0.0),
+) -> np.ndarray:
     """``kde_sum`` approximated by linear binning: O(N) plus two small GEMMs, whatever N.
 
     Each point's unit mass is split bilinearly over the 4 nodes of a fine regular
@@ -342,8 +363,10 @@ def kde_binned(points: np.ndarray, gx: np.ndarray, gy: np.ndarray, h: float, ref
     for dx, fx in ((0, 1 - wx), (1, wx)):
         for dy, fy in ((0, 1 - wy), (1, wy)):
             mass += np.bincount((ix + dx) * my + iy + dy, fx * fy, minlength=mx * my)
-    kx, ky = (axis._direct(node, np.zeros(node.size, np.int64), axis.grid.size)
-              for axis, node in zip(axes, nodes, strict=True))
+    kx, ky = (
+        axis._direct(node, np.zeros(node.size, np.int64), axis.grid.size)
+        for axis, node in zip(axes, nodes, strict=True)
+    )
     return kx @ (mass.reshape(mx, my) @ ky.T)
 
 
@@ -365,8 +388,7 @@ def normaliser(h: float) -> float:
     return 2 * np.pi * h * h
 
 
-def knn_bandwidth(points: np.ndarray, k: int, rng: np.random.Generator,
-                  sample_fraction: float = 0.1) -> float:
+def knn_bandwidth(points: np.ndarray, k: int, rng: np.random.Generator, sample_fraction: float = 0.1) -> float:
     """Mean distance from a random sample of points to their k-th nearest neighbour (§4.2.4).
 
     The paper's server holds a 10 % sample M and averages ||k_Mi - x_Mi||.  With

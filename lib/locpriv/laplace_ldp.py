@@ -63,7 +63,7 @@ def noise_variance(bounds: np.ndarray, epsilon: float) -> np.ndarray:
     """
     step, _, scale = _steps_and_scales(bounds, epsilon)
     r = np.exp(-1.0 / scale)
-    return step ** 2 * 2.0 * r / (1.0 - r) ** 2
+    return step**2 * 2.0 * r / (1.0 - r) ** 2
 
 
 def epsilon_spent(bounds: np.ndarray, epsilon: float) -> float:
@@ -74,21 +74,30 @@ def epsilon_spent(bounds: np.ndarray, epsilon: float) -> float:
 
 def discretisation(bounds: np.ndarray) -> str:
     step = grid_steps(bounds)
-    return ("each coordinate snapped to the public grid of step " + ", ".join(f"{s:g}" for s in step)
-            + " (power of two, <= box side / 1024) and released as grid point + exact discrete Laplace "
-            "noise (Canonne, Kamath & Steinke 2020); the reports lie on the same grid")
+    return (
+        "each coordinate snapped to the public grid of step "
+        + ", ".join(f"{s:g}" for s in step)
+        + " (power of two, <= box side / 1024) and released as grid point + exact discrete Laplace "
+        "noise (Canonne, Kamath & Steinke 2020); the reports lie on the same grid"
+    )
 
 
 def timing_safe_delta(epsilon: float, q: int = 2) -> float:
     """δ of one report drawn with ``timing_safe=True``, valid for every box: its q draws at the largest
     scale any box gives (``grid_step`` keeps top_j = width_j / Λ_j <= 2048 grid steps), since the
     per-draw total-variation bound ``dp.sampling.timing_safe_tv`` grows with the scale."""
-    _checked(np.zeros((q, 2)) + [0.0, 1.0], epsilon)   # noqa: RUF005 -- numpy broadcast, not list concatenation
-    return timing_safe_delta_of(np.full(q, exact_scale(2048 * q / epsilon)), epsilon)   # scale top / (ε / q)
+    _checked(np.zeros((q, 2)) + [0.0, 1.0], epsilon)  # noqa: RUF005 -- numpy broadcast, not list concatenation
+    return timing_safe_delta_of(np.full(q, exact_scale(2048 * q / epsilon)), epsilon)  # scale top / (ε / q)
 
 
-def randomize(values: np.ndarray, bounds: np.ndarray, epsilon: float, rng: np.random.Generator,
-              names: tuple[str, ...] | None = None, timing_safe: bool = False) -> np.ndarray:
+def randomize(
+    values: np.ndarray,
+    bounds: np.ndarray,
+    epsilon: float,
+    rng: np.random.Generator,
+    names: tuple[str, ...] | None = None,
+    timing_safe: bool = False,
+) -> np.ndarray:
     """Noisy reports of values (n, q) (or (n,) for q = 1) in the public bounds (q, 2); ``timing_safe``:
     fixed work per draw (``dp.sampling``), (ε, ``timing_safe_delta``)-LDP whatever the response time shows."""
     values = finite(values, "values to randomize")
@@ -98,7 +107,9 @@ def randomize(values: np.ndarray, bounds: np.ndarray, epsilon: float, rng: np.ra
     if outside.any():
         j = int(np.flatnonzero(outside.any(axis=0))[0])
         name = names[j] if names else f"coordinate {j}"
-        raise ValueError(f"{int(outside[:, j].sum())} values of {name} lie outside its public bounds "
-                         f"{bounds[j].tolist()}; declare bounds that contain the data (Theorem 1 needs them)")
+        raise ValueError(
+            f"{int(outside[:, j].sum())} values of {name} lie outside its public bounds "
+            f"{bounds[j].tolist()}; declare bounds that contain the data (Theorem 1 needs them)"
+        )
     out = release_bounded(flat, bounds[:, 0], bounds[:, 1], epsilon / len(bounds), rng, timing_safe=timing_safe)
     return out.reshape(values.shape)

@@ -20,10 +20,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 _DIMENSION, _VARIABLE, _ATTRIBUTE = 10, 11, 12
-_ABSENT = b"\x00" * 8   # an empty list: tag 0, count 0
+_ABSENT = b"\x00" * 8  # an empty list: tag 0, count 0
 # nc_type -> numpy dtype of the (big-endian) file representation; 2 is NC_CHAR
-_TYPES = {1: np.dtype("i1"), 2: np.dtype("S1"), 3: np.dtype(">i2"), 4: np.dtype(">i4"),
-          5: np.dtype(">f4"), 6: np.dtype(">f8")}
+_TYPES = {
+    1: np.dtype("i1"),
+    2: np.dtype("S1"),
+    3: np.dtype(">i2"),
+    4: np.dtype(">i4"),
+    5: np.dtype(">f4"),
+    6: np.dtype(">f8"),
+}
 _CODES = {dtype.newbyteorder("="): code for code, dtype in _TYPES.items() if code != 2}
 INT32 = np.iinfo(np.int32)
 
@@ -48,12 +54,13 @@ class Dataset:
 
 # --- writing ----------------------------------------------------------------------------------
 
+
 def _int(value: int) -> bytes:
     return struct.pack(">i", value)
 
 
 def _name(text: str) -> bytes:
-    raw = text.encode("latin1")   # what scipy.io.netcdf_file writes names with
+    raw = text.encode("latin1")  # what scipy.io.netcdf_file writes names with
     return _int(len(raw)) + raw + b"\x00" * (-len(raw) % 4)
 
 
@@ -110,7 +117,7 @@ def to_bytes(ds: Dataset) -> bytes:
     data = {name: _data(var.values) for name, var in ds.variables.items()}
     # scipy writes variables by shape, largest first (stable among equal shapes)
     order = sorted(ds.variables, key=lambda name: data[name].shape, reverse=True)
-    head = [b"CDF\x02", _int(0)]   # version 2 (64-bit offsets), no records
+    head = [b"CDF\x02", _int(0)]  # version 2 (64-bit offsets), no records
     if dims:
         head += [_int(_DIMENSION), _int(len(dims)), *(_name(d) + _int(n) for d, n in dims.items())]
     else:
@@ -121,9 +128,19 @@ def to_bytes(ds: Dataset) -> bytes:
         var, array = ds.variables[name], data[name]
         attrs = dict(var.attrs)
         if array.dtype.kind == "f":
-            attrs["_FillValue"] = array.dtype.type(np.nan)   # xarray's default for float variables
-        metas.append(b"".join([_name(name), _int(len(var.dims)), *(_int(list(dims).index(d)) for d in var.dims),
-                               _attrs(attrs), _int(_CODES[array.dtype.newbyteorder("=")]), _int(array.nbytes)]))
+            attrs["_FillValue"] = array.dtype.type(np.nan)  # xarray's default for float variables
+        metas.append(
+            b"".join(
+                [
+                    _name(name),
+                    _int(len(var.dims)),
+                    *(_int(list(dims).index(d)) for d in var.dims),
+                    _attrs(attrs),
+                    _int(_CODES[array.dtype.newbyteorder("=")]),
+                    _int(array.nbytes),
+                ]
+            )
+        )
     head += [_int(_VARIABLE), _int(len(order))] if order else [_ABSENT]
     # each variable's begin offset (int64) follows its metadata: known once the header's size is
     begin = sum(map(len, head)) + sum(len(m) + 8 for m in metas)
@@ -135,6 +152,7 @@ def to_bytes(ds: Dataset) -> bytes:
 
 # --- reading ----------------------------------------------------------------------------------
 
+
 class _Reader:
     def __init__(self, raw: bytes, path):
         self.raw, self.pos, self.path = raw, 0, path
@@ -142,7 +160,7 @@ class _Reader:
     def take(self, n: int) -> bytes:
         if self.pos + n > len(self.raw):
             raise ValueError(f"{self.path}: NetCDF-3 header truncated")
-        out = self.raw[self.pos:self.pos + n]
+        out = self.raw[self.pos : self.pos + n]
         self.pos += n
         return out
 
@@ -197,7 +215,7 @@ def file_size(raw: bytes, path) -> int:
         r.int()  # nc_type
         vsize = r.int()
         begin = struct.unpack(">q" if raw[3] == 2 else ">i", r.take(8 if raw[3] == 2 else 4))[0]
-        if var_dims and var_dims[0][1] == 0:   # a record variable: vsize is its size per record
+        if var_dims and var_dims[0][1] == 0:  # a record variable: vsize is its size per record
             record_begin = begin if record_begin is None else min(record_begin, begin)
             record_size += vsize
         else:

@@ -26,8 +26,8 @@ class Param:
     kind: str
     doc: str
     default: Any = None
-    low: float | None = None          # exclusive lower bound
-    high: float | None = None         # inclusive upper bound
+    low: float | None = None  # exclusive lower bound
+    high: float | None = None  # inclusive upper bound
     choices: tuple = ()
     special: tuple = ()
     omit_default: bool = False
@@ -74,8 +74,10 @@ class Param:
                 raise ValueError(f"'{where}.{self.name}': required ({self.doc}); allowed: {self.allowed()}")
             value = self.default
         if isinstance(value, str) and value in self.workflow_only and not workflow:
-            raise ValueError(f"'{where}.{self.name}': {value!r} is resolved by the workflow from private data "
-                             f"({self.workflow_only[value]}); give a value: {self._numbers()}")
+            raise ValueError(
+                f"'{where}.{self.name}': {value!r} is resolved by the workflow from private data "
+                f"({self.workflow_only[value]}); give a value: {self._numbers()}"
+            )
         if isinstance(value, str) and value in self.special:
             return value
         if self.kind == "choice":
@@ -85,8 +87,9 @@ class Param:
         caster = float if self.kind == "float" else int
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
         if ok and not math.isfinite(value):
-            raise ValueError(f"'{where}.{self.name}': {value!r} is not allowed; allowed: a finite number, "
-                             f"{self.allowed()}")
+            raise ValueError(
+                f"'{where}.{self.name}': {value!r} is not allowed; allowed: a finite number, {self.allowed()}"
+            )
         if ok and self.kind == "int" and not float(value).is_integer():  # 2.5
             ok = False
         if ok:
@@ -98,8 +101,9 @@ class Param:
 
 
 # every mechanism's grid takes n, the users of a run (the workflow samples them from the dataset)
-USERS = Param("n", "int", "users of a run, sampled from the dataset ('all': every user)", default="all", low=0,
-              special=("all",))
+USERS = Param(
+    "n", "int", "users of a run, sampled from the dataset ('all': every user)", default="all", low=0, special=("all",)
+)
 
 
 def validate_params(declared: dict[str, Param], given: dict, where: str, workflow: bool = True) -> dict:
@@ -115,5 +119,6 @@ def validate_params(declared: dict[str, Param], given: dict, where: str, workflo
 
 def explicit_params(declared: dict[str, Param], params: dict) -> dict:
     """Validated ``params`` without the ``omit_default`` parameters that are at their default."""
-    return {k: v for k, v in params.items()
-            if not (k in declared and declared[k].omit_default and v == declared[k].default)}
+    return {
+        k: v for k, v in params.items() if not (k in declared and declared[k].omit_default and v == declared[k].default)
+    }

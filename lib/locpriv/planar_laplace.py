@@ -58,8 +58,9 @@ STEPS_PER_UNIT_NOISE = 1024
 def _epsilon(epsilon) -> float:
     epsilon = float(epsilon)
     if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"geo-indistinguishability epsilon must be a finite number > 0 "
-                         f"(per distance unit), got {epsilon}")
+        raise ValueError(
+            f"geo-indistinguishability epsilon must be a finite number > 0 (per distance unit), got {epsilon}"
+        )
     return epsilon
 
 
@@ -71,8 +72,9 @@ def grid_step(epsilon: float) -> float:
 def _accept(gamma: np.ndarray, rng: np.random.Generator, timing_safe: bool) -> np.ndarray:
     """Bernoulli(exp(−γ)) for γ >= 0: an exact Bernoulli(e^−⌊γ⌋) and a float coin for the fraction."""
     whole = np.floor(gamma)
-    return (bernoulli_exp_integer(whole.astype(np.int64), rng, timing_safe=timing_safe)
-            & (rng.random(gamma.size) < np.exp(-(gamma - whole))))
+    return bernoulli_exp_integer(whole.astype(np.int64), rng, timing_safe=timing_safe) & (
+        rng.random(gamma.size) < np.exp(-(gamma - whole))
+    )
 
 
 def grid_noise(n: int, a: float, rng: np.random.Generator, timing_safe: bool = False) -> np.ndarray:
@@ -138,13 +140,15 @@ def guarantee(epsilon: float, units: str) -> Guarantee:
     epsilon = _epsilon(epsilon)
     step = grid_step(epsilon)
     return Guarantee(
-        model="geo-indistinguishability (metric DP)", epsilon=epsilon, delta=0.0,
+        model="geo-indistinguishability (metric DP)",
+        epsilon=epsilon,
+        delta=0.0,
         relation=f"metric: Euclidean distance in {units}",
-        covers="each user's location, at every distance scale (indistinguishability decays as "
-               "exp(-epsilon d))",
+        covers="each user's location, at every distance scale (indistinguishability decays as exp(-epsilon d))",
         discretisation=f"location snapped to the public grid of step {step:g} {units} (power of two, "
-                       f"<= 1/(1024 epsilon)); report = grid point + discrete planar Laplace noise on that "
-                       f"grid (exact rejection sampler from exact discrete Laplace proposals)",
+        f"<= 1/(1024 epsilon)); report = grid point + discrete planar Laplace noise on that "
+        f"grid (exact rejection sampler from exact discrete Laplace proposals)",
         note=f"planar Laplace (Andres et al. 2013, eq. 18 of the federated-KDE paper) restricted to the grid; "
-             f"exact for grid locations; for arbitrary ones the log-ratio bound is epsilon d + "
-             f"{math.sqrt(2) * epsilon * step:.2g} (snapping)")
+        f"exact for grid locations; for arbitrary ones the log-ratio bound is epsilon d + "
+        f"{math.sqrt(2) * epsilon * step:.2g} (snapping)",
+    )

@@ -20,8 +20,7 @@ FIG3_SD = 2.0
 FIG3_PANELS = ((500, 1), (500, 10), (5000, 1), (5000, 10))
 
 
-def _rff_1d(x: np.ndarray, B: int, h: float, grid: np.ndarray,
-            rng: np.random.Generator) -> np.ndarray:
+def _rff_1d(x: np.ndarray, B: int, h: float, grid: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """1-D eq. (6) as the 2-D machinery on the line y = 0: only w's x-component acts."""
     omega = draw_users(x.size, B, h, rng).omega0
     omega[..., 1] = 0.0
@@ -29,8 +28,7 @@ def _rff_1d(x: np.ndarray, B: int, h: float, grid: np.ndarray,
     return total[:, 0] / (x.size * B)
 
 
-def plot_fig3_convergence(*, path: str, rng: np.random.Generator, h: float = 1.0,
-                          dpi: int = 110) -> None:
+def plot_fig3_convergence(*, path: str, rng: np.random.Generator, h: float = 1.0, dpi: int = 110) -> None:
     """Fig. 3: RFF KDE (eq. 6) beside exact KDE for the panels of FIG3_PANELS.
 
     The paper does not state Fig. 3's bandwidth; h = 1 (half the component sd) is ours.
@@ -46,8 +44,7 @@ def plot_fig3_convergence(*, path: str, rng: np.random.Generator, h: float = 1.0
         pts = np.column_stack([x, np.zeros(n)])
         exact = kde_sum(pts, grid, np.zeros(1), h)[:, 0] / n
         ax.plot(grid, exact, color="k", lw=2, label="KDE")
-        ax.plot(grid, _rff_1d(x, B, h, grid, rng), color="tab:red", lw=1,
-                label=f"RFF KDE, B={B}")
+        ax.plot(grid, _rff_1d(x, B, h, grid, rng), color="tab:red", lw=1, label=f"RFF KDE, B={B}")
         ax.set_title(f"({tag}) N={n} samples, B={B} feature{'s' * (B > 1)}")
         ax.legend(fontsize=8)
     for ax in axes[1]:
@@ -57,8 +54,9 @@ def plot_fig3_convergence(*, path: str, rng: np.random.Generator, h: float = 1.0
     figures.save(fig, path, dpi)
 
 
-def plot_user_surfaces(*, path: str, rng: np.random.Generator, B_list=(1, 2, 8), h: float = 0.5,
-                       dpi: int = 110) -> None:
+def plot_user_surfaces(
+    *, path: str, rng: np.random.Generator, B_list=(1, 2, 8), h: float = 0.5, dpi: int = 110
+) -> None:
     """Fig. 4 (2-D row): one user at the origin answering with its first B features.
 
     The user draws max(B_list) frequencies once and every panel uses a prefix of

@@ -4,7 +4,7 @@ A plugin is a Python module that defines :class:`~locpriv.mechanisms.base.Mechan
 and/or :class:`~locpriv.study.Study` objects; importing it registers them, so no file of locpriv
 is edited.  The config lists module names::
 
-    plugins: [my_mechanisms]     # my_mechanisms.py beside config.yaml, or any module on PYTHONPATH
+    plugins: [my_mechanisms]  # my_mechanisms.py beside config.yaml, or any module on PYTHONPATH
 
 The workflow (and ``python -m locpriv.check_config``) calls :func:`activate` before validating the
 config: the working directory becomes importable (appended to the path, so it never shadows an
@@ -32,10 +32,12 @@ def load(modules: list[str]) -> None:
     for module in modules:
         try:
             importlib.import_module(module)
-        except Exception as exc:   # the plugin's own bug is reported with its module's name, not a traceback
-            raise PluginError(f"config key 'plugins': cannot import {module!r} ({type(exc).__name__}: {exc}); "
-                              "allowed: names of modules importable from the working directory or "
-                              "PYTHONPATH, e.g. my_plugin for my_plugin.py beside config.yaml") from exc
+        except Exception as exc:  # the plugin's own bug is reported with its module's name, not a traceback
+            raise PluginError(
+                f"config key 'plugins': cannot import {module!r} ({type(exc).__name__}: {exc}); "
+                "allowed: names of modules importable from the working directory or "
+                "PYTHONPATH, e.g. my_plugin for my_plugin.py beside config.yaml"
+            ) from exc
 
 
 def load_configured() -> None:

@@ -19,8 +19,9 @@ def interleave(x: np.ndarray, y: np.ndarray, depth: int) -> np.ndarray:
     y = np.asarray(y, dtype=np.int64)
     side = 1 << depth
     if x.shape != y.shape or (x < 0).any() or (y < 0).any() or (x >= side).any() or (y >= side).any():
-        raise ValueError(f"pixel coordinates must be equal-shape integers in [0, {side}), got shapes "
-                         f"{x.shape}, {y.shape}")
+        raise ValueError(
+            f"pixel coordinates must be equal-shape integers in [0, {side}), got shapes {x.shape}, {y.shape}"
+        )
     code = np.zeros_like(x)
     for bit in range(depth - 1, -1, -1):  # a loop over levels, not pixels
         code = (code << 2) | (((x >> bit) & 1) << 1) | ((y >> bit) & 1)

@@ -63,8 +63,11 @@ def number(v) -> str:
 def _cell(v) -> str:
     if isinstance(v, tuple):
         main, detail = v
-        return (f'<td class="lp-pair">{html.escape(str(main))}'
-                + (f'<span class="lp-detail">{html.escape(str(detail))}</span>' if detail else "") + "</td>")
+        return (
+            f'<td class="lp-pair">{html.escape(str(main))}'
+            + (f'<span class="lp-detail">{html.escape(str(detail))}</span>' if detail else "")
+            + "</td>"
+        )
     if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
         return f'<td class="lp-missing">{MISSING}</td>'
     if isinstance(v, numbers.Number):
@@ -78,8 +81,9 @@ def _cell(v) -> str:
 def table_html(frame: pd.DataFrame, title: str = "") -> str:
     """One ``<table>`` (no document around it)."""
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    body = "\n".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>"
-                     for row in frame.itertuples(index=False, name=None))
+    body = "\n".join(
+        "<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in frame.itertuples(index=False, name=None)
+    )
     caption = f"<caption>{html.escape(title)}</caption>" if title else ""
     return f'<table class="lp-table">{caption}<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody></table>'
 
@@ -88,15 +92,28 @@ def write_html(frame: pd.DataFrame, path, title: str = "", fragment: bool = Fals
     """``frame`` as an HTML table: a whole page, or (``fragment``) the style and table alone, to
     embed in the report's first page."""
     table = (LANDING_STYLE if fragment else "") + STYLE + "\n" + table_html(frame, title)
-    text = table if fragment else (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-        f"</head>\n<body>\n{table}\n</body></html>")
+    text = (
+        table
+        if fragment
+        else (
+            f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+            f"</head>\n<body>\n{table}\n</body></html>"
+        )
+    )
     with io.atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         fh.write(text + "\n")
 
 
-def csv_to_html(*, csv_path, out_html, title: str, hide: list[str] = (), first: list[str] = (),
-                last: list[str] = (), settings: bool = False) -> None:
+def csv_to_html(
+    *,
+    csv_path,
+    out_html,
+    title: str,
+    hide: list[str] = (),
+    first: list[str] = (),
+    last: list[str] = (),
+    settings: bool = False,
+) -> None:
     """A CSV the workflow wrote, as a page (empty fields shown as missing): without the ``hide``
     columns, the ``first`` columns first, the ``last`` (long texts) last and, with ``settings``, the
     parameter columns of a
@@ -106,9 +123,10 @@ def csv_to_html(*, csv_path, out_html, title: str, hide: list[str] = (), first: 
     frame = frame.drop(columns=[c for c in hide if c in frame])
     if settings:
         columns = list(frame.columns)
-        params = [c for c in columns[columns.index("mechanism") + 1:columns.index("reps")] if c != "trust_model"]
-        setting = frame[params].apply(lambda row: ", ".join(f"{k}={_plain(v)}" for k, v in row.items()
-                                                            if not pd.isna(v)), axis=1)
+        params = [c for c in columns[columns.index("mechanism") + 1 : columns.index("reps")] if c != "trust_model"]
+        setting = frame[params].apply(
+            lambda row: ", ".join(f"{k}={_plain(v)}" for k, v in row.items() if not pd.isna(v)), axis=1
+        )
         frame = frame.drop(columns=params)
         frame.insert(frame.columns.get_loc("reps"), "setting", setting)
     front, back = [c for c in first if c in frame], [c for c in last if c in frame]

@@ -55,6 +55,7 @@ def _count(name: str, value, low: int) -> int:
 
 # --------------------------------------------------------------------------- policy
 
+
 def lemma3_max_bandwidth(l: float, risk: float, j: int = 2) -> float:  # noqa: E741 (Lemma 3's l)
     """Largest bandwidth Lemma 3 allows: sqrt(gamma) l / (2 pi j), gamma = C^-1(risk).
 
@@ -166,19 +167,24 @@ def query_refusal(users: RFFUsers, h: float, B: int, policy: RFFPolicy) -> str |
     if B > policy.max_features:
         reasons.append(f"B={B} exceeds the policy maximum of {policy.max_features} features")
     if B > users.n_features:
-        reasons.append(f"B={B} exceeds the {users.n_features} features drawn; "
-                       "users never draw new frequencies after the first query")
+        reasons.append(
+            f"B={B} exceeds the {users.n_features} features drawn; "
+            "users never draw new frequencies after the first query"
+        )
     if not lemma4_allowed(h, users.h0):
         reasons.append(f"h={h:g} is not (4n+1) h0 for h0={users.h0:g} (Lemma 4)")
     if not h < policy.max_bandwidth:
-        reasons.append(f"h={h:g} is not below Lemma 3's bound {policy.max_bandwidth:g} "
-                       f"(l={policy.inscribed_side:g}, risk={policy.risk:g}, "
-                       f"j={policy.min_bands})")
+        reasons.append(
+            f"h={h:g} is not below Lemma 3's bound {policy.max_bandwidth:g} "
+            f"(l={policy.inscribed_side:g}, risk={policy.risk:g}, "
+            f"j={policy.min_bands})"
+        )
     return "; ".join(reasons) or None
 
 
-def answer_query(users: RFFUsers, points: np.ndarray, h: float, B: int, policy: RFFPolicy,
-                 query_id: int = 0) -> tuple[np.ndarray, np.ndarray] | Refusal:
+def answer_query(
+    users: RFFUsers, points: np.ndarray, h: float, B: int, policy: RFFPolicy, query_id: int = 0
+) -> tuple[np.ndarray, np.ndarray] | Refusal:
     """Every user's answer to the query (h, B) from its location ``points`` (N, 2).
 
     Returns the server view (omega (N, B, 2), phase (N, B)): the first B stored
@@ -204,6 +210,7 @@ def answer_query(users: RFFUsers, points: np.ndarray, h: float, B: int, policy: 
 
 # --------------------------------------------------------------------------- server side
 
+
 def _expi_grid(w: np.ndarray, shift: np.ndarray, grid: np.ndarray, sign: float) -> np.ndarray:
     """exp(sign * i (w_k g_p - shift_k)) as a complex (P, K) array.
 
@@ -219,8 +226,10 @@ def _expi_grid(w: np.ndarray, shift: np.ndarray, grid: np.ndarray, sign: float) 
         raise ValueError(f"grid coordinates must be a finite non-empty 1-D array, got shape {grid.shape}")
     dg = (grid[-1] - grid[0]) / (P - 1) if P > 1 else 0.0
     if P > 2 and not np.allclose(np.diff(grid), dg, rtol=1e-9, atol=0):
-        raise ValueError("grid coordinates must be evenly spaced (a regular grid); "
-                         f"got spacings from {np.diff(grid).min()} to {np.diff(grid).max()}")
+        raise ValueError(
+            "grid coordinates must be evenly spaced (a regular grid); "
+            f"got spacings from {np.diff(grid).min()} to {np.diff(grid).max()}"
+        )
     z = np.empty((P, w.size), dtype=complex)
     start = w * grid[0] - shift
     z[0] = np.cos(start) + 1j * sign * np.sin(start)
@@ -229,7 +238,7 @@ def _expi_grid(w: np.ndarray, shift: np.ndarray, grid: np.ndarray, sign: float) 
     filled = 1
     while filled < P:
         n = min(filled, P - filled)
-        np.multiply(z[:n], r, out=z[filled:filled + n])
+        np.multiply(z[:n], r, out=z[filled : filled + n])
         r = r * r
         filled += n
     return z
@@ -237,12 +246,12 @@ def _expi_grid(w: np.ndarray, shift: np.ndarray, grid: np.ndarray, sign: float) 
 
 def _check_report(omega: np.ndarray, phase: np.ndarray) -> None:
     if omega.ndim != 3 or omega.shape[2] != 2 or phase.shape != omega.shape[:2]:
-        raise ValueError(f"omega must be (N, B, 2) and phase (N, B), got {omega.shape} "
-                         f"and {phase.shape}")
+        raise ValueError(f"omega must be (N, B, 2) and phase (N, B), got {omega.shape} and {phase.shape}")
 
 
-def rff_sum(omega: np.ndarray, phase: np.ndarray, grid_x: np.ndarray, grid_y: np.ndarray,
-            chunk: int | None = None) -> np.ndarray:
+def rff_sum(
+    omega: np.ndarray, phase: np.ndarray, grid_x: np.ndarray, grid_y: np.ndarray, chunk: int | None = None
+) -> np.ndarray:
     """sum_i sum_b cos(w1 gx + w2 gy - phase) on the grid, shape (P, Q).
 
     Separable GEMM form: cos(A + C) = Re(e^{iA} e^{iC}) = cos A cos C - sin A sin C,
@@ -261,15 +270,14 @@ def rff_sum(omega: np.ndarray, phase: np.ndarray, grid_x: np.ndarray, grid_y: np
     chunk = max(1, FEATURES_PER_CHUNK // B) if chunk is None else _count("chunk", chunk, 1)
     total = np.zeros((gx.size, gy.size))
     for start in range(0, N, chunk):
-        w = omega[start:start + chunk].reshape(-1, 2)
-        x = _expi_grid(w[:, 0], phase[start:start + chunk].ravel(), gx, 1.0)
+        w = omega[start : start + chunk].reshape(-1, 2)
+        x = _expi_grid(w[:, 0], phase[start : start + chunk].ravel(), gx, 1.0)
         y = _expi_grid(w[:, 1], 0.0, gy, -1.0)
         total += x.view(float) @ y.view(float).T
     return total
 
 
-def rff_surfaces(omega: np.ndarray, phase: np.ndarray, grid_x: np.ndarray,
-                 grid_y: np.ndarray) -> np.ndarray:
+def rff_surfaces(omega: np.ndarray, phase: np.ndarray, grid_x: np.ndarray, grid_y: np.ndarray) -> np.ndarray:
     """Each user's own surface G'(d_i) (eq. 7), shape (n, P, Q), without a loop over users.
 
     The same factorisation as ``rff_sum``, kept per user: a batched product of

@@ -39,9 +39,11 @@ def check_config(config: dict, runs) -> None:
     limits = settings(config)
     for name, spec in config.get("datasets", {}).items():
         if not re.fullmatch(DATASET_NAME, name):
-            raise ConfigError(f"config key 'datasets.{name}': the dataset name is used in file paths; allowed: "
-                              "ASCII letters, digits, '_', '.' and '-' (not first), e.g. "
-                              f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name).lstrip('_.-') or 'mydata'!r}")
+            raise ConfigError(
+                f"config key 'datasets.{name}': the dataset name is used in file paths; allowed: "
+                "ASCII letters, digits, '_', '.' and '-' (not first), e.g. "
+                f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name).lstrip('_.-') or 'mydata'!r}"
+            )
         if "lonlat_bbox" in spec:
             from .datasets.points import projection_error
 
@@ -52,18 +54,22 @@ def check_config(config: dict, runs) -> None:
                     f"{spec['lonlat_bbox']} distorts distances by up to {error:.1%}, above "
                     f"sanity.max_projection_distortion {limits['max_projection_distortion']:g}; allowed: a box "
                     "spanning fewer degrees of latitude (split the data by region), or project the data "
-                    "yourself and give x/y with bbox and units")
+                    "yourself and give x/y with bbox and units"
+                )
         if spec["source"] == "synthetic":
-            problem = too_few_users(requested_users(config, name), name,
-                                    {"n_users": spec["n_users"], "source": "its n_users"})
+            problem = too_few_users(
+                requested_users(config, name), name, {"n_users": spec["n_users"], "source": "its n_users"}
+            )
             if problem:
                 raise ConfigError(problem)
     for run in runs:
         for key, value in run.params.items():
             if "epsilon" in key and isinstance(value, (int, float)) and value > MAX_EPSILON:
-                raise ConfigError(f"config key 'experiments.{run.experiment}.mechanisms.{run.mechanism}.{key}': "
-                                  f"{value:g} is not allowed; allowed: at most {MAX_EPSILON:g} (e^epsilon "
-                                  "overflows a double near 709, and such an epsilon protects nothing)")
+                raise ConfigError(
+                    f"config key 'experiments.{run.experiment}.mechanisms.{run.mechanism}.{key}': "
+                    f"{value:g} is not allowed; allowed: at most {MAX_EPSILON:g} (e^epsilon "
+                    "overflows a double near 709, and such an epsilon protects nothing)"
+                )
 
 
 def config_warnings(config: dict, runs) -> list[str]:
@@ -89,19 +95,23 @@ def wide_bandwidth(dataset: str, h: float, spec: dict, limits: dict, key: str) -
     side = domain.inscribed_square
     if h <= limits["max_bandwidth_fraction"] * side:
         return None
-    return (f"warning: dataset {dataset}: bandwidth {key} = {h:.4g} {units} is {h / side:.0%} of the box's "
-            f"shorter side ({side:.4g} {units}; sanity.max_bandwidth_fraction {limits['max_bandwidth_fraction']:g}): "
-            "every surface is one smooth blob and every mechanism scores alike; lower it")
+    return (
+        f"warning: dataset {dataset}: bandwidth {key} = {h:.4g} {units} is {h / side:.0%} of the box's "
+        f"shorter side ({side:.4g} {units}; sanity.max_bandwidth_fraction {limits['max_bandwidth_fraction']:g}): "
+        "every surface is one smooth blob and every mechanism scores alike; lower it"
+    )
 
 
 def knn_warnings(dataset: str, spec: dict, h: float, k: int, n_points: int, limits: dict) -> list[str]:
     """Warnings on a kNN bandwidth: ``knn_k`` a large share of the points, or a bandwidth wider than the box allows."""
     lines = []
     if k > limits["max_knn_fraction"] * n_points:
-        lines.append(f"warning: dataset {dataset}: knn_k {k} is {k / n_points:.0%} of its {n_points} points "
-                     f"(sanity.max_knn_fraction {limits['max_knn_fraction']:g}): the kNN bandwidth spans most of "
-                     f"the data; set datasets.{dataset}.knn_k to at most "
-                     f"{max(1, int(limits['max_knn_fraction'] * n_points))}")
+        lines.append(
+            f"warning: dataset {dataset}: knn_k {k} is {k / n_points:.0%} of its {n_points} points "
+            f"(sanity.max_knn_fraction {limits['max_knn_fraction']:g}): the kNN bandwidth spans most of "
+            f"the data; set datasets.{dataset}.knn_k to at most "
+            f"{max(1, int(limits['max_knn_fraction'] * n_points))}"
+        )
     line = wide_bandwidth(dataset, h, spec, limits, f"h: knn (knn_k {k})")
     return lines + ([line] if line else [])
 
@@ -134,17 +144,28 @@ def too_few_users(requested: list[tuple[str, int]], dataset: str, meta: dict) ->
     cap, over = meta.get("person_cap"), meta.get("rows_over_person_cap")
     origin = meta.get("source", "")
     if "rows_read" in meta:
-        origin = (f"{kept} of the {meta['rows_read']} rows of {origin} kept"
-                  + (f", {over} over max_points_per_person {cap}" if cap and over else ""))
-    return (f"config key '{key}': n = {n} users asked of dataset '{dataset}', which has {kept} ({origin}); "
-            f"allowed: n at most {kept}, or n: all" + (", or a larger max_points_per_person" if cap and over else ""))
+        origin = f"{kept} of the {meta['rows_read']} rows of {origin} kept" + (
+            f", {over} over max_points_per_person {cap}" if cap and over else ""
+        )
+    return (
+        f"config key '{key}': n = {n} users asked of dataset '{dataset}', which has {kept} ({origin}); "
+        f"allowed: n at most {kept}, or n: all" + (", or a larger max_points_per_person" if cap and over else "")
+    )
 
 
 def distance_unit(spec: dict) -> str | None:
     """The dataset's distance unit as a key of :data:`METRES`, or None when it is not a known length."""
-    unit = "m" if "lonlat_bbox" in spec else str(spec.get("units", "1")).strip().lower()   # as ingest.domain_of
-    return {"metre": "m", "meter": "m", "metres": "m", "meters": "m", "kilometre": "km", "kilometer": "km",
-            "kilometres": "km", "kilometers": "km"}.get(unit, unit if unit in METRES else None)
+    unit = "m" if "lonlat_bbox" in spec else str(spec.get("units", "1")).strip().lower()  # as ingest.domain_of
+    return {
+        "metre": "m",
+        "meter": "m",
+        "metres": "m",
+        "meters": "m",
+        "kilometre": "km",
+        "kilometer": "km",
+        "kilometres": "km",
+        "kilometers": "km",
+    }.get(unit, unit if unit in METRES else None)
 
 
 def privacy_levels(spec: dict, domain, levels: dict) -> list[float]:
@@ -163,8 +184,10 @@ def privacy_levels(spec: dict, domain, levels: dict) -> list[float]:
 
 def level_warnings(datasets: dict) -> list[str]:
     """Warnings for real datasets whose unit is not a length: their levels are box fractions."""
-    return [f"warning: dataset {name}: its unit {spec.get('units', '1')!r} is not a length (m, km), so "
-            "frontier.levels.real (metres) cannot apply; its privacy levels are frontier.levels.synthetic "
-            f"fractions of the box; set datasets.{name}.units to m or km"
-            for name, spec in datasets.items() if spec["source"] != "synthetic" and distance_unit(spec) is None]
-
+    return [
+        f"warning: dataset {name}: its unit {spec.get('units', '1')!r} is not a length (m, km), so "
+        "frontier.levels.real (metres) cannot apply; its privacy levels are frontier.levels.synthetic "
+        f"fractions of the box; set datasets.{name}.units to m or km"
+        for name, spec in datasets.items()
+        if spec["source"] != "synthetic" and distance_unit(spec) is None
+    ]

@@ -64,8 +64,10 @@ def error_line(rule: str, exc: BaseException, log_path: str | None) -> str:
     if isinstance(exc, (InputError, ConfigError)):
         text = str(exc)  # already names the file/key, field and fix
     elif isinstance(exc, MemoryError):
-        text = ("out of memory. Fix: lower the grid size, attack.batch, users_per_shard or the "
-                "mechanism's size parameters in the config, or give the job more memory")
+        text = (
+            "out of memory. Fix: lower the grid size, attack.batch, users_per_shard or the "
+            "mechanism's size parameters in the config, or give the job more memory"
+        )
     else:
         text = f"{type(exc).__name__}: {exc}"
     text = " ".join(text.split())  # one line, whatever the exception text holds
@@ -114,15 +116,19 @@ def logged(snakemake):
     sink = open(path or os.devnull, "w")  # noqa: SIM115 (closed by the `with` below; a failed open is not ours)
     try:
         with sink as fh, contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
-            logging.basicConfig(stream=fh, level=logging.INFO, force=True,
-                                format="%(asctime)s %(levelname)s %(message)s")
+            logging.basicConfig(
+                stream=fh, level=logging.INFO, force=True, format="%(asctime)s %(levelname)s %(message)s"
+            )
             start = time.perf_counter()
             yield
             # read by perf/bench_scale.py; peak RSS is the job process's high-water mark
-            logging.info("job finished: wall %.3f s, peak RSS %.1f MB", time.perf_counter() - start,
-                         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+            logging.info(
+                "job finished: wall %.3f s, peak RSS %.1f MB",
+                time.perf_counter() - start,
+                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            )
         outputs = getattr(snakemake, "output", [])
-        record_digests(outputs)   # what it wrote, byte for byte: locpriv.integrity checks against it
+        record_digests(outputs)  # what it wrote, byte for byte: locpriv.integrity checks against it
         record_outcome(outputs, failed=False)
     except Exception as exc:  # every failure becomes one line + exit status 1
         record_outcome(getattr(snakemake, "output", []), failed=True)
@@ -130,7 +136,7 @@ def logged(snakemake):
             with open(path, "a") as fh:
                 traceback.print_exc(file=fh)
         line = error_line(snakemake.rule, exc, path)
-        _print(line)   # the log file is closed: the traceback above is what it keeps
+        _print(line)  # the log file is closed: the traceback above is what it keeps
         _append(ERROR_DIGEST, line)
         raise SystemExit(1) from None
 
@@ -156,9 +162,11 @@ def check_yaml(path: str) -> None:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else path
-        raise ConfigError(f"{where}: YAML syntax error: {exc.problem or exc.context}. "
-                          "Fix: correct the YAML at that position (quote values with ':' or '#', "
-                          "close brackets, indent with spaces)") from None
+        raise ConfigError(
+            f"{where}: YAML syntax error: {exc.problem or exc.context}. "
+            "Fix: correct the YAML at that position (quote values with ':' or '#', "
+            "close brackets, indent with spaces)"
+        ) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: YAML syntax error: {' '.join(str(exc).split())}") from None
 
@@ -210,10 +218,10 @@ def claim_workdir(root: str = ".snakemake") -> tuple[str | None, bool]:
     mine = os.path.join(pids, str(os.getpid()))
     open(mine, "w").close()
     atexit.register(lambda: os.path.exists(mine) and os.remove(mine))
-    for digest in (ERROR_DIGEST, WARNING_DIGEST):   # the handlers repeat only this run's lines
+    for digest in (ERROR_DIGEST, WARNING_DIGEST):  # the handlers repeat only this run's lines
         with contextlib.suppress(OSError):
             os.remove(digest)
-    shutil.rmtree(FAILED_DIR, ignore_errors=True)   # and handle only this run's failed jobs
+    shutil.rmtree(FAILED_DIR, ignore_errors=True)  # and handle only this run's failed jobs
     if removed:
         return f"locpriv: removed {len(removed)} lock file(s) left by a killed run; resuming", live
     return None, live
@@ -266,8 +274,11 @@ def remove_damaged(files: list[str], folders) -> list[str]:
         if not os.path.isdir(folder):
             continue
         missing = next((f for f in inside if not os.path.exists(f)), None)
-        why = f"{os.path.basename(missing)} missing" if missing else next(
-            (f"{os.path.basename(f)}: {w}" for f in inside if (w := verified.damage(f))), None)
+        why = (
+            f"{os.path.basename(missing)} missing"
+            if missing
+            else next((f"{os.path.basename(f)}: {w}" for f in inside if (w := verified.damage(f))), None)
+        )
         if why:
             shutil.rmtree(folder)
             lines.append(f"locpriv: removed {folder} ({why}); its job makes it again in this run")
@@ -317,8 +328,7 @@ def distrust_restored(workflow) -> list[str]:
     jobs = [job for job in workflow.dag.jobs if failed.intersection(map(os.path.normpath, map(str, job.output)))]
     for job in jobs:
         workflow.persistence.started(job)
-    return [f"locpriv: kept {path} from before its failed job; the next run makes it again"
-            for path in sorted(failed)]
+    return [f"locpriv: kept {path} from before its failed job; the next run makes it again" for path in sorted(failed)]
 
 
 def closing_lines(open_first: list[str], failed: bool, emit=console) -> None:
@@ -329,8 +339,7 @@ def closing_lines(open_first: list[str], failed: bool, emit=console) -> None:
             lines += list(dict.fromkeys(fh.read().splitlines()))[-20:]
     present = [f for f in open_first if os.path.exists(f)]
     if not failed and present:
-        lines.append(f"locpriv: done. Open {', '.join(present)}; `snakemake --report report.html` writes "
-                     "the report")
+        lines.append(f"locpriv: done. Open {', '.join(present)}; `snakemake --report report.html` writes the report")
     for line in lines:
         emit(line)
 
@@ -345,11 +354,16 @@ def remove_stale_plots(folder: str, targets: list[str]) -> list[str]:
     if not os.path.isdir(folder):
         return []
     keep = {os.path.normpath(t) for t in targets}
-    stale = sorted(name for name in os.listdir(folder)
-                   if name.endswith(".png") and os.path.normpath(os.path.join(folder, name)) not in keep)
+    stale = sorted(
+        name
+        for name in os.listdir(folder)
+        if name.endswith(".png") and os.path.normpath(os.path.join(folder, name)) not in keep
+    )
     for name in stale:
         os.remove(os.path.join(folder, name))
     if not stale:
         return []
-    return [f"locpriv: removed {len(stale)} figure(s) of another config from {folder}: {', '.join(stale)} "
-            "(give each config its own results_dir to keep both)"]
+    return [
+        f"locpriv: removed {len(stale)} figure(s) of another config from {folder}: {', '.join(stale)} "
+        "(give each config its own results_dir to keep both)"
+    ]

@@ -70,14 +70,18 @@ class Study:
     def __post_init__(self):
         bad = {k: v for k, v in self.identity.items() if k in SUMMARY_COLUMNS or v not in EXTRA_DTYPES}
         if bad:
-            raise ValueError(f"study {self.name!r}: identity columns {bad} clash with the common columns "
-                             f"{list(SUMMARY_COLUMNS)} or have a dtype outside {list(EXTRA_DTYPES)}")
+            raise ValueError(
+                f"study {self.name!r}: identity columns {bad} clash with the common columns "
+                f"{list(SUMMARY_COLUMNS)} or have a dtype outside {list(EXTRA_DTYPES)}"
+            )
         if self.register:
             known = REGISTRY.get(self.name)
             # a module executed again (importlib.reload) replaces its own study; another is a clash
             if known is not None and known.validate.__module__ != self.validate.__module__:
-                raise RuntimeError(f"study {self.name!r} registered twice: by {known.validate.__module__} "
-                                   f"and {self.validate.__module__}")
+                raise RuntimeError(
+                    f"study {self.name!r} registered twice: by {known.validate.__module__} "
+                    f"and {self.validate.__module__}"
+                )
             REGISTRY[self.name] = self
 
     @property
@@ -95,15 +99,27 @@ class Study:
         expected = self.columns
         missing, extra = sorted(set(expected) - set(frame.columns)), sorted(set(frame.columns) - set(expected))
         if missing or extra:
-            raise InputError(where, "columns", f"missing {missing}, unexpected {extra} for the {self.name} "
-                             f"summary schema {list(expected)}", "re-run the study's run jobs with this version")
+            raise InputError(
+                where,
+                "columns",
+                f"missing {missing}, unexpected {extra} for the {self.name} summary schema {list(expected)}",
+                "re-run the study's run jobs with this version",
+            )
         wrong = {c: str(frame[c].dtype) for c, dtype in expected.items() if not _has_dtype(frame[c], dtype)}
         if wrong:
-            raise InputError(where, ", ".join(wrong), f"dtype {wrong}, expected "
-                             f"{ {c: expected[c] for c in wrong} }", "re-run the study's run jobs with this version")
+            raise InputError(
+                where,
+                ", ".join(wrong),
+                f"dtype {wrong}, expected { {c: expected[c] for c in wrong} }",
+                "re-run the study's run jobs with this version",
+            )
         if not (frame["study"] == self.name).all():
-            raise InputError(where, "study", f"rows of {sorted(set(frame['study']) - {self.name})}",
-                             f"only {self.name!r} rows belong to this summary")
+            raise InputError(
+                where,
+                "study",
+                f"rows of {sorted(set(frame['study']) - {self.name})}",
+                f"only {self.name!r} rows belong to this summary",
+            )
         return frame[list(expected)].astype(expected)
 
     def run_table(self, rows: list[dict], **identity) -> pd.DataFrame:
@@ -112,12 +128,12 @@ class Study:
         ``identity`` gives every identity column but ``study`` and ``method`` (a row may override
         any of them, e.g. a per-row epoch); the result has the summary's columns and dtypes.
         """
-        table = pd.DataFrame([{"study": self.name, **identity, **row} for row in rows],
-                             columns=list(self.columns))
+        table = pd.DataFrame([{"study": self.name, **identity, **row} for row in rows], columns=list(self.columns))
         return self.tidy(table.astype(self.columns), f"{self.name} run {identity}")
 
-    def write_summary(self, frame: pd.DataFrame, *, out_parquet: str, out_csv: str,
-                      metadata: dict | None = None) -> pd.DataFrame:
+    def write_summary(
+        self, frame: pd.DataFrame, *, out_parquet: str, out_csv: str, metadata: dict | None = None
+    ) -> pd.DataFrame:
         """The checked summary, sorted by identity, metric and value (NaN last), as Parquet and CSV.
 
         The sort covers every column, so the bytes do not depend on the order the rows came in.

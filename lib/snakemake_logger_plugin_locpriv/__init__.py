@@ -38,7 +38,8 @@ NOISE = re.compile(
     r"Elapsed time:|Exiting because a job execution failed|Removing output files of failed job|"
     r"Restored previous version of|Workflow defines that rule .* is eligible for caching|"
     r"Will exit after finishing currently running jobs|At least one job did not complete|"
-    r"Command '.*' returned non-zero exit status)")
+    r"Command '.*' returned non-zero exit status)"
+)
 # lines of an exception report that only locate it in Snakemake's or the Snakefile's code
 LOCATION = re.compile(r"^(\w+(Error|Exception)( in file .*)?:|\s+File \".*\", line \d+)")
 
@@ -79,8 +80,9 @@ class LogHandler(LogHandlerBase):
 
     def _compact(self, record: logging.LogRecord, event) -> None:
         if event == LogEvent.RUN_INFO and self.checkpoints_left is None:
-            self.checkpoints_left = sum(n for rule, n in (getattr(record, "stats", None) or {}).items()
-                                        if rule in _checkpoint_rules())
+            self.checkpoints_left = sum(
+                n for rule, n in (getattr(record, "stats", None) or {}).items() if rule in _checkpoint_rules()
+            )
         elif event == LogEvent.JOB_INFO:
             self.rule_of[record.jobid] = record.rule_name
             self.started = self.started or time.monotonic()
@@ -110,7 +112,7 @@ class LogHandler(LogHandlerBase):
         else:
             text += " (more once the data are read)"
         last = done == total and final
-        self.progress_text = "" if last else text   # redrawn under later messages until the end
+        self.progress_text = "" if last else text  # redrawn under later messages until the end
         tenth = 10 * done // max(total, 1)
         if self.tty:
             self.stream.write("\r\033[K" + text + ("\n" if last else ""))
@@ -127,7 +129,7 @@ class LogHandler(LogHandlerBase):
         except OSError:
             reported = ""
         if logs and any(p in reported for p in logs):
-            return   # the job printed its own line naming file, field and fix
+            return  # the job printed its own line naming file, field and fix
         rule = getattr(record, "rule_name", None) or "a group of jobs"
         self._write(f"Error in rule {rule}" + (f" (log: {', '.join(logs)})" if logs else ""))
 

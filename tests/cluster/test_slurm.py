@@ -22,8 +22,11 @@ from conftest import ROOT, TINY, run_snakemake, write_config
 pytestmark = [pytest.mark.cluster, pytest.mark.workflow]
 
 SCRIPT = ROOT / "tools/slurm-localhost.sh"
-OUTPUTS = ["results/summary/metrics.parquet", "results/summary/metrics.csv",
-           "results/runs/gauss9/fedkde/n~600_h~0.55/rep~0/estimate.nc"]
+OUTPUTS = [
+    "results/summary/metrics.parquet",
+    "results/summary/metrics.csv",
+    "results/runs/gauss9/fedkde/n~600_h~0.55/rep~0/estimate.nc",
+]
 
 
 @pytest.fixture(scope="module")
@@ -47,22 +50,39 @@ def cluster():
 
 
 def test_workflow_runs_through_sbatch_and_matches_the_local_run(cluster, tmp_path):
-    config = dict(TINY, experiments={"density": {"datasets": ["gauss9"], "reps": 1, "mechanisms": {
-        "fedkde": {"n": 600, "h": 0.55}, "zero": {"n": 600}}}})
+    config = dict(
+        TINY,
+        experiments={
+            "density": {
+                "datasets": ["gauss9"],
+                "reps": 1,
+                "mechanisms": {"fedkde": {"n": 600, "h": 0.55}, "zero": {"n": 600}},
+            }
+        },
+    )
     local, remote = tmp_path / "local", tmp_path / "slurm"
     for wd in (local, remote):
         wd.mkdir()
         write_config(wd, config)
     run_snakemake(local, "--cores", "2")
     # poll SLURM every few seconds instead of the plugin's 40 s start-up wait: a test, not a site
-    proc = run_snakemake(remote, "--workflow-profile", str(ROOT / "workflow/profiles/slurm"),
-                         "--latency-wait", "5", "--slurm-init-seconds-before-status-checks", "5",
-                         "--seconds-between-status-checks", "5")
+    proc = run_snakemake(
+        remote,
+        "--workflow-profile",
+        str(ROOT / "workflow/profiles/slurm"),
+        "--latency-wait",
+        "5",
+        "--slurm-init-seconds-before-status-checks",
+        "5",
+        "--seconds-between-status-checks",
+        "5",
+    )
     log = proc.stdout + proc.stderr
     job_ids = set(re.findall(r"submitted with SLURM jobid (\d+)", log))
     assert job_ids, "no job went through sbatch:\n" + log[-3000:]
-    sacct = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "JobID,State"], capture_output=True, text=True,
-                           check=True).stdout
+    sacct = subprocess.run(
+        ["sacct", "-n", "-X", "-P", "-o", "JobID,State"], capture_output=True, text=True, check=True
+    ).stdout
     states = dict(line.split("|") for line in sacct.split())
     assert job_ids <= set(states) and all(states[j] == "COMPLETED" for j in job_ids)
     # grouping: the per-run stages went as one cluster job per group, not one per rule

@@ -39,7 +39,9 @@ def spent(monkeypatch):
         def wrapped(survivors, encode, dim, epsilon, sensitivity, rng, *args, **kwargs):
             log.append((float(epsilon), sensitivity))
             return original(survivors, encode, dim, epsilon, sensitivity, rng, *args, **kwargs)
+
         return wrapped
+
     monkeypatch.setattr(adaptive, "noisy_histogram", spy(adaptive.noisy_histogram))
     monkeypatch.setattr(baselines, "noisy_histogram", spy(baselines.noisy_histogram))
     return log
@@ -50,15 +52,20 @@ def test_dp_heatmap_rounds_sum_to_at_most_epsilon(spent):
     for _ in range(CONFIGS):
         spent.clear()
         eps = float(rng.uniform(0.1, 5))
-        params = AdaptiveParams(epsilon=eps, users_per_round=int(rng.integers(500, 3000)),
-                                calibration=float(rng.uniform(0.02, 0.5)), k_sigma=float(rng.uniform(0.5, 3)),
-                                max_rounds=int(rng.integers(1, 8)), sampling="fixed",
-                                secagg=SecAgg(shard_size=int(rng.integers(100, 2000))))
+        params = AdaptiveParams(
+            epsilon=eps,
+            users_per_round=int(rng.integers(500, 3000)),
+            calibration=float(rng.uniform(0.02, 0.5)),
+            k_sigma=float(rng.uniform(0.5, 3)),
+            max_rounds=int(rng.integers(1, 8)),
+            sampling="fixed",
+            secagg=SecAgg(shard_size=int(rng.integers(100, 2000))),
+        )
         result = run_adaptive(_population(rng), params, rng)
-        assert spent and all(e > 0 and s == 1 for e, s in spent)        # one-hot per round: sensitivity 1
+        assert spent and all(e > 0 and s == 1 for e, s in spent)  # one-hot per round: sensitivity 1
         assert sum(e for e, _ in spent) <= eps * (1 + TOL)
         assert result.epsilon_spent == pytest.approx(sum(e for e, _ in spent), rel=TOL)
-        assert result.epsilon_achieved == pytest.approx(result.epsilon_spent, rel=TOL)   # no dropout
+        assert result.epsilon_achieved == pytest.approx(result.epsilon_spent, rel=TOL)  # no dropout
 
 
 @pytest.mark.parametrize("method", ["hierarchical", "private_spatial_decomposition", "adaptive_grid", "flat"])
@@ -67,8 +74,9 @@ def test_level_budgets_sum_to_epsilon(spent, method):
     for _ in range(CONFIGS // 2):
         spent.clear()
         eps = float(rng.uniform(0.1, 5))
-        result = getattr(baselines, method)(_population(rng), 2000, eps, rng,
-                                            secagg=SecAgg(shard_size=int(rng.integers(100, 2000))))
+        result = getattr(baselines, method)(
+            _population(rng), 2000, eps, rng, secagg=SecAgg(shard_size=int(rng.integers(100, 2000)))
+        )
         assert all(s == 1 for _, s in spent)
         assert sum(e for e, _ in spent) == pytest.approx(eps, rel=TOL)
         assert result.epsilon == pytest.approx(eps, rel=TOL)
@@ -84,6 +92,7 @@ def test_dropouts_cost_more_and_the_achieved_epsilon_is_what_the_audit_sees():
 
         def shard(extra, k=k):
             return lambda n, rng: (extra + polya.aggregate_noise(k, n, eps, 1, n_dp, rng))[:, None].astype(float)
+
         res = audit(shard(1), shard(0), 100_000, np.random.default_rng(k), np.random.default_rng(k + 100))
         assert eps < res.epsilon_lb <= achieved
 
@@ -93,14 +102,20 @@ def test_sldp_partition_plus_task_stays_within_epsilon(tmp_path):
     for i in range(CONFIGS // 2):
         eps, share = float(rng.uniform(0.2, 6)), float(rng.uniform(0.1, 0.9))
         calibration = ("sensitivity2", "paper")[i % 2]
-        cfg = sldp_study.validate_config({"mean": {"n": [200], "epsilon": [eps], "partition_share": share,
-                                                   "threshold": 5},
-                                          "range": {"n": [200], "epsilon": [eps]}, "calibration": calibration,
-                                          "split_rule": "all_children", "max_depth": 3})
+        cfg = sldp_study.validate_config(
+            {
+                "mean": {"n": [200], "epsilon": [eps], "partition_share": share, "threshold": 5},
+                "range": {"n": [200], "epsilon": [eps]},
+                "calibration": calibration,
+                "split_rule": "all_children",
+                "max_depth": 3,
+            }
+        )
         run = {"task": "mean", "n": 200, "epsilon": eps, "rep": 0}
         out = [str(tmp_path / f"{i}-{name}.parquet") for name in ("partition", "rounds", "reports", "regions")]
-        sldp_study.protocol_stage(run=run, cfg=cfg, seed=1, out_partition=out[0], out_rounds=out[1],
-                                  out_reports=out[2], out_regions=out[3])
+        sldp_study.protocol_stage(
+            run=run, cfg=cfg, seed=1, out_partition=out[0], out_rounds=out[1], out_reports=out[2], out_regions=out[3]
+        )
         recorded = io.read_parquet_metadata(out[0])["guarantee"]["epsilon"]
         partition = eps * share
         # a round's 4 indicators have L1 sensitivity 2, so a round costs 2 / b with the scale b used;
@@ -109,15 +124,19 @@ def test_sldp_partition_plus_task_stays_within_epsilon(tmp_path):
         assert recorded == pytest.approx(true_cost, rel=TOL)
         if calibration == "sensitivity2":
             assert recorded <= eps * (1 + TOL)
-        else:   # the paper's printed calibration is recorded at its true, larger cost
+        else:  # the paper's printed calibration is recorded at its true, larger cost
             assert recorded == pytest.approx(eps + partition, rel=TOL)
 
 
 def test_sldp_task_release_is_audited_within_its_share():
     eps_task = 0.7
-    res = audit(lambda n, rng: mean_release(np.full(n, -10.0), -10.0, 10.0, eps_task, rng)[:, None],
-                lambda n, rng: mean_release(np.full(n, 10.0), -10.0, 10.0, eps_task, rng)[:, None],
-                100_000, np.random.default_rng(1), np.random.default_rng(2))
+    res = audit(
+        lambda n, rng: mean_release(np.full(n, -10.0), -10.0, 10.0, eps_task, rng)[:, None],
+        lambda n, rng: mean_release(np.full(n, 10.0), -10.0, 10.0, eps_task, rng)[:, None],
+        100_000,
+        np.random.default_rng(1),
+        np.random.default_rng(2),
+    )
     assert 0.5 * eps_task <= res.epsilon_lb <= eps_task
 
 

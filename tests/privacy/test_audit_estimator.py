@@ -38,27 +38,25 @@ def test_clopper_pearson_covers_at_its_level():
 
 
 def test_granularity_is_the_lowest_set_bit():
-    values = np.array([1.0, 0.5, 3.0, 6.0, 0.1, 2.0 ** -60, -0.75, 0.0])
+    values = np.array([1.0, 0.5, 3.0, 6.0, 0.1, 2.0**-60, -0.75, 0.0])
     g = granularity(values)
-    assert g[:7].tolist() == [0, -1, 0, 1, -55, -60, -2]   # 0.1 = 0x3FB999999999999A: last bit 2^-55
+    assert g[:7].tolist() == [0, -1, 0, 1, -55, -60, -2]  # 0.1 = 0x3FB999999999999A: last bit 2^-55
     assert g[7] > 1000
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0])
 def test_correct_discrete_laplace_stays_below_epsilon_and_close_to_it(epsilon):
     # sensitivity-1 integer report with discrete Laplace(1/ε): exactly ε-DP
-    res = audit(_dlap(1 / epsilon), _dlap(1 / epsilon, 1), DRAWS, np.random.default_rng(1),
-                np.random.default_rng(2))
+    res = audit(_dlap(1 / epsilon), _dlap(1 / epsilon, 1), DRAWS, np.random.default_rng(1), np.random.default_rng(2))
     assert res.epsilon_lb <= epsilon
-    assert res.epsilon_lb >= 0.8 * epsilon        # power: the audit is tight on this law
+    assert res.epsilon_lb >= 0.8 * epsilon  # power: the audit is tight on this law
     assert res.confidence == 1 - ALPHA
 
 
 def test_power_laplace_one_over_epsilon_on_a_sensitivity_two_report():
     # the SLDP slip: Laplace(1/ε) per indicator, and a move changes two indicators (true cost 2ε)
     epsilon = 1.0
-    res = audit(_dlap(1 / epsilon), _dlap(1 / epsilon, 2), DRAWS, np.random.default_rng(3),
-                np.random.default_rng(4))
+    res = audit(_dlap(1 / epsilon), _dlap(1 / epsilon, 2), DRAWS, np.random.default_rng(3), np.random.default_rng(4))
     assert res.epsilon_lb > 1.5 * epsilon
 
 
@@ -69,6 +67,7 @@ def test_power_floating_point_attack_on_the_continuous_sampler():
 
     def old(x):
         return lambda n, rng: x + rng.laplace(0.0, 1.0, n) * b
+
     res = audit(old(0.0), old(3.0), DRAWS, np.random.default_rng(5), np.random.default_rng(6))
     # an output set with P(S | x') = 0 exactly (no test draw under x') but P(S | x) > 5 %: the
     # true ε is infinite; the bound is capped only by the draws, log(m P(S | x) / 3.7)
@@ -76,7 +75,7 @@ def test_power_floating_point_attack_on_the_continuous_sampler():
     assert "granularity" in res.event
     assert res.epsilon_lb > 1.5 * 4.0
     more = audit(old(0.0), old(3.0), 4 * DRAWS, np.random.default_rng(5), np.random.default_rng(6))
-    assert more.k_xp == 0 and more.epsilon_lb > res.epsilon_lb + 1.0    # grows like log(draws)
+    assert more.k_xp == 0 and more.epsilon_lb > res.epsilon_lb + 1.0  # grows like log(draws)
 
 
 def test_delta_and_distance_weaken_the_bound():

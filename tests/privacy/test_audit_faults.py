@@ -44,6 +44,7 @@ def test_sldp_protocol_drawing_the_printed_laplace_is_refuted(monkeypatch):
 
     def printed(*args, **kwargs):
         return real(*args, **{**kwargs, "calibration": "paper"})
+
     monkeypatch.setattr("locpriv.mechanisms.sldp.run_protocol", printed)
     table = _refuted("sldp", {"epsilon": 1.0, "split_rule": "all_children", "delta": 0.001})
     assert table["epsilon_lb"].max() > 1.3
@@ -51,8 +52,11 @@ def test_sldp_protocol_drawing_the_printed_laplace_is_refuted(monkeypatch):
 
 def test_heatmap_flat_spending_four_epsilon_is_refuted(monkeypatch):
     real = baselines.noisy_histogram
-    monkeypatch.setattr(baselines, "noisy_histogram",
-                        lambda s, enc, dim, eps, sens, rng, **kw: real(s, enc, dim, 4 * eps, sens, rng, **kw))
+    monkeypatch.setattr(
+        baselines,
+        "noisy_histogram",
+        lambda s, enc, dim, eps, sens, rng, **kw: real(s, enc, dim, 4 * eps, sens, rng, **kw),
+    )
     table = _refuted("heatmap_flat", {"epsilon": 1.0, "shard_size": 1000})
     assert table["epsilon_lb"].max() > 2.0
 
@@ -66,8 +70,11 @@ def test_ldp_kdtree_users_reporting_at_every_depth_is_refuted(monkeypatch):
 def test_dp_heatmap_last_subquery_overspending_is_refuted(monkeypatch):
     # the tiny population's schedule is one sub-query (the last): its noise drawn at ε_t + ε
     real = adaptive.noisy_histogram
-    monkeypatch.setattr(adaptive, "noisy_histogram",
-                        lambda s, enc, dim, eps, sens, rng, **kw: real(s, enc, dim, eps + 1.0, sens, rng, **kw))
+    monkeypatch.setattr(
+        adaptive,
+        "noisy_histogram",
+        lambda s, enc, dim, eps, sens, rng, **kw: real(s, enc, dim, eps + 1.0, sens, rng, **kw),
+    )
     table = _refuted("dp_heatmap", {"epsilon": 1.0, "shard_size": 1000})
     assert table["epsilon_lb"].max() > 1.3
 
@@ -80,6 +87,7 @@ def test_dp_heatmap_schedule_spending_beyond_the_claim_is_refuted_at_run_time(mo
         result = real(pool, params, rng, start)
         result.transcript["epsilon"] *= 1.5
         return result
+
     monkeypatch.setattr("locpriv.mechanisms.dp_heatmap.run_adaptive", overspent)
     table = _refuted("dp_heatmap", {"epsilon": 1.0, "shard_size": 1000})
     assert table["spent_epsilon"].to_numpy() == pytest.approx(1.5)
@@ -88,8 +96,9 @@ def test_dp_heatmap_schedule_spending_beyond_the_claim_is_refuted_at_run_time(mo
 
 def test_privtree_leaf_count_noise_divided_by_four_is_refuted(monkeypatch):
     real = privtree.release_on_grid
-    monkeypatch.setattr(privtree, "release_on_grid",
-                        lambda k, origin, step, sens, eps, rng: real(k, origin, step, sens, 4 * eps, rng))
+    monkeypatch.setattr(
+        privtree, "release_on_grid", lambda k, origin, step, sens, eps, rng: real(k, origin, step, sens, 4 * eps, rng)
+    )
     table = _refuted("privtree", {"epsilon": 2.0})
     assert table["epsilon_lb"].max() > 2.5
 
@@ -113,6 +122,7 @@ def test_client_noise_at_twice_the_claimed_epsilon_is_refuted(monkeypatch, name,
         args = list(args)
         args[where] = 2 * args[where]
         return real(*args, **kwargs)
+
     monkeypatch.setattr(target, doubled)
     table = _refuted(name, given)
     assert table["epsilon_lb"].max() > 1.3 * table["claimed_epsilon"].max()

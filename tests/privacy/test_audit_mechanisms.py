@@ -25,7 +25,7 @@ SETTINGS = [
     ("laplace_ldp", {"h": 0.5, "epsilon": 4.0}),
     ("geoind", {"h": 0.5, "epsilon": 2.0}),
     ("ldp_oue_grid", {"epsilon": 1.0, "level": 2}),
-    ("sldp", {"epsilon": 1.0, "split_rule": "all_children", "delta": 0.001}),   # δ enters the bound
+    ("sldp", {"epsilon": 1.0, "split_rule": "all_children", "delta": 0.001}),  # δ enters the bound
     ("sldp", {"epsilon": 1.0, "split_rule": "all_children", "calibration": "paper", "delta": 0.001}),
     ("hdg", {"epsilon": 1.0}),
     ("hdg", {"epsilon": 1.0, "variant": "tdg"}),
@@ -61,8 +61,9 @@ def test_privtree_central_audit_is_below_its_add_remove_epsilon():
     table = audit_setting("privtree", params, {"unit": GRIDS["unit"]}, DRAWS, SEED)
     assert (table["draws"] == cases.END_TO_END_MAX_DRAWS).all()
     assert (table["relation"] == ADD_REMOVE).all()
-    assert (table["claimed_epsilon"] == mechanisms.get("privtree")(**params).guarantee().other_relations[
-        ADD_REMOVE]).all()
+    assert (
+        table["claimed_epsilon"] == mechanisms.get("privtree")(**params).guarantee().other_relations[ADD_REMOVE]
+    ).all()
     claim = table["claimed_epsilon"].iloc[0]
     assert 0.25 * claim < table["epsilon_lb"].max() <= claim, table.to_string()
 
@@ -71,14 +72,17 @@ def test_power_sldp_paper_calibration_against_the_printed_epsilon():
     # Alg. 1 as printed: Laplace(1/ε) per indicator; a move between children changes two
     # indicators, so the round costs 2ε.  Audited against the printed ε it is refuted.
     epsilon = 1.0
-    res = audit(lambda n, rng: child_reports(np.zeros(n, int), epsilon, rng, calibration="paper"),
-                lambda n, rng: child_reports(np.full(n, 3), epsilon, rng, calibration="paper"),
-                DRAWS, np.random.default_rng(1), np.random.default_rng(2),
-                statistic=lambda out: out[:, 0] - out[:, 3])
+    res = audit(
+        lambda n, rng: child_reports(np.zeros(n, int), epsilon, rng, calibration="paper"),
+        lambda n, rng: child_reports(np.full(n, 3), epsilon, rng, calibration="paper"),
+        DRAWS,
+        np.random.default_rng(1),
+        np.random.default_rng(2),
+        statistic=lambda out: out[:, 0] - out[:, 3],
+    )
     assert res.epsilon_lb > 1.3 * epsilon
     # ... and the guarantee recorded for that option is the true cost, which the audit respects
-    g = claimed("sldp", _validated("sldp", {"epsilon": epsilon, "split_rule": "all_children",
-                                              "calibration": "paper"}))
+    g = claimed("sldp", _validated("sldp", {"epsilon": epsilon, "split_rule": "all_children", "calibration": "paper"}))
     assert g.epsilon >= 2 * epsilon and res.epsilon_lb <= g.epsilon
 
 
@@ -87,8 +91,17 @@ def test_power_hdg_reports_at_twice_the_claimed_epsilon_are_refuted():
     eps = 1; the audit's bound (alpha = 0.05) exceeds the claim, so the fault is caught."""
     claim = _validated("hdg", {"epsilon": 1.0})
     faulty = mechanisms.get("hdg")(**{**claim, "epsilon": 2.0}).audit_pairs(GRIDS["unit"])
-    bounds = [audit(pair.sample_x, pair.sample_xp, DRAWS, np.random.default_rng(1), np.random.default_rng(2),
-                    statistic=pair.statistic).epsilon_lb for pair in faulty]
+    bounds = [
+        audit(
+            pair.sample_x,
+            pair.sample_xp,
+            DRAWS,
+            np.random.default_rng(1),
+            np.random.default_rng(2),
+            statistic=pair.statistic,
+        ).epsilon_lb
+        for pair in faulty
+    ]
     assert max(bounds) > 1.3 * claimed("hdg", claim).epsilon
 
 
@@ -101,15 +114,21 @@ def test_floating_point_regression_every_release_is_on_the_public_grid():
     rng = np.random.default_rng(3)
     for xy in ([0.0, 0.0], [3.0, 3.0], [-3.0, 0.1]):
         points = pd.DataFrame({"user": np.arange(20_000), "x": xy[0], "y": xy[1]})
-        out = mechanisms.get("laplace_ldp")(h=0.5, epsilon=4.0, estimator="naive").randomize(
-            points, rng=rng, domain=grid)[["x", "y"]].to_numpy()
+        out = (
+            mechanisms.get("laplace_ldp")(h=0.5, epsilon=4.0, estimator="naive")
+            .randomize(points, rng=rng, domain=grid)[["x", "y"]]
+            .to_numpy()
+        )
         k = (out - bounds[:, 0]) / step
         assert np.array_equal(k, np.rint(k))
 
 
 def test_every_mechanism_claiming_epsilon_has_an_audit_case():
-    missing = [name for name in mechanisms.names()
-               if claimed(name, _minimal_params(name)) is not None and not mechanisms.get(name).has_audit_case()]
+    missing = [
+        name
+        for name in mechanisms.names()
+        if claimed(name, _minimal_params(name)) is not None and not mechanisms.get(name).has_audit_case()
+    ]
     assert missing == []
     # and every setting that claims one yields pairs on a grid (none for a setting without a claim)
     for name in mechanisms.names():

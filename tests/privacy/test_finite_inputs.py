@@ -43,11 +43,13 @@ RANDOMIZERS = {
     "sldp run_protocol": lambda xy: protocol.run_protocol(xy, BOX, 1.0, 20, 4, 0.05, np.random.default_rng(0)),
     "privtree": lambda xy: privtree.privtree(xy, BOX, 0.5, 0.5, np.random.default_rng(0)),
     "ldp_kdtree": lambda xy: ldp_kdtree.ldp_kdtree(xy, BOX, 1.0, 3, np.random.default_rng(0)),
-    "hdg client_reports": lambda xy: hdg.client_reports(xy, np.zeros(len(xy), dtype=np.int64), BOX, "tdg", 4, 4,
-                                                        1.0, np.random.default_rng(0)),
+    "hdg client_reports": lambda xy: hdg.client_reports(
+        xy, np.zeros(len(xy), dtype=np.int64), BOX, "tdg", 4, 4, 1.0, np.random.default_rng(0)
+    ),
     "oue_grid": lambda xy: ldp_grid.oue_grid(xy, BOX, 1.0, 3, np.random.default_rng(0)),
-    "laplace_ldp.randomize": lambda xy: laplace_ldp.randomize(xy, np.array([[0, 1], [0, 1]]), 1.0,
-                                                              np.random.default_rng(0)),
+    "laplace_ldp.randomize": lambda xy: laplace_ldp.randomize(
+        xy, np.array([[0, 1], [0, 1]]), 1.0, np.random.default_rng(0)
+    ),
     "planar_laplace.perturb": lambda xy: planar_laplace.perturb(xy, 1.0, np.random.default_rng(0)),
 }
 
@@ -67,7 +69,7 @@ def test_huge_finite_locations_are_clamped_to_the_public_box():
     assert view.attrs["clamped_to_box"] == 1 and len(view) == 12
 
 
-@pytest.mark.parametrize("huge", [2.0 ** 63, -1e300])
+@pytest.mark.parametrize("huge", [2.0**63, -1e300])
 def test_geoind_refuses_locations_beyond_exact_grid_indices(huge):
     # |x| >= 2^63 grid steps used to wrap the int64 cast silently (a report no real location gives)
     xy = _locations(huge)

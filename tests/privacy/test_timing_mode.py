@@ -19,12 +19,13 @@ REPORTS = 200
 def _work(draw, seed):
     """(words consumed, call sequence, output) of ``draw(rng)`` on a fresh SFC64 stream."""
     rng = np.random.Generator(np.random.SFC64(seed))
-    before = int(rng.bit_generator.state["state"]["state"][3])      # SFC64's output counter
+    before = int(rng.bit_generator.state["state"]["state"][3])  # SFC64's output counter
     calls = []
 
     def profile(frame, event, arg):
         if event in ("call", "c_call"):
             calls.append(arg.__qualname__ if event == "c_call" else frame.f_code.co_qualname)
+
     sys.setprofile(profile)
     try:
         out = draw(rng)
@@ -35,8 +36,9 @@ def _work(draw, seed):
 
 def _work_of_one_report(mech, seed):
     """(words consumed, call sequence, report) of one user's report at a fixed location."""
-    return _work(lambda rng: mech.randomize(np.array([[0.3, 0.7]]), rng=rng, domain=[0, 1, 0, 1])[["x", "y"]]
-                 .to_numpy()[0], seed)
+    return _work(
+        lambda rng: mech.randomize(np.array([[0.3, 0.7]]), rng=rng, domain=[0, 1, 0, 1])[["x", "y"]].to_numpy()[0], seed
+    )
 
 
 def test_the_work_measure_sees_a_noise_dependent_loop():
@@ -51,13 +53,14 @@ def test_the_work_measure_sees_a_noise_dependent_loop():
         while coin(rng):
             k += 1
         return k
+
     runs = [_work(loop, seed) for seed in range(REPORTS)]
     assert len({words for words, _, _ in runs}) > 3 and len({calls for _, calls, _ in runs}) > 3
 
 
 def test_fixed_work_reports_do_the_same_work_whatever_the_noise():
     mech = LaplaceLDP(epsilon=1.0, h=0.5, timing="fixed_work")
-    _work_of_one_report(mech, -1 % 2**32)                            # warm caches (imports, lru_cache)
+    _work_of_one_report(mech, -1 % 2**32)  # warm caches (imports, lru_cache)
     runs = [_work_of_one_report(mech, seed) for seed in range(REPORTS)]
     noise = np.array([np.abs(report - [0.3, 0.7]).sum() for _, _, report in runs])
     # power: the noise did vary over a wide range (else equal work would prove nothing)

@@ -20,8 +20,14 @@ from scipy import fft
 from ..domain import Grid
 from .local_maxima import PersonTargets, add_rows, target_distance
 
-RESULT_COLUMNS = {"user": "int64", "expected_error": "float64", "guess_x": "float64", "guess_y": "float64",
-                  "guess_error": "float64", "hit_r": "float64"}
+RESULT_COLUMNS = {
+    "user": "int64",
+    "expected_error": "float64",
+    "guess_x": "float64",
+    "guess_y": "float64",
+    "guess_error": "float64",
+    "hit_r": "float64",
+}
 PRIORS = ("population", "uniform")
 DEFAULTS = {"prior": "population", "r": 3, "batch": 256}
 
@@ -57,8 +63,10 @@ def posterior(prior_cells: np.ndarray, log_lik: np.ndarray) -> np.ndarray:
         log_joint = np.where(allowed, np.log(prior_cells), -np.inf)[None] + log_lik
     top = log_joint.reshape(len(log_joint), -1).max(axis=1)
     if not np.isfinite(top).all():
-        raise ValueError(f"{int((~np.isfinite(top)).sum())} users' likelihood is 0 wherever the prior is positive: "
-                         "the mechanism's likelihood does not cover its own reports")
+        raise ValueError(
+            f"{int((~np.isfinite(top)).sum())} users' likelihood is 0 wherever the prior is positive: "
+            "the mechanism's likelihood does not cover its own reports"
+        )
     joint = np.exp(log_joint - top[:, None, None])
     return joint / joint.reshape(len(joint), -1).sum(axis=1)[:, None, None]
 
@@ -89,18 +97,17 @@ class MedianGuess:
         (L1, L2), P, Q = self.shape, self.P, self.Q
         spectrum = fft.fft(fft.rfft(post, L2, axis=2), L1, axis=1)
         spectrum *= self.kernel
-        rows = fft.ifft(spectrum, axis=1, norm="forward")[:, P - 1:2 * P - 1]
-        return fft.irfft(rows, L2, axis=2, norm="forward")[:, :, Q - 1:2 * Q - 1] * self.scale
+        rows = fft.ifft(spectrum, axis=1, norm="forward")[:, P - 1 : 2 * P - 1]
+        return fft.irfft(rows, L2, axis=2, norm="forward")[:, :, Q - 1 : 2 * Q - 1] * self.scale
 
     def __call__(self, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # CHUNK users at a time: the padded transforms are ~9x a posterior's size each
-        chunks = (post[s:s + self.CHUNK] for s in range(0, len(post), self.CHUNK))
+        chunks = (post[s : s + self.CHUNK] for s in range(0, len(post), self.CHUNK))
         best = np.concatenate([self.expected_distance(c).reshape(len(c), -1).argmin(axis=1) for c in chunks])
         return np.unravel_index(best, (self.P, self.Q))
 
 
-def bayes_batch(post: np.ndarray, grid: Grid, true_xy, r: float,
-                median: MedianGuess) -> dict[str, np.ndarray]:
+def bayes_batch(post: np.ndarray, grid: Grid, true_xy, r: float, median: MedianGuess) -> dict[str, np.ndarray]:
     """Shokri's metrics for a batch of posteriors (n, P, Q) and the targets' true locations.
 
     ``true_xy``: the users' true locations (n, 2), or the persons' points
@@ -109,18 +116,23 @@ def bayes_batch(post: np.ndarray, grid: Grid, true_xy, r: float,
     if isinstance(true_xy, PersonTargets):
         dist = true_xy.field(grid)
     else:
-        dist = np.hypot(grid.x[None, :, None] - true_xy[:, 0, None, None],
-                        grid.y[None, None, :] - true_xy[:, 1, None, None])
+        dist = np.hypot(
+            grid.x[None, :, None] - true_xy[:, 0, None, None], grid.y[None, None, :] - true_xy[:, 1, None, None]
+        )
     gi, gj = median(post)
     gx, gy = grid.x[gi], grid.y[gj]
-    return {"expected_error": (post * dist).sum(axis=(1, 2)),
-            "guess_x": gx, "guess_y": gy,
-            "guess_error": target_distance(true_xy, np.arange(len(gx)), gx, gy),
-            "hit_r": (post * (dist <= r)).sum(axis=(1, 2))}
+    return {
+        "expected_error": (post * dist).sum(axis=(1, 2)),
+        "guess_x": gx,
+        "guess_y": gy,
+        "guess_error": target_distance(true_xy, np.arange(len(gx)), gx, gy),
+        "hit_r": (post * (dist <= r)).sum(axis=(1, 2)),
+    }
 
 
-def person_log_likelihoods(log_lik_batches, owner: np.ndarray, n_persons: int,
-                           allowed: np.ndarray) -> tuple[np.ndarray, int]:
+def person_log_likelihoods(
+    log_lik_batches, owner: np.ndarray, n_persons: int, allowed: np.ndarray
+) -> tuple[np.ndarray, int]:
     """(n_persons, P, Q): each person's log-likelihood of all their reports, up to a constant.
 
     The adversary models a person as staying in one cell c while sending all their
@@ -143,16 +155,18 @@ def person_log_likelihoods(log_lik_batches, owner: np.ndarray, n_persons: int,
         share = np.exp(part - top[:, None, None])
         add_rows(mixture, owner[sl], share / share.reshape(len(share), -1).sum(axis=1)[:, None, None])
     moved = ~np.where(allowed[None], np.isfinite(log_lik), False).reshape(n_persons, -1).any(axis=1)
-    with np.errstate(divide="ignore"):   # a zero mixture weight is a cell none of their reports allows
+    with np.errstate(divide="ignore"):  # a zero mixture weight is a cell none of their reports allows
         log_lik[moved] = np.log(mixture[moved])
     return log_lik, int(moved.sum())
 
 
-def bayes_attack(log_lik_batches, prior_cells: np.ndarray, grid: Grid, users: np.ndarray,
-                 true_xy, r: float) -> pd.DataFrame:
+def bayes_attack(
+    log_lik_batches, prior_cells: np.ndarray, grid: Grid, users: np.ndarray, true_xy, r: float
+) -> pd.DataFrame:
     """One row per user from an iterable of (slice, log-likelihood (n, P, Q)) batches."""
     median = MedianGuess(grid)
-    parts = [pd.DataFrame({"user": users[sl],
-                           **bayes_batch(posterior(prior_cells, log_lik), grid, true_xy[sl], r, median)})
-             for sl, log_lik in log_lik_batches]
+    parts = [
+        pd.DataFrame({"user": users[sl], **bayes_batch(posterior(prior_cells, log_lik), grid, true_xy[sl], r, median)})
+        for sl, log_lik in log_lik_batches
+    ]
     return pd.concat(parts, ignore_index=True)

@@ -46,8 +46,8 @@ from ..domain import Grid
 from ..heatmaps.prefix_tree import PrefixTree
 from ..quadtree import cell_overlaps, interleave
 
-ABS_TOL = 1e-9      # nats
-REL_TOL = 1e-9      # of the recorded epsilon
+ABS_TOL = 1e-9  # nats
+REL_TOL = 1e-9  # of the recorded epsilon
 
 
 class InvariantViolation(RuntimeError):
@@ -94,13 +94,16 @@ def recorded_noise(view: pd.DataFrame, mechanism: str) -> dict:
     """The noise parameters the randomiser recorded in the view (``view.attrs["noise"]``)."""
     noise = view.attrs.get("noise")
     if noise is None:
-        raise ValueError(f"{mechanism}: the view records no noise parameters (view.attrs['noise']); the "
-                         "likelihoods read the noise the release records, never the configured epsilon: "
-                         "pass the view as randomize returned it")
+        raise ValueError(
+            f"{mechanism}: the view records no noise parameters (view.attrs['noise']); the "
+            "likelihoods read the noise the release records, never the configured epsilon: "
+            "pass the view as randomize returned it"
+        )
     return noise
 
 
 # ---- discrete Laplace ---------------------------------------------------------------------------
+
 
 def dlap_shift_log_ratio(z, scale: float, shift: float) -> np.ndarray:
     """log p(z − shift) − log p(z) for the discrete Laplace law p(z) ∝ exp(−|z| / scale) on integers.
@@ -123,11 +126,12 @@ def dlap_log_tail(m, scale: float) -> np.ndarray:
     log1p_q = math.log1p(math.exp(log_q))
     upper = m * log_q - log1p_q
     with np.errstate(over="ignore"):
-        lower = np.log1p(-np.exp(np.maximum(1.0 - m, 1.0) * log_q - log1p_q))   # 1 - m >= 1 where used
+        lower = np.log1p(-np.exp(np.maximum(1.0 - m, 1.0) * log_q - log1p_q))  # 1 - m >= 1 where used
     return np.where(m >= 1, upper, lower)
 
 
 # ---- pieces on the grid -------------------------------------------------------------------------
+
 
 class PieceMap:
     """Quadtree cells tiling the box, as overlap fractions with the grid cells (a sparse (PQ, K) matrix)."""
@@ -148,8 +152,9 @@ class PieceMap:
         piece = piece_x[rows]
         frac = ox[piece, cell_x[rows]] * oy[piece, cell_y[ys]]
         self.shape = grid.shape
-        self.matrix = sparse.csr_matrix((frac, (cell_x[rows] * grid.shape[1] + cell_y[ys], piece)),
-                                        shape=(grid.shape[0] * grid.shape[1], len(ox)))
+        self.matrix = sparse.csr_matrix(
+            (frac, (cell_x[rows] * grid.shape[1] + cell_y[ys], piece)), shape=(grid.shape[0] * grid.shape[1], len(ox))
+        )
 
     def to_grid(self, log_values: np.ndarray) -> np.ndarray:
         """(n, K) log-likelihoods per piece → (n, P, Q) log-likelihoods of a location uniform in each grid cell."""
@@ -174,6 +179,7 @@ def _log_mix(log_values: np.ndarray, mix) -> np.ndarray:
 
 # ---- distributed heatmaps ([DDP-Heatmaps]) ------------------------------------------------------
 
+
 def reporting_node_of_pixels(levels: np.ndarray, codes: np.ndarray, depth: int) -> np.ndarray:
     """(4^depth,) index into (levels, codes) of the node each pixel (flat x · 2^depth + y) reports to.
 
@@ -188,8 +194,9 @@ def reporting_node_of_pixels(levels: np.ndarray, codes: np.ndarray, depth: int) 
     for up in range(1, depth + 1):
         keep = levels >= up
         nodes.append((levels[keep] - up, codes[keep] >> (2 * up)))
-    all_nodes = np.unique(np.stack([np.concatenate([lv for lv, _ in nodes]),
-                                    np.concatenate([c for _, c in nodes])], axis=1), axis=0)
+    all_nodes = np.unique(
+        np.stack([np.concatenate([lv for lv, _ in nodes]), np.concatenate([c for _, c in nodes])], axis=1), axis=0
+    )
     tree = PrefixTree.from_nodes(depth, all_nodes[:, 0], all_nodes[:, 1])
     side = 1 << depth
     x, y = np.divmod(np.arange(side * side), side)
@@ -198,8 +205,9 @@ def reporting_node_of_pixels(levels: np.ndarray, codes: np.ndarray, depth: int) 
     return _index(levels, codes, tree_levels[node], tree_codes[node])
 
 
-def heatmap_log_likelihood(rounds, shard_pixels: list[np.ndarray], target_shard: np.ndarray,
-                           target_pixel: np.ndarray, depth: int) -> np.ndarray:
+def heatmap_log_likelihood(
+    rounds, shard_pixels: list[np.ndarray], target_shard: np.ndarray, target_pixel: np.ndarray, depth: int
+) -> np.ndarray:
     """(n, 4^depth) log L per pixel for n targets, from what the aggregation server learns.
 
     ``rounds``: per sub-query t, its reporting nodes (``levels``, ``codes``), the shard
@@ -231,8 +239,10 @@ def heatmap_log_likelihood(rounds, shard_pixels: list[np.ndarray], target_shard:
     for rnd in rounds:
         r = np.asarray(rnd.r, dtype=float)
         if not np.all(r == 1.0):
-            raise ValueError(f"the informed heatmap likelihood needs every shard's noise to be one discrete "
-                             f"Laplace (Pólya r = 1: full shards, no dropout), got r = {r.tolist()}")
+            raise ValueError(
+                f"the informed heatmap likelihood needs every shard's noise to be one discrete "
+                f"Laplace (Pólya r = 1: full shards, no dropout), got r = {r.tolist()}"
+            )
         node = reporting_node_of_pixels(rnd.levels, rnd.codes, depth)
         sums = np.asarray(rnd.sums, dtype=np.int64)
         noise = sums - np.stack([np.bincount(node[pixels], minlength=sums.shape[1]) for pixels in shard_pixels])
@@ -251,6 +261,7 @@ def pixel_pieces(depth: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ---- PrivTree (central) -------------------------------------------------------------------------
+
 
 class PrivTreeLikelihood:
     """The informed adversary's likelihood of one PrivTree release, for any number of targets.
@@ -303,8 +314,8 @@ class PrivTreeLikelihood:
         self.n_level, self.n_code, self.level, self.code = n_level, n_code, level, code
         self.find = find = _Lookup(n_level, n_code)
         is_leaf = np.isin(_key(n_level, n_code), _key(level, code))
-        total = np.zeros(len(nodes), dtype=np.int64)    # H_v: every user, the targets too
-        ordered = np.sort(np.asarray(paths, dtype=np.int64))   # prefixes of sorted codes are sorted
+        total = np.zeros(len(nodes), dtype=np.int64)  # H_v: every user, the targets too
+        ordered = np.sort(np.asarray(paths, dtype=np.int64))  # prefixes of sorted codes are sorted
         for lv in np.unique(n_level):
             at = n_level == lv
             prefix = ordered >> (2 * (self.depth - lv))
@@ -315,21 +326,23 @@ class PrivTreeLikelihood:
         def node_terms(others: np.ndarray) -> np.ndarray:
             def log_p(c):
                 b = np.maximum(c * unit - n_level * delta, theta - delta)
-                return np.where(is_leaf, dlap_log_tail(b - theta, split_scale),
-                                dlap_log_tail(theta - b + 1, split_scale))
+                return np.where(
+                    is_leaf, dlap_log_tail(b - theta, split_scale), dlap_log_tail(theta - b + 1, split_scale)
+                )
+
             term = np.where(n_level < self.depth, log_p(others + 1) - log_p(others), 0.0)
             own = leaf_of_node[is_leaf]
             term[is_leaf] += dlap_shift_log_ratio(y[own] - others[is_leaf] * unit, count_scale, unit)
             return term
 
-        base = node_terms(total)                     # as if the target were in no node
+        base = node_terms(total)  # as if the target were in no node
         self.on_path = node_terms(total - 1) - base  # the change where the target's true path holds the node
         # each node's sum of base along its path from the root: a leaf's log-likelihood without the target
         prefix = np.zeros(len(nodes))
         for up in range(top_level + 1):
             has = n_level >= up
             prefix[has] += base[find(n_level[has] - up, n_code[has] >> (2 * up))]
-        self.leaf_node = find(level, code)     # the K leaves among the nodes
+        self.leaf_node = find(level, code)  # the K leaves among the nodes
         self.leaf_base = prefix[self.leaf_node]
         # children (-1 where absent: a leaf has none, an internal node all four) and subtree extremes
         self.child = np.full((len(nodes), 4), -1)
@@ -337,7 +350,7 @@ class PrivTreeLikelihood:
         for d in range(4):
             self.child[internal, d] = find(n_level[internal] + 1, (n_code[internal] << 2) | d)
         self.sub_max, self.sub_min = prefix.copy(), prefix.copy()
-        for lv in range(top_level - 1, -1, -1):    # bottom-up: an internal node's extremes are its children's
+        for lv in range(top_level - 1, -1, -1):  # bottom-up: an internal node's extremes are its children's
             at = np.flatnonzero((n_level == lv) & ~is_leaf)
             self.sub_max[at] = self.sub_max[self.child[at]].max(axis=1)
             self.sub_min[at] = self.sub_min[self.child[at]].min(axis=1)
@@ -350,8 +363,7 @@ class PrivTreeLikelihood:
         top = int(self.n_level.max(initial=0))
         path = np.full((len(target_paths), top + 1), -1)
         for lv in range(top + 1):
-            path[:, lv] = self.find(np.full(len(target_paths), lv), target_paths >> (2 * (self.depth - lv)),
-                                    missing=-1)
+            path[:, lv] = self.find(np.full(len(target_paths), lv), target_paths >> (2 * (self.depth - lv)), missing=-1)
         correction = np.cumsum(np.where(path >= 0, self.on_path[np.maximum(path, 0)], 0.0), axis=1)
         return path, correction
 
@@ -364,12 +376,12 @@ class PrivTreeLikelihood:
             here = np.flatnonzero(path[:, lv] >= 0)
             nxt = path[here, lv + 1] if lv + 1 < path.shape[1] else np.full(len(here), -1)
             is_leaf = nxt < 0
-            leaf = here[is_leaf]                     # the path ends here: the leaf itself
+            leaf = here[is_leaf]  # the path ends here: the leaf itself
             rows.append(leaf)
             nodes.append(path[leaf, lv])
             values.append(correction[leaf, lv])
             inner = here[~is_leaf]
-            kids = self.child[path[inner, lv]]       # (m, 4)
+            kids = self.child[path[inner, lv]]  # (m, 4)
             sibling = kids != nxt[~is_leaf][:, None]
             rows.append(np.repeat(inner, 3))
             nodes.append(kids[sibling])
@@ -379,7 +391,7 @@ class PrivTreeLikelihood:
     def leaf_values(self, target_paths) -> np.ndarray:
         """(n, K) log L per released leaf (the leaves' order as given)."""
         rows, nodes, values = self._rings(target_paths)
-        start = self.code << (2 * (self.depth - self.level))      # sorted, the leaves tile the box
+        start = self.code << (2 * (self.depth - self.level))  # sorted, the leaves tile the box
         order = np.argsort(start)
         first = start[order]
         lo = np.searchsorted(first, self.n_code[nodes] << (2 * (self.depth - self.n_level[nodes])), "left")
@@ -435,16 +447,19 @@ class PrivTreeLikelihood:
             up = np.arange(int(self.level.max(initial=0)) + 1)
             has = self.level[:, None] >= up[None, :]
             leaf = np.broadcast_to(np.arange(len(self.level))[:, None], has.shape)[has]
-            ancestor = self.find((self.level[:, None] - up[None, :])[has],
-                                 (self.code[:, None] >> (2 * up[None, :]))[has])
-            below = sparse.csr_matrix((np.ones(len(leaf)), (leaf, ancestor)),
-                                      shape=(len(self.level), len(self.n_level)))
+            ancestor = self.find(
+                (self.level[:, None] - up[None, :])[has], (self.code[:, None] >> (2 * up[None, :]))[has]
+            )
+            below = sparse.csr_matrix(
+                (np.ones(len(leaf)), (leaf, ancestor)), shape=(len(self.level), len(self.n_level))
+            )
             self._grid = (key, sparse.csc_matrix(leaves @ below), shift)
         return self._grid[1], self._grid[2]
 
 
-def privtree_log_likelihood(level: np.ndarray, code: np.ndarray, count: np.ndarray, noise: dict,
-                            paths: np.ndarray, target_paths: np.ndarray) -> np.ndarray:
+def privtree_log_likelihood(
+    level: np.ndarray, code: np.ndarray, count: np.ndarray, noise: dict, paths: np.ndarray, target_paths: np.ndarray
+) -> np.ndarray:
     """(n, K) log L per released leaf for n targets (``PrivTreeLikelihood``, its derivation)."""
     return PrivTreeLikelihood(level, code, count, noise, paths).leaf_values(target_paths)
 
@@ -480,8 +495,10 @@ def _index(levels, codes, query_levels, query_codes, missing=None) -> np.ndarray
 
 # ---- SLDP ---------------------------------------------------------------------------------------
 
-def sldp_pieces(level: np.ndarray, code: np.ndarray, offsets: np.ndarray, steps: np.ndarray, scale: float,
-                unit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+
+def sldp_pieces(
+    level: np.ndarray, code: np.ndarray, offsets: np.ndarray, steps: np.ndarray, scale: float, unit: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per user: 4 pieces (levels, codes) and their log L, each (n, 4), from its region and its reports.
 
     ``level``, ``code``: each user's privacy region; its reports ``steps[offsets[u]:offsets[u+1]]``,
@@ -508,15 +525,19 @@ def sldp_pieces(level: np.ndarray, code: np.ndarray, offsets: np.ndarray, steps:
     at_region = rounds == level + 1
     if not np.all(at_region | (rounds == level)):
         bad = int(np.flatnonzero(~(at_region | (rounds == level)))[0])
-        raise ValueError(f"user row {bad}: {int(rounds[bad])} rounds of reports do not fit a region at level "
-                         f"{int(level[bad])} (expected the level or one more)")
+        raise ValueError(
+            f"user row {bad}: {int(rounds[bad])} rounds of reports do not fit a region at level "
+            f"{int(level[bad])} (expected the level or one more)"
+        )
     last = np.asarray(offsets[1:], dtype=np.int64)[:, None] - 4 + np.arange(4)
-    values = np.where(at_region[:, None],
-                      dlap_shift_log_ratio(np.asarray(steps)[np.maximum(last, 0)], scale, unit), 0.0)
+    values = np.where(
+        at_region[:, None], dlap_shift_log_ratio(np.asarray(steps)[np.maximum(last, 0)], scale, unit), 0.0
+    )
     return (np.repeat(level[:, None] + 1, 4, axis=1), (code[:, None] << 2) | np.arange(4), values)
 
 
 # ---- the invariant ------------------------------------------------------------------------------
+
 
 def max_log_ratio(log_values: np.ndarray) -> np.ndarray:
     """(n,): max − min of each row's log-likelihood (over pieces or grid cells); inf if a row rules a location out."""
@@ -524,8 +545,7 @@ def max_log_ratio(log_values: np.ndarray) -> np.ndarray:
     return flat.max(axis=1) - flat.min(axis=1)
 
 
-def check(statistic: np.ndarray, epsilon: float, *, mechanism: str, run: str, users: np.ndarray,
-          relation: str) -> None:
+def check(statistic: np.ndarray, epsilon: float, *, mechanism: str, run: str, users: np.ndarray, relation: str) -> None:
     """Raise InvariantViolation (one line: mechanism, run, first user) where statistic > ε (+ tolerance)."""
     bound = epsilon * (1 + REL_TOL) + ABS_TOL
     bad = np.flatnonzero(~(np.asarray(statistic) <= bound))
@@ -534,4 +554,5 @@ def check(statistic: np.ndarray, epsilon: float, *, mechanism: str, run: str, us
         raise InvariantViolation(
             f"informed-adversary invariant violated: mechanism {mechanism}, run {run}, user {int(users[i])}: "
             f"max log likelihood ratio {float(statistic[i]):.6g} > recorded epsilon {epsilon:.6g} ({relation}); "
-            f"{bad.size} of {len(statistic)} attacked users exceed it")
+            f"{bad.size} of {len(statistic)} attacked users exceed it"
+        )

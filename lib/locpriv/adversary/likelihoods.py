@@ -36,7 +36,7 @@ def _offsets(reports: np.ndarray, grid: Grid) -> tuple[np.ndarray, np.ndarray]:
 def planar_laplace_logpdf(reports: np.ndarray, grid: Grid, epsilon: float) -> np.ndarray:
     """log D_eps(c)(z) = log(eps^2 / 2 pi) - eps ||z - c|| (Andrés et al. 2013; [RFF-KDE] eq. 18), (n, P, Q)."""
     dx, dy = _offsets(reports, grid)
-    return np.log(epsilon ** 2 / (2 * np.pi)) - epsilon * np.hypot(dx, dy)
+    return np.log(epsilon**2 / (2 * np.pi)) - epsilon * np.hypot(dx, dy)
 
 
 def product_laplace_logpdf(reports: np.ndarray, grid: Grid, scales) -> np.ndarray:
@@ -71,8 +71,14 @@ def rff_line_lengths(omega: np.ndarray, phase: np.ndarray, grid: Grid) -> np.nda
     with no loop over cells.  The interval form is exactly 0 off the cell (no
     cancellation); A and B are floored at 1e-9 |omega| for an axis-parallel frequency.
     """
-    return _line_lengths(omega[:, 0, None, None], omega[:, 1, None, None], phase[:, None, None],
-                         grid.x[None, :, None], grid.y[None, None, :], _half_sides(grid))
+    return _line_lengths(
+        omega[:, 0, None, None],
+        omega[:, 1, None, None],
+        phase[:, None, None],
+        grid.x[None, :, None],
+        grid.y[None, None, :],
+        _half_sides(grid),
+    )
 
 
 def _half_sides(grid: Grid) -> tuple[float, float]:

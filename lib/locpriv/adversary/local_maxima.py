@@ -26,8 +26,14 @@ from ..domain import Grid
 DEFAULT_BATCH = 256
 
 
-RESULT_COLUMNS = {"user": "int64", "Z": "float64", "guess_x": "float64", "guess_y": "float64",
-                  "argmax_error": "float64", "n_maxima": "int64"}
+RESULT_COLUMNS = {
+    "user": "int64",
+    "Z": "float64",
+    "guess_x": "float64",
+    "guess_y": "float64",
+    "argmax_error": "float64",
+    "n_maxima": "int64",
+}
 
 
 class PersonTargets:
@@ -56,8 +62,12 @@ class PersonTargets:
 
     def field(self, grid: Grid) -> np.ndarray:
         """(n, P, Q): distance from every grid point to each person's nearest point."""
-        return np.stack([np.hypot(grid.x[:, None, None] - pts[:, 0], grid.y[None, :, None] - pts[:, 1]).min(axis=2)
-                         for pts in self.points])
+        return np.stack(
+            [
+                np.hypot(grid.x[:, None, None] - pts[:, 0], grid.y[None, :, None] - pts[:, 1]).min(axis=2)
+                for pts in self.points
+            ]
+        )
 
 
 def target_distance(target, who: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -68,8 +78,9 @@ def target_distance(target, who: np.ndarray, x: np.ndarray, y: np.ndarray) -> np
 
 
 def _per_user_mean(user: np.ndarray, values: np.ndarray, weights: np.ndarray | None, n: int) -> np.ndarray:
-    return np.bincount(user, weights=values if weights is None else weights * values, minlength=n) / \
-        np.bincount(user, weights=weights, minlength=n)
+    return np.bincount(user, weights=values if weights is None else weights * values, minlength=n) / np.bincount(
+        user, weights=weights, minlength=n
+    )
 
 
 def local_maxima_batch(surfaces: np.ndarray, grid: Grid, true_xy, ratio: float = 1.1) -> dict[str, np.ndarray]:
@@ -101,13 +112,16 @@ def local_maxima_batch(surfaces: np.ndarray, grid: Grid, true_xy, ratio: float =
     scale = np.maximum(np.abs(surfaces).reshape(n, -1).max(axis=1), np.finfo(float).tiny)
     tu, ti, tj = np.nonzero(surfaces >= (emax - 1e-12 * scale)[:, None, None])
     guess = np.stack([_per_user_mean(tu, grid.x[ti], None, n), _per_user_mean(tu, grid.y[tj], None, n)], axis=1)
-    return {"Z": Z, "guess_x": guess[:, 0], "guess_y": guess[:, 1],
-            "argmax_error": target_distance(true_xy, np.arange(n), guess[:, 0], guess[:, 1]),
-            "n_maxima": np.bincount(u, minlength=n)}
+    return {
+        "Z": Z,
+        "guess_x": guess[:, 0],
+        "guess_y": guess[:, 1],
+        "argmax_error": target_distance(true_xy, np.arange(n), guess[:, 0], guess[:, 1]),
+        "n_maxima": np.bincount(u, minlength=n),
+    }
 
 
-def local_maxima_attack(surface_batches, grid: Grid, users: np.ndarray, true_xy,
-                        ratio: float = 1.1) -> pd.DataFrame:
+def local_maxima_attack(surface_batches, grid: Grid, users: np.ndarray, true_xy, ratio: float = 1.1) -> pd.DataFrame:
     """Run the attack over an iterable of (slice, surfaces) batches; one row per user."""
     parts = []
     for sl, surfaces in surface_batches:

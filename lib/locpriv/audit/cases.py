@@ -43,12 +43,12 @@ CHUNK = 20_000
 
 @dataclass(frozen=True)
 class Pair:
-    name: str                       # which neighbouring inputs
+    name: str  # which neighbouring inputs
     sample_x: Sampler
     sample_xp: Sampler
     statistic: Callable[[np.ndarray], np.ndarray] | None = None
-    distance: float = 1.0           # d(x, x′) for metric DP, else 1
-    max_draws: int | None = None    # cost cap, recorded in the result
+    distance: float = 1.0  # d(x, x′) for metric DP, else 1
+    max_draws: int | None = None  # cost cap, recorded in the result
     # the output law is the same on every domain box (outputs are cell codes, bits or counts
     # of points placed at the same relative positions), so one audit serves every dataset
     box_free: bool = False
@@ -70,20 +70,25 @@ def _points(xy, n: int) -> pd.DataFrame:
 
 def randomized(mech, grid: Grid, xy, columns) -> Sampler:
     """Sampler: n users at xy through the configured mechanism's client side, ``columns(view)`` as (n, k)."""
+
     def sample(n: int, rng: np.random.Generator) -> np.ndarray:
-        parts = [columns(mech.randomize(_points(xy, min(CHUNK, n - i)), rng=rng, domain=grid))
-                 for i in range(0, n, CHUNK)]
+        parts = [
+            columns(mech.randomize(_points(xy, min(CHUNK, n - i)), rng=rng, domain=grid)) for i in range(0, n, CHUNK)
+        ]
         return np.concatenate(parts)
+
     return sample
 
 
 def per_run(run: Callable[[np.random.Generator], np.ndarray], width: int) -> Sampler:
     """Sampler: one whole run of the mechanism per draw, ``run(rng)`` its ``width`` features."""
+
     def sample(n: int, rng: np.random.Generator) -> np.ndarray:
         out = np.empty((n, width))
         for i in range(n):
             out[i] = run(rng)
         return out
+
     return sample
 
 

@@ -48,9 +48,9 @@ import numpy as np
 from scipy import stats
 
 ALPHA = 0.05
-N_THRESHOLDS = 48          # quantile thresholds per feature
-MAX_CATEGORIES = 64        # a feature with at most this many values also gets equality events
-ZERO_GRANULARITY = 2048    # granularity of 0.0 (no set bit): above every double's
+N_THRESHOLDS = 48  # quantile thresholds per feature
+MAX_CATEGORIES = 64  # a feature with at most this many values also gets equality events
+ZERO_GRANULARITY = 2048  # granularity of 0.0 (no set bit): above every double's
 
 
 def cp_lower(k: np.ndarray, m: int, beta: float) -> np.ndarray:
@@ -69,8 +69,9 @@ def cp_upper(k: np.ndarray, m: int, beta: float) -> np.ndarray:
     return np.where(k < m, up, 1.0)
 
 
-def epsilon_bound(k_fav: np.ndarray, k_other: np.ndarray, m: int, delta: float = 0.0,
-                  alpha: float = ALPHA) -> np.ndarray:
+def epsilon_bound(
+    k_fav: np.ndarray, k_other: np.ndarray, m: int, delta: float = 0.0, alpha: float = ALPHA
+) -> np.ndarray:
     """log((p_lo − δ) / q_hi), floored at 0, from counts of one event under both inputs (m draws each)."""
     p_lo = cp_lower(k_fav, m, alpha / 2)
     q_hi = cp_upper(k_other, m, alpha / 2)
@@ -82,9 +83,9 @@ def epsilon_bound(k_fav: np.ndarray, k_other: np.ndarray, m: int, delta: float =
 def granularity(values: np.ndarray) -> np.ndarray:
     """Exponent of the lowest set bit of each double (value = odd integer × 2^g); 0.0 gets a large g."""
     values = np.asarray(values, dtype=np.float64)
-    mant, expo = np.frexp(values)                    # |mant| in [0.5, 1): 53 significant bits
-    m = np.abs(mant * 2.0 ** 53).astype(np.int64)
-    low_bit = m & -m                                 # lowest set bit, as a power of two
+    mant, expo = np.frexp(values)  # |mant| in [0.5, 1): 53 significant bits
+    m = np.abs(mant * 2.0**53).astype(np.int64)
+    low_bit = m & -m  # lowest set bit, as a power of two
     tz = np.log2(np.where(m > 0, low_bit, 1)).astype(np.int64)
     return np.where(m > 0, expo.astype(np.int64) - 53 + tz, ZERO_GRANULARITY).astype(float)
 
@@ -94,9 +95,9 @@ class Event:
     """One candidate output set: feature j compared with a value, or membership in a value set."""
 
     feature: int
-    kind: str                 # "le", "gt", "eq", "in"
+    kind: str  # "le", "gt", "eq", "in"
     value: float | np.ndarray
-    favours: str              # "x" or "x'"
+    favours: str  # "x" or "x'"
 
     def count(self, column: np.ndarray, ordered: np.ndarray) -> int:
         """Draws in the event; ``ordered`` is ``column`` sorted (thresholds by binary search)."""
@@ -121,9 +122,9 @@ class Event:
 class AuditResult:
     epsilon_lb: float
     event: str
-    k_x: int                 # test-half draws in the event under x
-    k_xp: int                # ... under x'
-    m: int                   # test-half draws per input
+    k_x: int  # test-half draws in the event under x
+    k_xp: int  # ... under x'
+    m: int  # test-half draws per input
     confidence: float
 
 
@@ -172,9 +173,16 @@ def _counts(events: list[Event], fx: np.ndarray, fxp: np.ndarray) -> tuple[np.nd
     return np.where(favours_x, kx, kxp), np.where(favours_x, kxp, kx)
 
 
-def audit_samples(out_x: np.ndarray, out_xp: np.ndarray, *, stat_x: np.ndarray | None = None,
-                  stat_xp: np.ndarray | None = None, delta: float = 0.0, distance: float = 1.0,
-                  alpha: float = ALPHA) -> AuditResult:
+def audit_samples(
+    out_x: np.ndarray,
+    out_xp: np.ndarray,
+    *,
+    stat_x: np.ndarray | None = None,
+    stat_xp: np.ndarray | None = None,
+    delta: float = 0.0,
+    distance: float = 1.0,
+    alpha: float = ALPHA,
+) -> AuditResult:
     """ε lower bound from n outputs at x and n at x′ (arrays (n,) or (n, k); see the module doc).
 
     ``stat_*``: optional public post-processing of each output (extra feature columns).
@@ -189,7 +197,7 @@ def audit_samples(out_x: np.ndarray, out_xp: np.ndarray, *, stat_x: np.ndarray |
     # scored at the simultaneous (Bonferroni) level over all candidates: among events with similar
     # ratios this prefers well-populated ones, whose held-out bound is tighter (less winner's curse)
     score = epsilon_bound(*_counts(events, fx[q1:q2], fxp[q1:q2]), q2 - q1, delta, alpha / len(events))
-    best = events[int(np.argmax(score))]       # first of equal scores: deterministic
+    best = events[int(np.argmax(score))]  # first of equal scores: deterministic
     (k_fav,), (k_other,) = _counts([best], fx[q2:], fxp[q2:])
     m = n - q2
     lb = float(epsilon_bound(k_fav, k_other, m, delta, alpha)) / distance
@@ -197,12 +205,22 @@ def audit_samples(out_x: np.ndarray, out_xp: np.ndarray, *, stat_x: np.ndarray |
     return AuditResult(lb, best.describe(names), kx, kxp, m, 1.0 - alpha)
 
 
-def audit(sample_x, sample_xp, draws: int, rng_x: np.random.Generator, rng_xp: np.random.Generator,
-          statistic=None, delta: float = 0.0, distance: float = 1.0, alpha: float = ALPHA) -> AuditResult:
+def audit(
+    sample_x,
+    sample_xp,
+    draws: int,
+    rng_x: np.random.Generator,
+    rng_xp: np.random.Generator,
+    statistic=None,
+    delta: float = 0.0,
+    distance: float = 1.0,
+    alpha: float = ALPHA,
+) -> AuditResult:
     """Draw ``draws`` outputs with each sampler (``sample(n, rng) -> (n, k)``) and bound ε from below."""
     if not math.isfinite(distance) or distance <= 0:
         raise ValueError(f"distance d(x, x') must be a finite number > 0, got {distance}")
     out_x, out_xp = sample_x(draws, rng_x), sample_xp(draws, rng_xp)
     stat = statistic or (lambda out: None)
-    return audit_samples(out_x, out_xp, stat_x=stat(out_x), stat_xp=stat(out_xp), delta=delta,
-                         distance=distance, alpha=alpha)
+    return audit_samples(
+        out_x, out_xp, stat_x=stat(out_x), stat_xp=stat(out_xp), delta=delta, distance=distance, alpha=alpha
+    )

@@ -59,8 +59,9 @@ def settings(runs) -> dict[tuple[str, str], dict]:
         params = {k: v for k, v in run.params.items() if k != "n"}
         if not run_claims(run.mechanism, params):
             continue
-        entry = out.setdefault((run.mechanism, params_label(audit_params(params))),
-                               {"params": params, "datasets": set()})
+        entry = out.setdefault(
+            (run.mechanism, params_label(audit_params(params))), {"params": params, "datasets": set()}
+        )
         entry["datasets"].add(run.dataset)
     return {k: {"params": v["params"], "datasets": sorted(v["datasets"])} for k, v in sorted(out.items())}
 
@@ -83,17 +84,38 @@ def audit_setting(mechanism: str, params: dict, grids: dict[str, Grid], draws: i
             else:
                 keys = ("audit", mechanism, audit_params(params), "any box" if pair.box_free else dataset, pair.name)
                 sample_x, sample_xp, accounted = _accounting(pair)
-                res = audit(sample_x, sample_xp, n, seeding.rng(seed, *keys, "x"),
-                            seeding.rng(seed, *keys, "x'"), pair.statistic, delta=delta, distance=pair.distance)
+                res = audit(
+                    sample_x,
+                    sample_xp,
+                    n,
+                    seeding.rng(seed, *keys, "x"),
+                    seeding.rng(seed, *keys, "x'"),
+                    pair.statistic,
+                    delta=delta,
+                    distance=pair.distance,
+                )
                 spent = accounted()
                 shared[pair.name] = res, spent
-            rows.append({"dataset": dataset, "mechanism": mechanism,
-                         "audit_params": params_label(audit_params(params)),
-                         "pair": pair.name, "model": g.model, "relation": pair.relation or g.relation,
-                         "claimed_epsilon": claimed_epsilon(g, pair.relation), "delta": delta,
-                         "epsilon_lb": res.epsilon_lb, "confidence": res.confidence, "draws": n,
-                         "spent_epsilon": spent,
-                         "event": res.event, "k_x": res.k_x, "k_xprime": res.k_xp, "seed": seed})
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "mechanism": mechanism,
+                    "audit_params": params_label(audit_params(params)),
+                    "pair": pair.name,
+                    "model": g.model,
+                    "relation": pair.relation or g.relation,
+                    "claimed_epsilon": claimed_epsilon(g, pair.relation),
+                    "delta": delta,
+                    "epsilon_lb": res.epsilon_lb,
+                    "confidence": res.confidence,
+                    "draws": n,
+                    "spent_epsilon": spent,
+                    "event": res.event,
+                    "k_x": res.k_x,
+                    "k_xprime": res.k_xp,
+                    "seed": seed,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -109,12 +131,15 @@ def _accounting(pair):
             out = sampler(n, rng)
             seen.append(float(out[:, -1].max()))
             return out[:, :-1]
+
         return sample
+
     return stripped(pair.sample_x), stripped(pair.sample_xp), lambda: max(seen)
 
 
-def run_audit(*, mechanism: str, params: dict, grid_paths: dict[str, str], draws: int, seed: int,
-              out_path: str) -> None:
+def run_audit(
+    *, mechanism: str, params: dict, grid_paths: dict[str, str], draws: int, seed: int, out_path: str
+) -> None:
     """The audit job: ``audit_setting`` on each dataset's broadcast grid, written as Parquet."""
     table = audit_setting(mechanism, params, {ds: load_grid(p) for ds, p in grid_paths.items()}, draws, seed)
     io.write_parquet(table, out_path)
@@ -128,8 +153,9 @@ def per_dataset(audit_table_path: str | None) -> pd.DataFrame:
     if not audit_table_path:
         return pd.DataFrame(columns=["dataset", "mechanism", "audit_params", "epsilon_lb", "confidence"])
     table = pd.read_parquet(audit_table_path).assign(miss=lambda t: 1.0 - t["confidence"])
-    best = (table.groupby(["dataset", "mechanism", "audit_params"], as_index=False)
-            .agg(epsilon_lb=("epsilon_lb", "max"), miss=("miss", "sum")))
+    best = table.groupby(["dataset", "mechanism", "audit_params"], as_index=False).agg(
+        epsilon_lb=("epsilon_lb", "max"), miss=("miss", "sum")
+    )
     return best.assign(confidence=np.maximum(1.0 - best.pop("miss"), 0.0))
 
 
@@ -137,7 +163,7 @@ def _configured(param, value):
     """A summary cell back as the value the run was configured with (``Param.validate`` casts it)."""
     value = value.item() if isinstance(value, np.generic) else value
     if isinstance(value, str) and param.kind != "choice" and value not in param.special:
-        value = float(value)   # a number in a column that also holds words (h: 0.55 beside h: knn)
+        value = float(value)  # a number in a column that also holds words (h: 0.55 beside h: knn)
     return param.validate(value, param.name)
 
 
@@ -170,8 +196,25 @@ def audit_rows(metrics: pd.DataFrame, audit_table_path: str | None) -> pd.DataFr
     return pd.concat(out, ignore_index=True)[list(metrics.columns)]
 
 
-TABLE_COLUMNS = ["mechanism", "audit_params", "dataset", "pair", "model", "relation", "claimed_epsilon", "delta",
-                 "epsilon_lb", "spent_epsilon", "confidence", "holds", "draws", "event", "k_x", "k_xprime", "seed"]
+TABLE_COLUMNS = [
+    "mechanism",
+    "audit_params",
+    "dataset",
+    "pair",
+    "model",
+    "relation",
+    "claimed_epsilon",
+    "delta",
+    "epsilon_lb",
+    "spent_epsilon",
+    "confidence",
+    "holds",
+    "draws",
+    "event",
+    "k_x",
+    "k_xprime",
+    "seed",
+]
 
 
 def holds(table: pd.DataFrame) -> np.ndarray:
@@ -180,8 +223,11 @@ def holds(table: pd.DataFrame) -> np.ndarray:
     spent = table["spent_epsilon"].to_numpy(dtype=float)
     claim = table["claimed_epsilon"].to_numpy(dtype=float)
     over_spent = np.nan_to_num(spent, nan=-np.inf) > claim * (1 + 1e-9)
-    return np.where(over_spent, "NO: runs spent more than the claim",
-                    np.where(table["epsilon_lb"] <= claim, "yes", "NO: claim refuted"))
+    return np.where(
+        over_spent,
+        "NO: runs spent more than the claim",
+        np.where(table["epsilon_lb"] <= claim, "yes", "NO: claim refuted"),
+    )
 
 
 def audit_table(*, audit_paths: list[str], out_parquet: str, out_csv: str) -> None:

@@ -49,17 +49,24 @@ def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.Dat
     """
     box_key = "lonlat_bbox" if "lonlat_bbox" in spec else "bbox"
     col_keys = ("lon_column", "lat_column") if box_key == "lonlat_bbox" else ("x_column", "y_column")
-    columns = tuple(spec.get(k, d) for k, d in zip(col_keys, ("lon", "lat") if box_key == "lonlat_bbox"
-                                                          else ("x", "y"), strict=True))
-    pts, report, meta = real.load_points(spec["path"], **{box_key: spec[box_key]}, columns=columns,
-                                         user_column=spec.get("user_column"))
+    columns = tuple(
+        spec.get(k, d)
+        for k, d in zip(col_keys, ("lon", "lat") if box_key == "lonlat_bbox" else ("x", "y"), strict=True)
+    )
+    pts, report, meta = real.load_points(
+        spec["path"], **{box_key: spec[box_key]}, columns=columns, user_column=spec.get("user_column")
+    )
     limit = float(spec.get("max_dropped_fraction", DEFAULT_MAX_DROPPED_FRACTION))
     dropped = report.rows_read - report.rows_kept
     if dropped > limit * report.rows_read:
-        raise InputError(str(spec["path"]), "rows", f"{dropped} of {report.rows_read} rows "
-                         f"({dropped / report.rows_read:.1%}) dropped ({describe_drops(report.dropped)}), above "
-                         f"max_dropped_fraction {limit}", "fix those rows, or raise the dataset's "
-                         "'max_dropped_fraction' in the config if dropping them is intended")
+        raise InputError(
+            str(spec["path"]),
+            "rows",
+            f"{dropped} of {report.rows_read} rows "
+            f"({dropped / report.rows_read:.1%}) dropped ({describe_drops(report.dropped)}), above "
+            f"max_dropped_fraction {limit}",
+            "fix those rows, or raise the dataset's 'max_dropped_fraction' in the config if dropping them is intended",
+        )
     # person_budget split: one seeded row per person per release, so the person-level epsilon is the
     # configured one (group: up to max_points_per_person rows, person-level epsilon cap x epsilon)
     cap = 1 if spec.get("person_budget") == "split" else spec.get("max_points_per_person")
@@ -72,14 +79,23 @@ def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.Dat
         meta["max_rows_per_person"] = int(pts["source_user"].value_counts().max()) if len(pts) else 0
     meta["person_cap"] = int(cap) if cap is not None and "source_user" in pts else None
     if len(pts) < MIN_USERS:
-        raise InputError(str(spec["path"]), "rows", f"only {len(pts)} usable row(s) of {report.rows_read} "
-                         f"({describe_drops(report.dropped)} dropped): the workflow needs at least {MIN_USERS} users",
-                         "point the dataset at a file with more rows inside its box")
+        raise InputError(
+            str(spec["path"]),
+            "rows",
+            f"only {len(pts)} usable row(s) of {report.rows_read} "
+            f"({describe_drops(report.dropped)} dropped): the workflow needs at least {MIN_USERS} users",
+            "point the dataset at a file with more rows inside its box",
+        )
     order = rng.permutation(len(pts))
     pts = pts.iloc[order].reset_index(drop=True)
     pts.insert(0, "user", np.arange(len(pts), dtype=np.int64))
-    meta.update(source=str(spec["path"]), licence=spec.get("licence", "see the source's SOURCE.md"),
-                users=_users_note(meta, "source_user" in pts), dataset=name, n_users=len(pts))
+    meta.update(
+        source=str(spec["path"]),
+        licence=spec.get("licence", "see the source's SOURCE.md"),
+        users=_users_note(meta, "source_user" in pts),
+        dataset=name,
+        n_users=len(pts),
+    )
     return pts, meta
 
 
@@ -89,8 +105,10 @@ def _users_note(meta: dict, has_persons: bool) -> str:
         return note + "; no person column"
     if meta["person_cap"] is None:
         return note + "; no per-person cap, so the person-level epsilon is unbounded"
-    return (note + f"; each person ({meta['user_column']!r}) keeps at most {meta['person_cap']} points, "
-            "so the person-level epsilon is person_cap x the record-level epsilon")
+    return (
+        note + f"; each person ({meta['user_column']!r}) keeps at most {meta['person_cap']} points, "
+        "so the person-level epsilon is person_cap x the record-level epsilon"
+    )
 
 
 def describe_drops(dropped: dict) -> str:
@@ -115,9 +133,19 @@ def synthetic_batches(name: str, spec: dict, rng: np.random.Generator, batch: in
             yield pts
 
     def metadata():
-        return {"source": f"synthetic:{spec['pattern']}", "units": units, "bbox": domain.as_list(),
-                "projection": "none", "licence": "generated", "rows_read": n, "rows_kept": n,
-                "rows_dropped": {}, "outside_domain": outside[0], "dataset": name, "n_users": n}
+        return {
+            "source": f"synthetic:{spec['pattern']}",
+            "units": units,
+            "bbox": domain.as_list(),
+            "projection": "none",
+            "licence": "generated",
+            "rows_read": n,
+            "rows_kept": n,
+            "rows_dropped": {},
+            "outside_domain": outside[0],
+            "dataset": name,
+            "n_users": n,
+        }
 
     return frames(), metadata
 
@@ -125,6 +153,7 @@ def synthetic_batches(name: str, spec: dict, rng: np.random.Generator, batch: in
 def truth_density(spec: dict, grid: Grid, points: pd.DataFrame | None, h: float | None) -> tuple[np.ndarray, str]:
     """Reference density on the grid: analytic for synthetic data, complete-data KDE for real data."""
     from .. import kde
+
     if spec["source"] == "synthetic":
         return synthetic.PATTERNS[spec["pattern"]]().density(grid.x, grid.y), "analytic mixture density"
     total = kde.kde_sum(points[["x", "y"]].to_numpy(), grid.x, grid.y, h)

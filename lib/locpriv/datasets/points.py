@@ -92,11 +92,19 @@ def read_table(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     fix_parse = "provide a UTF-8 CSV (optionally .csv.gz) with a header row, or a Parquet file"
     if not path.exists():
-        raise InputError(str(path), "path", "file does not exist",
-                         "set the dataset's 'path' in the config to an existing CSV or Parquet file")
+        raise InputError(
+            str(path),
+            "path",
+            "file does not exist",
+            "set the dataset's 'path' in the config to an existing CSV or Parquet file",
+        )
     if path.is_dir():
-        raise InputError(str(path), "path", "is a directory, not a file",
-                         "set the dataset's 'path' to the CSV/Parquet file inside it")
+        raise InputError(
+            str(path),
+            "path",
+            "is a directory, not a file",
+            "set the dataset's 'path' to the CSV/Parquet file inside it",
+        )
     if path.stat().st_size == 0:
         raise InputError(str(path), "<file>", "the file is empty (0 bytes)", fix_parse)
     try:
@@ -111,27 +119,39 @@ def read_table(path: str | Path) -> pd.DataFrame:
     except InputError:
         raise
     except PermissionError as exc:
-        raise InputError(str(path), "<file>", "cannot be read: permission denied",
-                         f"make it readable (chmod a+r {path}) or point the dataset's 'path' at a copy") from exc
+        raise InputError(
+            str(path),
+            "<file>",
+            "cannot be read: permission denied",
+            f"make it readable (chmod a+r {path}) or point the dataset's 'path' at a copy",
+        ) from exc
     except UnicodeDecodeError as exc:
-        raise InputError(str(path), "<encoding>", f"not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
-                         f"offset {exc.start})", "convert the file to UTF-8, e.g. "
-                         "iconv -f latin1 -t utf-8") from exc
+        raise InputError(
+            str(path),
+            "<encoding>",
+            f"not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})",
+            "convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8",
+        ) from exc
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        raise InputError(str(path), "<file>", f"compressed data is truncated or corrupt ({exc})",
-                         "copy or download the file again") from exc
+        raise InputError(
+            str(path), "<file>", f"compressed data is truncated or corrupt ({exc})", "copy or download the file again"
+        ) from exc
     except pd.errors.EmptyDataError as exc:
         raise InputError(str(path), "<file>", "no header row and no data", fix_parse) from exc
     except (ValueError, OSError, pd.errors.ParserError) as exc:
-        raise InputError(str(path), "<file>", f"cannot be parsed ({' '.join(str(exc).split())})",
-                         fix_parse) from exc
+        raise InputError(str(path), "<file>", f"cannot be parsed ({' '.join(str(exc).split())})", fix_parse) from exc
 
 
 # what a file that is not text starts with, to name it in the error
-_BINARY = {b"PK\x03\x04": "a ZIP archive (an Excel .xlsx file?)", b"PAR1": "a Parquet file (name it .parquet)",
-           b"\x89HDF": "an HDF5/NetCDF-4 file", b"CDF": "a NetCDF-3 file",
-           b"\xd0\xcf\x11\xe0": "an old Excel .xls file", b"%PDF": "a PDF document",
-           b"\x1f\x8b": "gzip data (name it .csv.gz)"}
+_BINARY = {
+    b"PK\x03\x04": "a ZIP archive (an Excel .xlsx file?)",
+    b"PAR1": "a Parquet file (name it .parquet)",
+    b"\x89HDF": "an HDF5/NetCDF-4 file",
+    b"CDF": "a NetCDF-3 file",
+    b"\xd0\xcf\x11\xe0": "an old Excel .xls file",
+    b"%PDF": "a PDF document",
+    b"\x1f\x8b": "gzip data (name it .csv.gz)",
+}
 
 
 def _open_text(path: Path):
@@ -144,9 +164,12 @@ def _text_file(path: Path) -> None:
         head = fh.read(4096)
     kind = next((what for magic, what in _BINARY.items() if head.startswith(magic)), None)
     if kind or b"\x00" in head:
-        raise InputError(str(path), "<file>", f"not a text CSV file: it is {kind or 'binary data (NUL bytes)'}",
-                         "export the data as a CSV (UTF-8, header row) or a Parquet file and point the "
-                         "dataset's 'path' at it")
+        raise InputError(
+            str(path),
+            "<file>",
+            f"not a text CSV file: it is {kind or 'binary data (NUL bytes)'}",
+            "export the data as a CSV (UTF-8, header row) or a Parquet file and point the dataset's 'path' at it",
+        )
 
 
 def _csv_header(path: Path) -> list[str]:
@@ -158,9 +181,13 @@ def _no_duplicate_columns(path: Path, names: list[str]) -> None:
     """Two columns of one name: which one is the coordinate would be a guess (pandas renames the second)."""
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise InputError(str(path), twice[0], f"column name appears {names.count(twice[0])} times "
-                         f"(columns {[i + 1 for i, n in enumerate(names) if n == twice[0]]})",
-                         "rename or remove the duplicate columns so each name is used once")
+        raise InputError(
+            str(path),
+            twice[0],
+            f"column name appears {names.count(twice[0])} times "
+            f"(columns {[i + 1 for i, n in enumerate(names) if n == twice[0]]})",
+            "rename or remove the duplicate columns so each name is used once",
+        )
 
 
 def _coordinates(raw: pd.DataFrame, col: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -176,8 +203,14 @@ def _count_drop(report: LoadReport, reason: str, mask: np.ndarray) -> None:
         report.dropped[reason] = int(mask.sum())
 
 
-def load_points(path: str | Path, *, lonlat_bbox=None, bbox=None, user_column: str | None = AUTO,
-                columns: tuple[str, str] | None = None) -> tuple[pd.DataFrame, LoadReport, dict]:
+def load_points(
+    path: str | Path,
+    *,
+    lonlat_bbox=None,
+    bbox=None,
+    user_column: str | None = AUTO,
+    columns: tuple[str, str] | None = None,
+) -> tuple[pd.DataFrame, LoadReport, dict]:
     """Read, project and clip points.
 
     Exactly one of ``lonlat_bbox`` (data has lon/lat columns) or ``bbox``
@@ -194,19 +227,28 @@ def load_points(path: str | Path, *, lonlat_bbox=None, bbox=None, user_column: s
     raw = read_table(path)
     report = LoadReport(rows_read=len(raw))
     if report.rows_read == 0:
-        raise InputError(str(path), "<rows>", "the file has a header but no data rows",
-                         "point the config at a file with data rows")
+        raise InputError(
+            str(path), "<rows>", "the file has a header but no data rows", "point the config at a file with data rows"
+        )
     lonlat = lonlat_bbox is not None
     cols = tuple(columns) if columns else (("lon", "lat") if lonlat else ("x", "y"))
     keys = ("lon_column", "lat_column") if lonlat else ("x_column", "y_column")
     for c, key in zip(cols, keys, strict=True):
         if c not in raw.columns:
-            raise InputError(str(path), c, f"column missing (found {list(map(str, raw.columns))})",
-                             f"set the dataset's '{key}' to the file's column, or configure "
-                             f"{'bbox (x/y data)' if lonlat else 'lonlat_bbox (lon/lat data)'}")
+            raise InputError(
+                str(path),
+                c,
+                f"column missing (found {list(map(str, raw.columns))})",
+                f"set the dataset's '{key}' to the file's column, or configure "
+                f"{'bbox (x/y data)' if lonlat else 'lonlat_bbox (lon/lat data)'}",
+            )
     if user_column not in (None, AUTO) and user_column not in raw.columns:
-        raise InputError(str(path), str(user_column), f"user column missing (found {list(map(str, raw.columns))})",
-                         "set 'user_column' to one of the file's columns, or leave it out")
+        raise InputError(
+            str(path),
+            str(user_column),
+            f"user column missing (found {list(map(str, raw.columns))})",
+            "set 'user_column' to one of the file's columns, or leave it out",
+        )
     user = "user" if user_column == AUTO and "user" in raw.columns else (None if user_column == AUTO else user_column)
     a, miss_a, text_a = _coordinates(raw, cols[0])
     b, miss_b, text_b = _coordinates(raw, cols[1])
@@ -222,8 +264,12 @@ def load_points(path: str | Path, *, lonlat_bbox=None, bbox=None, user_column: s
         _count_drop(report, "invalid_lonlat", finite & ~valid)
         lo_x, hi_x, lo_y, hi_y = map(float, lonlat_bbox)
         box, proj = projected_box(lonlat_bbox)
-        meta = {"units": "m", "projection": proj.describe(), "lonlat_bbox": list(map(float, lonlat_bbox)),
-                "projection_max_distance_error": projection_error(lonlat_bbox)}
+        meta = {
+            "units": "m",
+            "projection": proj.describe(),
+            "lonlat_bbox": list(map(float, lonlat_bbox)),
+            "projection_max_distance_error": projection_error(lonlat_bbox),
+        }
     else:
         valid = finite
         lo_x, hi_x, lo_y, hi_y = map(float, bbox)
@@ -231,7 +277,7 @@ def load_points(path: str | Path, *, lonlat_bbox=None, bbox=None, user_column: s
         meta = {"units": "native", "projection": "none"}
     inside = valid & (a >= lo_x) & (a <= hi_x) & (b >= lo_y) & (b <= hi_y)
     _count_drop(report, "outside_bbox", valid & ~inside)
-    if user is not None:   # a row of no person cannot be attacked or capped as one: dropped, counted
+    if user is not None:  # a row of no person cannot be attacked or capped as one: dropped, counted
         no_user = inside & (raw[user].isna().to_numpy() | (raw[user].astype(str).str.strip() == "").to_numpy())
         _count_drop(report, "missing_user_id", no_user)
         inside &= ~no_user
@@ -246,8 +292,14 @@ def load_points(path: str | Path, *, lonlat_bbox=None, bbox=None, user_column: s
         out["x"], out["y"] = a[inside], b[inside]
     if user is not None:
         out["source_user"] = raw[user].astype(str).to_numpy()[inside]
-    meta.update(bbox=box, rows_read=report.rows_read, rows_kept=report.rows_kept,
-                rows_dropped=dict(report.dropped), columns=list(cols), user_column=user)
+    meta.update(
+        bbox=box,
+        rows_read=report.rows_read,
+        rows_kept=report.rows_kept,
+        rows_dropped=dict(report.dropped),
+        columns=list(cols),
+        user_column=user,
+    )
     return out, report, meta
 
 
@@ -258,14 +310,25 @@ def _no_point_inside(path, cols, a, b, valid, box, rows_read) -> None:
     finite = np.isfinite(a) & np.isfinite(b)
     swapped = finite & (b >= lo_x) & (b <= hi_x) & (a >= lo_y) & (a <= hi_y)
     if swapped.any() and swapped.sum() >= 0.5 * finite.sum():
-        raise InputError(str(path), names, f"no row is inside the box but {int(swapped.sum())} of {rows_read} "
-                         "are with the two columns exchanged: the columns look swapped",
-                         f"exchange the column names ({cols[0]}_column/{cols[1]}_column keys) or fix the file")
+        raise InputError(
+            str(path),
+            names,
+            f"no row is inside the box but {int(swapped.sum())} of {rows_read} "
+            "are with the two columns exchanged: the columns look swapped",
+            f"exchange the column names ({cols[0]}_column/{cols[1]}_column keys) or fix the file",
+        )
     if not valid.any():
-        raise InputError(str(path), names, f"none of the {rows_read} rows has two valid numeric coordinates",
-                         f"check that '{cols[0]}' and '{cols[1]}' hold numbers (and lon/lat in degrees)")
-    raise InputError(str(path), names,
-                     f"all {rows_read} rows are outside the box {[lo_x, hi_x, lo_y, hi_y]} (data spans "
-                     f"{cols[0]} [{np.min(a[valid]):.6g}, {np.max(a[valid]):.6g}], {cols[1]} "
-                     f"[{np.min(b[valid]):.6g}, {np.max(b[valid]):.6g}])",
-                     "check the column units and the configured bounding box")
+        raise InputError(
+            str(path),
+            names,
+            f"none of the {rows_read} rows has two valid numeric coordinates",
+            f"check that '{cols[0]}' and '{cols[1]}' hold numbers (and lon/lat in degrees)",
+        )
+    raise InputError(
+        str(path),
+        names,
+        f"all {rows_read} rows are outside the box {[lo_x, hi_x, lo_y, hi_y]} (data spans "
+        f"{cols[0]} [{np.min(a[valid]):.6g}, {np.max(a[valid]):.6g}], {cols[1]} "
+        f"[{np.min(b[valid]):.6g}, {np.max(b[valid]):.6g}])",
+        "check the column units and the configured bounding box",
+    )

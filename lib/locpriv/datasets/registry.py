@@ -29,7 +29,8 @@ _GEOLIFE = RealFile(
     "lon 116.15-116.60, lat 39.75-40.10, CSV columns user,timestamp_utc,lat,lon",
     "https://www.microsoft.com/en-us/download/details.aspx?id=52367 (Zheng et al.), reduced to the "
     "first point of each user in each minute inside the box",
-    "Microsoft Research licence, non-commercial research use")
+    "Microsoft Research licence, non-commercial research use",
+)
 _ADULT = "https://archive.ics.uci.edu/dataset/2/adult"
 
 KNOWN: dict[str, RealFile] = {
@@ -38,24 +39,33 @@ KNOWN: dict[str, RealFile] = {
         "8a3727f4cf54ac1a327f69b1d5b4db54c5834ea81c6e4efc0d163300022a685e",
         "California housing (Pace & Barry 1997), 20,640 block groups with ocean_proximity",
         "https://github.com/ageron/handson-ml2/raw/master/datasets/housing/housing.csv",
-        "StatLib data; repository Apache-2.0"),
+        "StatLib data; repository Apache-2.0",
+    ),
     "loan_data.csv": RealFile(
         "1471c1bdc5ce3b48cfacb44a824d4739c252493196e7e1874668c6139c248af0",
         "LendingClub loans 2007-2010 (9,578 rows; fico, int.rate)",
         "https://github.com/Marcelunilsson/Udemy, file Py_DS_ML_Bootcamp/15-Decision-Trees-and-"
         "Random-Forests/loan_data.csv (CR line endings converted to LF)",
-        "LendingClub public data, no explicit open licence"),
+        "LendingClub public data, no explicit open licence",
+    ),
     "adult.data": RealFile(
         "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
-        "UCI Adult census extract, training part", _ADULT, "CC BY 4.0"),
+        "UCI Adult census extract, training part",
+        _ADULT,
+        "CC BY 4.0",
+    ),
     "adult.test": RealFile(
         "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
-        "UCI Adult census extract, test part", _ADULT, "CC BY 4.0"),
+        "UCI Adult census extract, test part",
+        _ADULT,
+        "CC BY 4.0",
+    ),
     "nyt_manhattan_crop_1024.npy": RealFile(
         "6cbc93a1d4d0f813a6ffe439b82c37d61ac90673b6ca5cfe9a7f57f0118f0009",
         "NYT Manhattan phone-location heatmap, 1024x1024 crop (Bagdasaryan et al. 2022)",
         "https://github.com/ebagdasa/location-heatmaps (experiments notebook, crop 512,100,1536,1124)",
-        "image (c) The New York Times, research use only"),
+        "image (c) The New York Times, research use only",
+    ),
 }
 
 # a configured directory (the Adult study reads a folder) is checked for these files
@@ -94,8 +104,10 @@ def problem(path: Path) -> str | None:
         return f"file {str(path)!r} does not exist; {how}"
     digest = sha256(path)
     if digest != known.sha256:
-        return (f"file {str(path)!r} is not the expected data (sha256 {digest[:12]}..., expected "
-                f"{known.sha256[:12]}...); {how}, or give a file you prepared yourself another name")
+        return (
+            f"file {str(path)!r} is not the expected data (sha256 {digest[:12]}..., expected "
+            f"{known.sha256[:12]}...); {how}, or give a file you prepared yourself another name"
+        )
     return None
 
 

@@ -15,18 +15,18 @@ import pandas as pd
 @dataclass(frozen=True)
 class GaussianMixture:
     means: np.ndarray  # (K, 2)
-    covs: np.ndarray   # (K, 2, 2)
+    covs: np.ndarray  # (K, 2, 2)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         k = rng.integers(0, len(self.means), size=n)
-        chol = np.linalg.cholesky(self.covs)            # (K, 2, 2)
+        chol = np.linalg.cholesky(self.covs)  # (K, 2, 2)
         z = rng.standard_normal((n, 2))
         return self.means[k] + np.einsum("nij,nj->ni", chol[k], z)
 
     def density(self, gx: np.ndarray, gy: np.ndarray) -> np.ndarray:
         """Mixture pdf on the grid, shape (P, Q)."""
         X, Y = np.meshgrid(gx, gy, indexing="ij")
-        pts = np.stack([X, Y], axis=-1)                  # (P, Q, 2)
+        pts = np.stack([X, Y], axis=-1)  # (P, Q, 2)
         out = np.zeros(X.shape)
         inv = np.linalg.inv(self.covs)
         det = np.linalg.det(self.covs)

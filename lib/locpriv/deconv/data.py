@@ -31,7 +31,7 @@ def sample_x(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
         law = stats.chi2(3)
         return law.ppf(rng.uniform(0.0, law.cdf(hi), n))
     out = np.empty(0)
-    while len(out) < n:   # rejection: each pass keeps ~96 % of its draws, so this ends in a few passes
+    while len(out) < n:  # rejection: each pass keeps ~96 % of its draws, so this ends in a few passes
         m = 2 * (n - len(out)) + 16
         first = rng.uniform(size=m) < 1 / 3
         x = np.where(first, rng.normal(-1.0, 1.0, m), rng.normal(1.5, np.sqrt(0.5), m))
@@ -62,8 +62,12 @@ def lendingclub(path: str | Path) -> pd.DataFrame:
     rate = _require(frame, path, "int.rate", fix)
     low = int((fico <= 600).sum())
     if low:
-        raise InputError(str(path), "fico", f"{low} scores <= 600, where log(fico - 600) is undefined",
-                         "drop those rows from the file or use a different transform")
+        raise InputError(
+            str(path),
+            "fico",
+            f"{low} scores <= 600, where log(fico - 600) is undefined",
+            "drop those rows from the file or use a different transform",
+        )
     return pd.DataFrame({"x": np.log(fico.to_numpy(float) - 600.0), "y": 100.0 * rate.to_numpy(float)})
 
 
@@ -71,14 +75,22 @@ def _adult_file(path: Path) -> pd.DataFrame:
     # adult.test starts with a "|1x3 Cross validator" line and labels end in "."
     frame = pd.read_csv(path, header=None, skipinitialspace=True, comment="|", na_values="?")
     if frame.shape[1] != 15:
-        raise InputError(str(path), "columns", f"found {frame.shape[1]} columns, expected 15",
-                         "use the UCI Adult adult.data / adult.test files (no header)")
+        raise InputError(
+            str(path),
+            "columns",
+            f"found {frame.shape[1]} columns, expected 15",
+            "use the UCI Adult adult.data / adult.test files (no header)",
+        )
     edu = _require(frame, path, 4, "column 4 (0-based) must be education-num")
     label = frame[14].astype(str).str.rstrip(".")
     unknown = ~label.isin([">50K", "<=50K"])
     if unknown.any():
-        raise InputError(str(path), "14 (income)", f"{int(unknown.sum())} values other than '>50K'/'<=50K', "
-                         f"e.g. {label[unknown].iloc[0]!r}", "use the UCI Adult income labels")
+        raise InputError(
+            str(path),
+            "14 (income)",
+            f"{int(unknown.sum())} values other than '>50K'/'<=50K', e.g. {label[unknown].iloc[0]!r}",
+            "use the UCI Adult income labels",
+        )
     return pd.DataFrame({"x": edu.to_numpy(float), "y": (label == ">50K").to_numpy(float)})
 
 

@@ -35,12 +35,12 @@ def _sums(points, reports, weights, h, b, kernel):
     num = np.empty(len(points))
     den = np.empty(len(points))
     for start in range(0, len(points), BLOCK):
-        u2 = np.subtract.outer(points[start:start + BLOCK], reports)
+        u2 = np.subtract.outer(points[start : start + BLOCK], reports)
         u2 *= 1.0 / h
         np.square(u2, out=u2)
         k = adjusted_from_square(kernel, u2, c)
-        den[start:start + BLOCK] = k.sum(axis=1)
-        num[start:start + BLOCK] = k @ weights
+        den[start : start + BLOCK] = k.sum(axis=1)
+        num[start : start + BLOCK] = k @ weights
     return num, den
 
 
@@ -59,8 +59,16 @@ def nadaraya_watson(points, reports, y, h: float, b: float = 0.0, kernel: str = 
         return np.where(den > 0, num / den, np.nan)
 
 
-def loo_cv_scores(reports, y, bandwidths, b: float = 0.0, kernel: str = "gaussian", at=None,
-                  subset=None, fallback: float | None = None) -> np.ndarray:
+def loo_cv_scores(
+    reports,
+    y,
+    bandwidths,
+    b: float = 0.0,
+    kernel: str = "gaussian",
+    at=None,
+    subset=None,
+    fallback: float | None = None,
+) -> np.ndarray:
     """Eq. (8) with squared loss: mean over held-out j of (y_j − m̂_{−j}(at_j))², per bandwidth.
 
     ``at[j]`` is where held-out j is predicted: its noisy report z_j (default;
@@ -107,14 +115,15 @@ def normal_reference_bandwidth(reports, b: float = 0.0) -> float:
         raise ValueError(f"need at least 2 reports for a bandwidth, got {n}")
     var_z = float(z.var(ddof=1))
     sigma = math.sqrt(max(var_z - 2 * b * b, 0.01 * var_z))
-    roughness = 3.0 / (8.0 * math.sqrt(math.pi) * sigma ** 5)
+    roughness = 3.0 / (8.0 * math.sqrt(math.pi) * sigma**5)
 
     def amise(log_h: float) -> float:
         h = math.exp(log_h)
         c = (b / h) ** 2
-        return math.sqrt(math.pi) * (1 + c + 0.75 * c * c) / (2 * math.pi * n * h) + h ** 4 / 4 * roughness
+        return math.sqrt(math.pi) * (1 + c + 0.75 * c * c) / (2 * math.pi * n * h) + h**4 / 4 * roughness
 
-    silverman = (4 / 3) ** 0.2 * sigma * n ** -0.2
-    res = minimize_scalar(amise, bounds=(math.log(silverman) - 3, math.log(silverman) + 8), method="bounded",
-                          options={"xatol": 1e-10})
+    silverman = (4 / 3) ** 0.2 * sigma * n**-0.2
+    res = minimize_scalar(
+        amise, bounds=(math.log(silverman) - 3, math.log(silverman) + 8), method="bounded", options={"xatol": 1e-10}
+    )
     return float(math.exp(res.x))

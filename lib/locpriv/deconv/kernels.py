@@ -52,7 +52,7 @@ def adjusted_from_square(name: str, u2: np.ndarray, c: float = 0.0, normalised: 
             k *= u2
         return k
     u2 += 1.0
-    np.reciprocal(u2, out=u2)          # s
+    np.reciprocal(u2, out=u2)  # s
     if c:
         k = u2 * 8.0
         k -= 6.0

@@ -48,8 +48,9 @@ def _curves_panel(ax, curves: pd.DataFrame, test: pd.DataFrame, rng, title: str,
     ax.legend(fontsize=8)
 
 
-def dataset_figure(*, name: str, cfg: dict, summary_path: str, curve_paths: dict, test_paths: dict,
-                   out_png: str, dpi: int) -> None:
+def dataset_figure(
+    *, name: str, cfg: dict, summary_path: str, curve_paths: dict, test_paths: dict, out_png: str, dpi: int
+) -> None:
     """``curve_paths[(n, eps)]``: rep-0 curves for eps in {"inf", figure epsilon}; ``test_paths[n]``."""
     summary = pd.read_parquet(summary_path)
     binary = cfg["datasets"][name]["source"] == "adult"
@@ -59,7 +60,7 @@ def dataset_figure(*, name: str, cfg: dict, summary_path: str, curve_paths: dict
     ns = cfg["datasets"][name]["n"]
     table = _metric_table(summary, name, metric)
     fig, axes = plt.subplots(len(ns), 4, figsize=(21, 4.2 * len(ns)), squeeze=False)
-    rng = np.random.default_rng(0)   # which test points are drawn as dots: cosmetic, fixed
+    rng = np.random.default_rng(0)  # which test points are drawn as dots: cosmetic, fixed
     for row, n in zip(axes, ns, strict=True):
         test = pd.read_parquet(test_paths[str(n)])
         for ax, eps in zip(row[:2], ("inf", fig_eps), strict=True):
@@ -75,8 +76,11 @@ def dataset_figure(*, name: str, cfg: dict, summary_path: str, curve_paths: dict
         ax.plot(curves["x"], curves["density_naive"], "k--", label="LDP data, kernel K (naive)")
         ax.plot(curves["x"], curves["density_deconv"], "k-", label="LDP data, adjusted kernel (eq. 5)")
         dens = cfg["datasets"][name]["density"]
-        ax.set(title=f"density, epsilon = {fig_eps:g} ({dens['kernel']} kernel, h = {dens['h']})",
-               xlabel="covariate x [data units]", ylabel="density [1/data unit]")
+        ax.set(
+            title=f"density, epsilon = {fig_eps:g} ({dens['kernel']} kernel, h = {dens['h']})",
+            xlabel="covariate x [data units]",
+            ylabel="density [1/data unit]",
+        )
         ax.legend(fontsize=8)
         ax = row[3]
         sub = table[table["n"] == _clients(table, str(n))]
@@ -87,9 +91,12 @@ def dataset_figure(*, name: str, cfg: dict, summary_path: str, curve_paths: dict
             ref = sub[sub["epsilon"].isna() & (sub["method"] == method)]["value"]
             if len(ref):
                 ax.axhline(float(ref.iloc[0]), color=style[:2], lw=0.8, ls=":", label=f"{method}, noiseless")
-        ax.set(xscale="log", xlabel="privacy budget epsilon [no unit]",
-               ylabel="test log-likelihood [nats per client]" if binary else "test MSE [squared units of y]",
-               title=f"{metric} vs epsilon (mean over reps)")
+        ax.set(
+            xscale="log",
+            xlabel="privacy budget epsilon [no unit]",
+            ylabel="test log-likelihood [nats per client]" if binary else "test MSE [squared units of y]",
+            title=f"{metric} vs epsilon (mean over reps)",
+        )
         ax.legend(fontsize=8)
     fig.tight_layout()
     figures.save(fig, out_png, dpi)

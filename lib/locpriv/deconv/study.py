@@ -52,8 +52,13 @@ def _dataset(name: str, spec: dict) -> dict:
         cfg["bounds"] = list(data.SYNTHETIC_X[cfg["x"]])
         return cfg
     if cfg["path"] is None:
-        raise SECTION.error(f"{key}.path", "missing", "the path of loan_data.csv" if cfg["source"] == "lendingclub"
-                            else "the directory holding adult.data and adult.test")
+        raise SECTION.error(
+            f"{key}.path",
+            "missing",
+            "the path of loan_data.csv"
+            if cfg["source"] == "lendingclub"
+            else "the directory holding adult.data and adult.test",
+        )
     cfg["n"] = ["all"]
     if not cfg["bounds"][0] < cfg["bounds"][1]:
         raise SECTION.error(f"{key}.bounds", f"{cfg['bounds']!r}", "[lower, upper] with lower < upper")
@@ -66,8 +71,11 @@ def _density_section(given: dict | None, base: dict, key: str) -> dict:
     if dens["h"] != "normal_reference":
         dens["h"] = float(dens["h"])
     elif dens["kernel"] != "gaussian":
-        raise SECTION.error(f"{key}.h", "normal_reference needs the Gaussian kernel (the Cauchy has no 2nd moment)",
-                            "a positive number, or normal_reference with kernel gaussian")
+        raise SECTION.error(
+            f"{key}.h",
+            "normal_reference needs the Gaussian kernel (the Cauchy has no 2nd moment)",
+            "a positive number, or normal_reference with kernel gaussian",
+        )
     return dens
 
 
@@ -88,8 +96,13 @@ def validate_config(section: dict) -> dict:
 
 def runs(cfg: dict, with_noiseless: bool = True) -> list[dict]:
     eps = cfg["epsilon"] + (["inf"] if with_noiseless else [])
-    return [{"dataset": name, "n": n, "epsilon": e, "rep": rep}
-            for name, ds in cfg["datasets"].items() for n in ds["n"] for e in eps for rep in range(cfg["reps"])]
+    return [
+        {"dataset": name, "n": n, "epsilon": e, "rep": rep}
+        for name, ds in cfg["datasets"].items()
+        for n in ds["n"]
+        for e in eps
+        for rep in range(cfg["reps"])
+    ]
 
 
 def split_dir(run: dict) -> str:
@@ -113,8 +126,11 @@ def check_data_paths(cfg: dict) -> None:
     for name, ds in cfg["datasets"].items():
         for path in data_paths(ds):
             if not Path(path).exists():
-                raise SECTION.error(f"datasets.{name}.path", f"{path!r} does not exist",
-                                    "a path (absolute or relative to the working directory)")
+                raise SECTION.error(
+                    f"datasets.{name}.path",
+                    f"{path!r} does not exist",
+                    "a path (absolute or relative to the working directory)",
+                )
 
 
 def epsilon_labels(cfg: dict) -> list[str]:
@@ -124,8 +140,10 @@ def epsilon_labels(cfg: dict) -> list[str]:
 
 def fit_config(cfg: dict, dataset: str) -> dict:
     """What the runs of ``dataset`` read: its epsilons, the estimator settings and that dataset only."""
-    return {**{k: v for k, v in cfg.items() if k not in ("datasets", "plots")},
-            "datasets": {dataset: cfg["datasets"][dataset]}}
+    return {
+        **{k: v for k, v in cfg.items() if k not in ("datasets", "plots")},
+        "datasets": {dataset: cfg["datasets"][dataset]},
+    }
 
 
 def figure_files(cfg: dict, dataset: str) -> dict:
@@ -136,9 +154,11 @@ def figure_files(cfg: dict, dataset: str) -> dict:
     base = "studies/deconv"
     run = lambda n, e: {"dataset": dataset, "n": n, "epsilon": e, "rep": 0}  # noqa: E731
     ns = cfg["datasets"][dataset]["n"]
-    return {"summary": f"{base}/summary.parquet",
-            **{f"curves_{n}_{e}": f"{base}/runs/{run_dir(run(n, e))}/curves.parquet" for n in ns for e in eps},
-            **{f"test_{n}": f"{base}/runs/{split_dir(run(n, 0))}/test.parquet" for n in ns}}
+    return {
+        "summary": f"{base}/summary.parquet",
+        **{f"curves_{n}_{e}": f"{base}/runs/{run_dir(run(n, e))}/curves.parquet" for n in ns for e in eps},
+        **{f"test_{n}": f"{base}/runs/{split_dir(run(n, 0))}/test.parquet" for n in ns},
+    }
 
 
 def split_run_stage(*, dataset: str, n: str, rep: int, cfg: dict, seed: int, out: dict) -> None:
@@ -150,12 +170,21 @@ def split_run_stage(*, dataset: str, n: str, rep: int, cfg: dict, seed: int, out
     """
     ds = cfg["datasets"][dataset]
     split_stage(dataset=dataset, n=n, rep=rep, ds=ds, seed=seed, out_train=out["train"], out_test=out["test"])
-    for label, reports, metrics, curves in zip(epsilon_labels(cfg), out["reports"], out["metrics"],
-                                               out["curves"], strict=True):
+    for label, reports, metrics, curves in zip(
+        epsilon_labels(cfg), out["reports"], out["metrics"], out["curves"], strict=True
+    ):
         run = {"dataset": dataset, "n": n, "epsilon": label if label == "inf" else float(label), "rep": rep}
         randomize_stage(run=run, ds=ds, seed=seed, train_path=out["train"], out=reports)
-        fit_stage(run=run, cfg=cfg, seed=seed, reports_path=reports, train_path=out["train"], test_path=out["test"],
-                  out_metrics=metrics, out_curves=curves)
+        fit_stage(
+            run=run,
+            cfg=cfg,
+            seed=seed,
+            reports_path=reports,
+            train_path=out["train"],
+            test_path=out["test"],
+            out_metrics=metrics,
+            out_curves=curves,
+        )
 
 
 def split_stage(*, dataset: str, n, rep: int, ds: dict, seed: int, out_train: str, out_test: str) -> None:
@@ -170,8 +199,12 @@ def split_stage(*, dataset: str, n, rep: int, ds: dict, seed: int, out_train: st
         is_test = np.zeros(len(frame), bool)
         is_test[rng.choice(len(frame), int(round(ds["test_fraction"] * len(frame))), replace=False)] = True
         train, test = frame[~is_test].reset_index(drop=True), frame[is_test].reset_index(drop=True)
-    meta = {"dataset": dataset, "source": ds["source"], "bounds": ds["bounds"],
-            "rows": {"train": len(train), "test": len(test)}}
+    meta = {
+        "dataset": dataset,
+        "source": ds["source"],
+        "bounds": ds["bounds"],
+        "rows": {"train": len(train), "test": len(test)},
+    }
     io.write_parquet(train, out_train, metadata=meta)
     io.write_parquet(test, out_test, metadata=meta)
 
@@ -184,28 +217,43 @@ def randomize_stage(*, run: dict, ds: dict, seed: int, train_path: str, out: str
     train = pd.read_parquet(train_path)
     if run["epsilon"] == "inf":
         z = train["x"].to_numpy()
-        guarantee = Guarantee(model="none (noiseless reference)", epsilon=None, delta=None, relation="none",
-                              covers="nothing: the true inputs are used").as_dict()
+        guarantee = Guarantee(
+            model="none (noiseless reference)",
+            epsilon=None,
+            delta=None,
+            relation="none",
+            covers="nothing: the true inputs are used",
+        ).as_dict()
     else:
         rng = make_rng(seed, "deconv-reports", run["dataset"], run["n"], run["epsilon"], run["rep"])
         bounds = np.array([ds["bounds"]])
-        z = laplace_randomize(train["x"].to_numpy(), bounds, float(run["epsilon"]), rng,
-                              names=(f"{run['dataset']} input x",))
+        z = laplace_randomize(
+            train["x"].to_numpy(), bounds, float(run["epsilon"]), rng, names=(f"{run['dataset']} input x",)
+        )
         guarantee = Guarantee(
-            model="epsilon-LDP", epsilon=float(run["epsilon"]), delta=0.0, relation="any two inputs (local)",
-            covers="each client's input x only; y is sent in the clear", discretisation=discretisation(bounds),
-            note=f"Farokhi 2020 Theorem 1 (q = 1); exact epsilon {epsilon_spent(bounds, float(run['epsilon'])):.9g}"
+            model="epsilon-LDP",
+            epsilon=float(run["epsilon"]),
+            delta=0.0,
+            relation="any two inputs (local)",
+            covers="each client's input x only; y is sent in the clear",
+            discretisation=discretisation(bounds),
+            note=f"Farokhi 2020 Theorem 1 (q = 1); exact epsilon {epsilon_spent(bounds, float(run['epsilon'])):.9g}",
         ).as_dict()
-    io.write_parquet(pd.DataFrame({"z": z, "y": train["y"].to_numpy()}), out,
-                     metadata={"run": run, "laplace_b": _scale(ds, run["epsilon"]), "bounds": ds["bounds"],
-                               "guarantee": guarantee})
+    io.write_parquet(
+        pd.DataFrame({"z": z, "y": train["y"].to_numpy()}),
+        out,
+        metadata={"run": run, "laplace_b": _scale(ds, run["epsilon"]), "bounds": ds["bounds"], "guarantee": guarantee},
+    )
 
 
 def _fitted_guarantee(reports: dict, cv_at: str) -> dict:
     """The reports' guarantee, void when the bandwidth was cross-validated on the true inputs."""
     if cv_at == "true" and reports["epsilon"] is not None:
-        return Guarantee(**reports).leaked("bandwidth.cv_at: true (LOO-CV bandwidth chosen on the clients' "
-                                           "true inputs x)").as_dict()
+        return (
+            Guarantee(**reports)
+            .leaked("bandwidth.cv_at: true (LOO-CV bandwidth chosen on the clients' true inputs x)")
+            .as_dict()
+        )
     return reports
 
 
@@ -213,6 +261,7 @@ def _baseline(z: np.ndarray, y: np.ndarray, binary: bool):
     """The paper's parametric comparison, fitted on the reports as they are."""
     if binary:
         from sklearn.linear_model import LogisticRegression
+
         model = LogisticRegression(C=1e4).fit(z[:, None], y.astype(int))
         return "logistic", lambda x: model.predict_proba(np.asarray(x, float)[:, None])[:, 1]
     slope, intercept = np.polyfit(z, y, 1)
@@ -232,8 +281,17 @@ def _density_h(dens: dict, sample: np.ndarray, b: float) -> float:
     return estimators.normal_reference_bandwidth(sample, b) if h == "normal_reference" else h
 
 
-def fit_stage(*, run: dict, cfg: dict, seed: int, reports_path: str, train_path: str, test_path: str,
-              out_metrics: str, out_curves: str) -> None:
+def fit_stage(
+    *,
+    run: dict,
+    cfg: dict,
+    seed: int,
+    reports_path: str,
+    train_path: str,
+    test_path: str,
+    out_metrics: str,
+    out_curves: str,
+) -> None:
     """The server's estimators on one run's reports; ``out_metrics`` is the run's tidy summary rows.
 
     ``n`` in those rows is the number of training clients (the whole training split where the
@@ -265,12 +323,18 @@ def fit_stage(*, run: dict, cfg: dict, seed: int, reports_path: str, train_path:
     base_name, base_predict = _baseline(z, y, binary)
     x_test, y_test = test["x"].to_numpy(), test["y"].to_numpy()
     pred, undefined = kernel_predict(x_test)
-    rows = [{"method": "kernel", "metric": k, "value": v}
-            for k, v in _scores(y_test, pred, binary, cfg["probability_clip"]).items()]
-    rows += [{"method": base_name, "metric": k, "value": v}
-             for k, v in _scores(y_test, base_predict(x_test), binary, cfg["probability_clip"]).items()]
-    rows += [{"method": "kernel", "metric": "bandwidth", "value": h},
-             {"method": "kernel", "metric": "undefined_predictions", "value": float(undefined)}]
+    rows = [
+        {"method": "kernel", "metric": k, "value": v}
+        for k, v in _scores(y_test, pred, binary, cfg["probability_clip"]).items()
+    ]
+    rows += [
+        {"method": base_name, "metric": k, "value": v}
+        for k, v in _scores(y_test, base_predict(x_test), binary, cfg["probability_clip"]).items()
+    ]
+    rows += [
+        {"method": "kernel", "metric": "bandwidth", "value": h},
+        {"method": "kernel", "metric": "undefined_predictions", "value": float(undefined)},
+    ]
 
     lo, hi = ds["bounds"]
     grid = np.linspace(lo, hi, GRID_POINTS)
@@ -280,35 +344,59 @@ def fit_stage(*, run: dict, cfg: dict, seed: int, reports_path: str, train_path:
         # excess risk over the test inputs' own law: E (m(x) - g(x))^2 (test MSE minus the noise variance 1)
         truth_test = data.CURVES[ds["curve"]](x_test)
         rows.append({"method": "kernel", "metric": "curve_mse", "value": float(np.mean((pred - truth_test) ** 2))})
-        rows.append({"method": base_name, "metric": "curve_mse",
-                     "value": float(np.mean((base_predict(x_test) - truth_test) ** 2))})
+        rows.append(
+            {
+                "method": base_name,
+                "metric": "curve_mse",
+                "value": float(np.mean((base_predict(x_test) - truth_test) ** 2)),
+            }
+        )
     # densities on the grid: noiseless (true x, b = 0), naive (reports, b = 0), deconvoluting (reports, b)
     dens = ds["density"]
     dk = dens["kernel"]
     x_train = train["x"].to_numpy()
-    dens_h = {"noiseless": _density_h(dens, x_train, 0.0), "naive": _density_h(dens, z, 0.0),
-              "deconv": _density_h(dens, z, b)}
+    dens_h = {
+        "noiseless": _density_h(dens, x_train, 0.0),
+        "naive": _density_h(dens, z, 0.0),
+        "deconv": _density_h(dens, z, b),
+    }
     curves["density_noiseless"] = estimators.density(grid, x_train, dens_h["noiseless"], 0.0, dk)
     curves["density_naive"] = estimators.density(grid, z, dens_h["naive"], 0.0, dk)
     curves["density_deconv"] = estimators.density(grid, z, dens_h["deconv"], b, dk)
     step = grid[1] - grid[0]
     for est in ("naive", "deconv"):
         ise = float(((curves[f"density_{est}"] - curves["density_noiseless"]) ** 2).sum() * step)
-        rows += [{"method": f"density_{est}", "metric": "ise_vs_noiseless", "value": ise},
-                 {"method": f"density_{est}", "metric": "peak", "value": float(curves[f"density_{est}"].max())},
-                 {"method": f"density_{est}", "metric": "bandwidth", "value": dens_h[est]}]
+        rows += [
+            {"method": f"density_{est}", "metric": "ise_vs_noiseless", "value": ise},
+            {"method": f"density_{est}", "metric": "peak", "value": float(curves[f"density_{est}"].max())},
+            {"method": f"density_{est}", "metric": "bandwidth", "value": dens_h[est]},
+        ]
     rows.append({"method": "density_noiseless", "metric": "peak", "value": float(curves["density_noiseless"].max())})
 
     noiseless = run["epsilon"] == "inf"
     if noiseless:
-        rows = [{**r, "method": r["method"] if r["method"].endswith(NOISELESS) else r["method"] + NOISELESS}
-                for r in rows]
-    table = STUDY.run_table(rows, epsilon=math.nan if noiseless else float(run["epsilon"]), n=len(train),
-                            rep=int(run["rep"]), dataset=run["dataset"])
-    meta = {"run": run, "laplace_b": b, "bandwidth": h, "kernel": kernel, "cv_at": bw["cv_at"],
-            "cv_grid": grid_h.tolist(), "cv_scores": cv.tolist(), "density_bandwidths": dens_h,
-            "undefined_predictions": undefined,
-            "guarantee": _fitted_guarantee(io.read_parquet_metadata(reports_path)["guarantee"], bw["cv_at"])}
+        rows = [
+            {**r, "method": r["method"] if r["method"].endswith(NOISELESS) else r["method"] + NOISELESS} for r in rows
+        ]
+    table = STUDY.run_table(
+        rows,
+        epsilon=math.nan if noiseless else float(run["epsilon"]),
+        n=len(train),
+        rep=int(run["rep"]),
+        dataset=run["dataset"],
+    )
+    meta = {
+        "run": run,
+        "laplace_b": b,
+        "bandwidth": h,
+        "kernel": kernel,
+        "cv_at": bw["cv_at"],
+        "cv_grid": grid_h.tolist(),
+        "cv_scores": cv.tolist(),
+        "density_bandwidths": dens_h,
+        "undefined_predictions": undefined,
+        "guarantee": _fitted_guarantee(io.read_parquet_metadata(reports_path)["guarantee"], bw["cv_at"]),
+    }
     io.write_parquet(table, out_metrics, metadata=meta)
     io.write_parquet(curves, out_curves, metadata=meta)
 

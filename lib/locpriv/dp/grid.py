@@ -22,7 +22,7 @@ from .sampling import discrete_laplace
 # grid steps per interval: rounding error <= width / 2^11, far below any noise scale used here
 CELLS = 1024
 # grid indices up to 2^52: an index plus noise (|noise| < 2^42) stays an exact double and int64
-MAX_INDEX = 2 ** 52
+MAX_INDEX = 2**52
 
 
 def grid_step(width, cells: int = CELLS):
@@ -30,7 +30,7 @@ def grid_step(width, cells: int = CELLS):
     width = np.asarray(width, dtype=float)
     if not (np.isfinite(width).all() and (width > 0).all()):
         raise ValueError(f"interval widths must be finite and > 0, got {width}")
-    _, exponent = np.frexp(width / cells)          # width / cells = m 2^e, m in [0.5, 1)
+    _, exponent = np.frexp(width / cells)  # width / cells = m 2^e, m in [0.5, 1)
     step = np.ldexp(1.0, exponent - 1)
     return float(step) if step.ndim == 0 else step
 
@@ -42,17 +42,21 @@ def finite(values, what: str) -> np.ndarray:
     values = np.asarray(values, dtype=float)
     bad = ~np.isfinite(values)
     if bad.any():
-        raise ValueError(f"{what}: {int(bad.sum())} of {values.size} values are NaN or infinite; "
-                         "drop or repair them before randomising (a non-finite input has no privacy guarantee)")
+        raise ValueError(
+            f"{what}: {int(bad.sum())} of {values.size} values are NaN or infinite; "
+            "drop or repair them before randomising (a non-finite input has no privacy guarantee)"
+        )
     return values
 
 
 def _in_range(k: np.ndarray, what: str, units: str) -> np.ndarray:
     far = np.abs(k) > MAX_INDEX
     if far.any():
-        raise ValueError(f"{what}: {int(far.sum())} values lie more than 2^52 grid steps ({units}) from the "
-                         "grid origin, where grid indices stop being exact; shift or rescale them first "
-                         "(e.g. coordinates in local metres rather than a global frame)")
+        raise ValueError(
+            f"{what}: {int(far.sum())} values lie more than 2^52 grid steps ({units}) from the "
+            "grid origin, where grid indices stop being exact; shift or rescale them first "
+            "(e.g. coordinates in local metres rather than a global frame)"
+        )
     return k
 
 
@@ -68,8 +72,9 @@ def snap(values, lo, step, top) -> np.ndarray:
     return np.clip(k, 0, top).astype(np.int64)
 
 
-def release_on_grid(k, origin, step, sensitivity_steps, epsilon: float, rng: np.random.Generator,
-                    timing_safe: bool = False) -> np.ndarray:
+def release_on_grid(
+    k, origin, step, sensitivity_steps, epsilon: float, rng: np.random.Generator, timing_safe: bool = False
+) -> np.ndarray:
     """origin + step (k + Z), Z ~ discrete Laplace(sensitivity_steps / ε): ε-DP for integer inputs k
     that neighbours change by at most ``sensitivity_steps`` (numbers or arrays like k).
     ``timing_safe``: fixed-work noise (``dp.sampling``), (ε, ``timing_safe_delta``)-DP."""
@@ -86,8 +91,9 @@ def release_on_grid(k, origin, step, sensitivity_steps, epsilon: float, rng: np.
     return origin + step * (k + noise)
 
 
-def release_bounded(values, lo, hi, epsilon: float, rng: np.random.Generator, cells: int = CELLS,
-                    timing_safe: bool = False) -> np.ndarray:
+def release_bounded(
+    values, lo, hi, epsilon: float, rng: np.random.Generator, cells: int = CELLS, timing_safe: bool = False
+) -> np.ndarray:
     """ε-LDP reports of values in [lo, hi] (lo, hi numbers or arrays broadcasting with values)."""
     values = np.asarray(values, dtype=float)
     lo = np.broadcast_to(np.asarray(lo, dtype=float), values.shape)
@@ -108,6 +114,8 @@ def rounded_sensitivity(sensitivity, step):
 
 def describe(step: str, noise: str) -> str:
     """The ``discretisation`` text of a guarantee record."""
-    return (f"input clamped to the public box and rounded to the grid of step {step} (power of two); "
-            f"{noise}; exact discrete Laplace sampler (Canonne, Kamath & Steinke 2020), "
-            "output on the same grid (Mironov 2012-safe)")
+    return (
+        f"input clamped to the public box and rounded to the grid of step {step} (power of two); "
+        f"{noise}; exact discrete Laplace sampler (Canonne, Kamath & Steinke 2020), "
+        "output on the same grid (Mironov 2012-safe)"
+    )

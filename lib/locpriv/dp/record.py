@@ -28,18 +28,22 @@ ADD_REMOVE = "add/remove one user"
 TRUST_MODELS = {
     "local": "nobody: each user randomises on their own device before anything leaves it",
     "distributed": "the secure aggregation: the server learns only sums over many users (no collusion "
-                   "between the server and the other users)",
+    "between the server and the other users)",
     "central": "the curator, which sees every raw location and releases only the noisy result",
     "none": "none would help: the reports reveal the location (no formal claim)",
 }
 
 # The timing model a record can state: what an observer of one device's response time learns
 # (issue 28).  The sampler modes of ``dp.sampling.discrete_laplace`` (timing_safe=False / True).
-TIMING_BATCH = ("batch: noise drawn for many users in one vectorised call; the work per draw is constant "
-                "except a rare exact slow path, so epsilon does not cover one user's response time")
-TIMING_FIXED_WORK = ("fixed work: every draw takes one 64-bit word and the same vector operations, set by the "
-                     "public scales and shapes, so the response time does not depend on the noise or the data; "
-                     "delta includes the noise law's distance from exact (dp.sampling.timing_safe_delta)")
+TIMING_BATCH = (
+    "batch: noise drawn for many users in one vectorised call; the work per draw is constant "
+    "except a rare exact slow path, so epsilon does not cover one user's response time"
+)
+TIMING_FIXED_WORK = (
+    "fixed work: every draw takes one 64-bit word and the same vector operations, set by the "
+    "public scales and shapes, so the response time does not depend on the noise or the data; "
+    "delta includes the noise law's distance from exact (dp.sampling.timing_safe_delta)"
+)
 
 
 @dataclass(frozen=True)
@@ -60,11 +64,13 @@ class Guarantee:
         if self.epsilon is not None and not self.epsilon >= 0:
             raise ValueError(f"guarantee epsilon must be >= 0 or None, got {self.epsilon!r}")
         if self.trust_model is not None and self.trust_model not in TRUST_MODELS:
-            raise ValueError(f"guarantee trust_model must be one of {list(TRUST_MODELS)} or None, "
-                             f"got {self.trust_model!r}")
+            raise ValueError(
+                f"guarantee trust_model must be one of {list(TRUST_MODELS)} or None, got {self.trust_model!r}"
+            )
         if self.timing not in (None, TIMING_BATCH, TIMING_FIXED_WORK):
-            raise ValueError(f"guarantee timing must be dp.TIMING_BATCH, dp.TIMING_FIXED_WORK or None, "
-                             f"got {self.timing!r}")
+            raise ValueError(
+                f"guarantee timing must be dp.TIMING_BATCH, dp.TIMING_FIXED_WORK or None, got {self.timing!r}"
+            )
 
     def as_dict(self) -> dict:
         """The record for files; ``trust_model`` and ``timing`` only where stated, so the studies' records
@@ -101,8 +107,10 @@ class Guarantee:
         if self.epsilon is None:
             return None
         if relation is not None and relation != self.relation and relation not in self.other_relations:
-            raise ValueError(f"relation {relation!r} is not stated by this guarantee; stated: "
-                             f"{[self.relation, *self.other_relations]}")
+            raise ValueError(
+                f"relation {relation!r} is not stated by this guarantee; stated: "
+                f"{[self.relation, *self.other_relations]}"
+            )
         epsilon = float(self.other_relations.get(relation, self.epsilon) if relation else self.epsilon)
         delta = float(self.delta or 0.0)
         ok = isinstance(d_in, (int, float)) and not isinstance(d_in, bool) and math.isfinite(d_in) and d_in >= 0
@@ -121,8 +129,14 @@ class Guarantee:
     def leaked(self, what: str) -> Guarantee:
         """This guarantee voided by a private input used without accounting (``what`` names it)."""
         leaks = "; ".join(x for x in (self.non_private_inputs, what) if x)
-        return replace(self, epsilon=None, delta=None, other_relations={}, non_private_inputs=leaks,
-                       note=f"{self.note} -- VOID: {leaks}; the stated budget would hold only without it")
+        return replace(
+            self,
+            epsilon=None,
+            delta=None,
+            other_relations={},
+            non_private_inputs=leaks,
+            note=f"{self.note} -- VOID: {leaks}; the stated budget would hold only without it",
+        )
 
 
 def no_guarantee(note: str, covers: str = "nothing") -> Guarantee:

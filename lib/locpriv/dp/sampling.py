@@ -78,15 +78,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-DENOMINATOR = 2 ** 16
-MAX_SCALE = 2.0 ** 36
-UNIT = 2.0 ** -53                 # unit roundoff of a double
-CHUNK = 1 << 15                   # elements per vector pass: temporaries stay in L2 (best of 2^13..2^20)
-TOP = 2.0 ** 63                   # U's leading word W counts units of 2^-63
-MAX_TABLE_BITS = 13               # the largest table, 2^13 doubles, fits in L2
-FIXED = 192                       # fractional bits of the fixed-point powers of p
-TAIL_CUT = 2.0 ** -52             # timing-safe mode concedes every uniform below this (see timing_safe_tv)
-_MASK63 = np.uint64(2 ** 63 - 1)
+DENOMINATOR = 2**16
+MAX_SCALE = 2.0**36
+UNIT = 2.0**-53  # unit roundoff of a double
+CHUNK = 1 << 15  # elements per vector pass: temporaries stay in L2 (best of 2^13..2^20)
+TOP = 2.0**63  # U's leading word W counts units of 2^-63
+MAX_TABLE_BITS = 13  # the largest table, 2^13 doubles, fits in L2
+FIXED = 192  # fractional bits of the fixed-point powers of p
+TAIL_CUT = 2.0**-52  # timing-safe mode concedes every uniform below this (see timing_safe_tv)
+_MASK63 = np.uint64(2**63 - 1)
 
 
 def _rational(scale) -> np.ndarray:
@@ -106,6 +106,7 @@ def exact_scale(scale) -> np.ndarray | float:
 class _Law(NamedTuple):
     """Constants of the scale t / 2^16: the guess's slope and offset, the magnitude bits B
     (every guess is < 2^B), c 2^63 and P_j = p^(2^j) as correctly rounded doubles."""
+
     sigma: float
     offset: float
     bits: int
@@ -125,16 +126,16 @@ def _law(t: int) -> _Law:
     relative error and adds at most 2^-192 absolute, so while a power is >= 2^-70 (the only ones a
     certified threshold uses) its relative error stays below 2^48 (10^-57 + 2^-122) < 2^-70;
     Python's int / int division rounds them to doubles correctly."""
-    sigma = t / DENOMINATOR                                    # exact: t < 2^53
+    sigma = t / DENOMINATOR  # exact: t < 2^53
     with localcontext() as ctx:
         ctx.prec = 60
         p = (-(Decimal(DENOMINATOR) / Decimal(t))).exp()
         fixed = int((p * (1 << FIXED)).to_integral_value())
     one = 1 << FIXED
-    c_top = (one << 64) / (one + fixed)                        # 2 / (1 + p) 2^63, correctly rounded
+    c_top = (one << 64) / (one + fixed)  # 2 / (1 + p) 2^63, correctly rounded
     log_c = math.log(c_top / TOP)
     # the largest guess is sigma (ln c + 64 ln 2) (W = 0); slack for the float log
-    kmax = int(sigma * (log_c + 64 * math.log(2)) * (1 + 2.0 ** -30)) + 2
+    kmax = int(sigma * (log_c + 64 * math.log(2)) * (1 + 2.0**-30)) + 2
     bits = kmax.bit_length()
     powers = np.zeros(POWERS)
     q = fixed
@@ -152,7 +153,7 @@ def clear_law_cache() -> None:
 
 def _words(rng: np.random.Generator, n: int) -> np.ndarray:
     """n uniform 64-bit words (numpy's full-range path returns the bit generator's raw words)."""
-    return rng.integers(0, 2 ** 64 - 1, size=n, endpoint=True, dtype=np.uint64)
+    return rng.integers(0, 2**64 - 1, size=n, endpoint=True, dtype=np.uint64)
 
 
 class _LazyUniform:
@@ -171,7 +172,7 @@ class _LazyUniform:
                 return True
             if Fraction(self.num, 1 << self.bits) >= hi:
                 return False
-            if Fraction(1, 1 << self.bits) > hi - lo:          # U is the coarser: 64 more bits
+            if Fraction(1, 1 << self.bits) > hi - lo:  # U is the coarser: 64 more bits
                 self.num = (self.num << 64) | int(_words(self._rng, 1)[0])
                 self.bits += 64
             else:
@@ -188,6 +189,7 @@ def _tail_bounds(t: int, k: int):
     """bounds(digits) of τ_k = 2 exp(−k s/t) / (1 + exp(−s/t)), k >= 1.  Every decimal operation is
     correctly rounded (relative error <= 5·10^-digits); rounding the exponents a = k s/t and s/t
     moves the exponentials by relative a·5·10^-digits: (a + s/t + 10)·10^(1−digits) covers all."""
+
     def bounds(digits: int):
         with localcontext() as ctx:
             ctx.prec = digits
@@ -195,16 +197,19 @@ def _tail_bounds(t: int, k: int):
             value = 2 * (-(Decimal(k * DENOMINATOR) / Decimal(t))).exp() / (1 + one)
         slack = math.ceil((k + 1) * DENOMINATOR / t) + 10
         return _decimal_bounds(value, Fraction(slack, 10 ** (digits - 1)))
+
     return bounds
 
 
 def _exp_bounds(m: int):
     """bounds(digits) of exp(−m) (one correctly rounded decimal operation)."""
+
     def bounds(digits: int):
         with localcontext() as ctx:
             ctx.prec = digits
             value = Decimal(-m).exp()
         return _decimal_bounds(value, Fraction(1, 10 ** (digits - 1)))
+
     return bounds
 
 
@@ -223,7 +228,7 @@ def _margin(factors: int) -> float:
     """η for thresholds built from ``factors`` correctly rounded constants and as many roundings:
     their relative error is <= (1 + 2^-53)^(2 factors) − 1 < 2.0001 factors 2^-53; the comparisons
     add at most 4 roundings.  A multiple of 2^-52, so 1 − η and 1 + η are exact doubles."""
-    return math.ceil((2 * factors + 8) / 2) * 2.0 ** -52
+    return math.ceil((2 * factors + 8) / 2) * 2.0**-52
 
 
 def _levels(bits: int, n: int, scales: int) -> tuple[int, int]:
@@ -238,16 +243,17 @@ def _levels(bits: int, n: int, scales: int) -> tuple[int, int]:
 
 def _power_table(powers: np.ndarray, b: int, level: int) -> np.ndarray:
     """p^(d 2^(b level)) for d = 0 … 2^b, per scale (rows), each a product of popcount(d) powers."""
-    table = np.ones((len(powers), 2 ** b + 1))
+    table = np.ones((len(powers), 2**b + 1))
     for i in range(b):
-        table[:, 2 ** i: 2 ** (i + 1)] = table[:, : 2 ** i] * powers[:, [b * level + i]]
-    table[:, 2 ** b] = powers[:, b * (level + 1)]
+        table[:, 2**i : 2 ** (i + 1)] = table[:, : 2**i] * powers[:, [b * level + i]]
+    table[:, 2**b] = powers[:, b * (level + 1)]
     return table
 
 
 class _Constants(NamedTuple):
     """What a call needs about its distinct scales, cached: per scale (rows) σ, the guess offset,
     c 2^63 and the powers P_j; the magnitude bits B over all of them."""
+
     sigma: np.ndarray
     offset: np.ndarray
     c_top: np.ndarray
@@ -258,9 +264,13 @@ class _Constants(NamedTuple):
 @lru_cache(maxsize=64)
 def _constants(ts: tuple[int, ...]) -> _Constants:
     laws = [_law(t) for t in ts]
-    return _Constants(np.array([law.sigma for law in laws]), np.array([law.offset for law in laws]),
-                      np.array([law.c_top for law in laws]), np.stack([law.powers for law in laws]),
-                      max(law.bits for law in laws))
+    return _Constants(
+        np.array([law.sigma for law in laws]),
+        np.array([law.offset for law in laws]),
+        np.array([law.c_top for law in laws]),
+        np.stack([law.powers for law in laws]),
+        max(law.bits for law in laws),
+    )
 
 
 @lru_cache(maxsize=64)
@@ -269,8 +279,8 @@ def _fast_tables(ts: tuple[int, ...], b: int, levels: int, eta: float):
     thresholds for U < τ_K and U >= τ_(K+1) and the higher levels' powers (``_fast_magnitudes``)."""
     const = _constants(ts)
     lower = _power_table(const.powers, b, 0)
-    lo0 = (const.c_top * (1 - eta))[:, None] * lower[:, :-1]   # c 2^63 (1 − η) p^d: certifies U < τ_K
-    hi0 = (const.c_top * (1 + eta))[:, None] * lower[:, 1:]    # c 2^63 (1 + η) p^(d+1): U >= τ_(K+1)
+    lo0 = (const.c_top * (1 - eta))[:, None] * lower[:, :-1]  # c 2^63 (1 − η) p^d: certifies U < τ_K
+    hi0 = (const.c_top * (1 + eta))[:, None] * lower[:, 1:]  # c 2^63 (1 + η) p^(d+1): U >= τ_(K+1)
     higher = tuple(_power_table(const.powers, b, level)[:, :-1].ravel() for level in range(1, levels))
     return lo0.ravel(), hi0.ravel(), higher
 
@@ -319,7 +329,7 @@ def discrete_laplace(scale, rng: np.random.Generator, size=None, *, timing_safe:
         _fixed_work_magnitudes(scales, rng, out)
         return out.reshape(shape)
     slow = _fast_magnitudes(scales, rng, out)
-    for i, leading, guess, negative in zip(*slow, strict=True):         # after every chunk: the stream order is fixed
+    for i, leading, guess, negative in zip(*slow, strict=True):  # after every chunk: the stream order is fixed
         t = scales.t[0 if scales.index is None else scales.index[i]]
         magnitude = _exact_magnitude(int(leading), int(guess), t, rng)
         out[i] = -magnitude if negative else magnitude
@@ -344,8 +354,9 @@ def _fast_magnitudes(scales: _Scales, rng: np.random.Generator, out: np.ndarray)
     for start in range(0, n, CHUNK):
         part = slice(start, min(start + CHUNK, n))
         negative, leading, w = _split(_words(rng, part.stop - start))
-        guess = (scales.per_element(const.sigma, part) * (scales.per_element(const.offset, part)
-                                                          - np.log(w + 0.5))).astype(np.int64)
+        guess = (
+            scales.per_element(const.sigma, part) * (scales.per_element(const.offset, part) - np.log(w + 0.5))
+        ).astype(np.int64)
         base = 0 if scales.index is None else scales.index[part] << b
         d = (guess & digit) + base
         lo, hi = lo0[d], hi0[d]
@@ -375,10 +386,10 @@ def _fixed_work_magnitudes(scales: _Scales, rng: np.random.Generator, out: np.nd
         magnitude = np.zeros(w.shape)
         for j in reversed(range(const.bits)):
             candidate = running * scales.per_element(const.powers[:, j], part)
-            take = (w < candidate).astype(np.float64)          # U < τ_(K + 2^j), up to rounding
+            take = (w < candidate).astype(np.float64)  # U < τ_(K + 2^j), up to rounding
             # an arithmetic select (exact: one term is multiplied by 0, the other by 1), no branch
             running = take * candidate + (1.0 - take) * running
-            magnitude += take * 2.0 ** j
+            magnitude += take * 2.0**j
         out[part] = (1 - 2 * negative.astype(np.int64)) * magnitude.astype(np.int64)
 
 
@@ -407,8 +418,8 @@ def _timing_safe_tv(t: int) -> float:
     c = law.c_top / TOP
     above_cut = math.floor(law.sigma * math.log(c / TAIL_CUT)) + 1 if c > TAIL_CUT else 0
     tail_sum = 2 * p / (1 - p * p) if p < 1 else float("inf")
-    bound = 2 * eta * tail_sum + above_cut * 2.0 ** -61 + TAIL_CUT * (1 + eta) + 2.0 ** -62
-    return bound * (1 + 1e-6)       # the float evaluation of this bound, rounded up generously
+    bound = 2 * eta * tail_sum + above_cut * 2.0**-61 + TAIL_CUT * (1 + eta) + 2.0**-62
+    return bound * (1 + 1e-6)  # the float evaluation of this bound, rounded up generously
 
 
 def timing_safe_delta(scales, epsilon: float) -> float:
@@ -423,7 +434,7 @@ def timing_safe_delta(scales, epsilon: float) -> float:
 
 # timing_safe coins decide U < e^-m by one float comparison: wrong only if U 2^63 is within
 # 2 + 4 ulps of e^-m 2^63 (m <= 64: <= 4 2^-53 e^-1 + 2^-61) or U < e^-64 < 2^-92 (m > 64)
-BERNOULLI_TIMING_SAFE_TV = 2.0 ** -51
+BERNOULLI_TIMING_SAFE_TV = 2.0**-51
 
 
 def bernoulli_exp_integer(m, rng: np.random.Generator, timing_safe: bool = False) -> np.ndarray:

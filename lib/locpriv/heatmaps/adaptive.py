@@ -88,8 +88,12 @@ from .render import uniform as render  # ``render``: this module's name for it s
 if TYPE_CHECKING:  # scipy.sparse: imported at run time only by the runs that combine
     from . import consistency
 
-OPTIONS = {"threshold": ("paper", "authors"), "start": ("root", "children"), "combine": ("last", "least_squares"),
-           "render": RENDERS}
+OPTIONS = {
+    "threshold": ("paper", "authors"),
+    "start": ("root", "children"),
+    "combine": ("last", "least_squares"),
+    "render": RENDERS,
+}
 
 
 def dlap_std(epsilon: float, sensitivity: float = 1.0) -> float:
@@ -109,22 +113,22 @@ def epsilon_for_std(sigma: float, sensitivity: float = 1.0) -> float:
 
 @dataclass(frozen=True)
 class AdaptiveParams:
-    epsilon: float = 1.0              # total per-user budget (paper §6: ε = 1)
+    epsilon: float = 1.0  # total per-user budget (paper §6: ε = 1)
     users_per_round: int = 1_000_000  # n per sub-query (paper Table 1 uses up to 10^6)
-    calibration: float = 0.1          # c of Eq. 7 (reference runner)
-    k_sigma: float = 2.0              # k of Eq. 6 (§5.3)
-    expansion: float = 1.0            # β of Eq. 9 (reference: remaining < 2 eps)
-    collapse_fraction: float = 0.25   # κ = f τ (reference collapse_func)
-    max_rounds: int = 10              # reference max_levels = 10
-    max_depth: int | None = None      # finest level nodes may reach; None = image depth
+    calibration: float = 0.1  # c of Eq. 7 (reference runner)
+    k_sigma: float = 2.0  # k of Eq. 6 (§5.3)
+    expansion: float = 1.0  # β of Eq. 9 (reference: remaining < 2 eps)
+    collapse_fraction: float = 0.25  # κ = f τ (reference collapse_func)
+    max_rounds: int = 10  # reference max_levels = 10
+    max_depth: int | None = None  # finest level nodes may reach; None = image depth
     sampling: str = "disjoint"
     secagg: SecAgg = field(default_factory=SecAgg)
     # options (module doc, "Defaults of the options")
-    threshold: str = "authors"        # Eq. 6 noise level: paper σ(max(ε_t, R_{t+1})) | authors σ(ε_t)
-    start: str = "children"           # first sub-query's tree: root | children (the root's four children)
-    collapse_floor: float = 0.0       # κ_t = max(floor, f τ_t); the reference uses 5
-    combine: str = "least_squares"    # map from: last (the last sub-query) | least_squares (every sub-query)
-    render: str = "smooth"            # counts to pixels: uniform within each cell | smooth (render.smooth)
+    threshold: str = "authors"  # Eq. 6 noise level: paper σ(max(ε_t, R_{t+1})) | authors σ(ε_t)
+    start: str = "children"  # first sub-query's tree: root | children (the root's four children)
+    collapse_floor: float = 0.0  # κ_t = max(floor, f τ_t); the reference uses 5
+    combine: str = "least_squares"  # map from: last (the last sub-query) | least_squares (every sub-query)
+    render: str = "smooth"  # counts to pixels: uniform within each cell | smooth (render.smooth)
 
     def __post_init__(self):
         for name in ("epsilon", "calibration", "k_sigma"):
@@ -176,20 +180,20 @@ class RoundRelease:
     codes: np.ndarray
     noisy: np.ndarray
     tree: PrefixTree
-    noise_variance: float            # of each entry: the discrete-Laplace variance summed over the shards
-    n_reported: int                  # users summed (survivors; public to the server)
-    server: ShardedRound | None = None   # fixed shards: each shard's noisy sum (what the server learns)
+    noise_variance: float  # of each entry: the discrete-Laplace variance summed over the shards
+    n_reported: int  # users summed (survivors; public to the server)
+    server: ShardedRound | None = None  # fixed shards: each shard's noisy sum (what the server learns)
 
 
 @dataclass
 class AdaptiveResult:
-    tree: PrefixTree                 # the partition measured by the last sub-query
+    tree: PrefixTree  # the partition measured by the last sub-query
     transcript: pd.DataFrame
     rounds: list[RoundRelease]
-    threshold: float                 # τ of the last sub-query
-    protocol_transcript: pd.DataFrame | None = None   # secure mode: the server's received messages, per round
-    combine: str = "last"            # how ``heatmap`` reads the rounds (AdaptiveParams.combine)
-    render: str = "uniform"          # how ``heatmap`` spreads counts over pixels (AdaptiveParams.render)
+    threshold: float  # τ of the last sub-query
+    protocol_transcript: pd.DataFrame | None = None  # secure mode: the server's received messages, per round
+    combine: str = "last"  # how ``heatmap`` reads the rounds (AdaptiveParams.combine)
+    render: str = "uniform"  # how ``heatmap`` spreads counts over pixels (AdaptiveParams.render)
 
     @property
     def epsilon_spent(self) -> float:
@@ -232,13 +236,17 @@ class AdaptiveResult:
         """Every sub-query's counts combined over the union of the rounds' trees (post-processing)."""
         from . import consistency  # scipy.sparse: imported only by the runs that combine
 
-        return consistency.least_squares([r.tree for r in self.rounds], [r.noisy for r in self.rounds],
-                                         [r.noise_variance for r in self.rounds],
-                                         [r.n_reported for r in self.rounds])
+        return consistency.least_squares(
+            [r.tree for r in self.rounds],
+            [r.noisy for r in self.rounds],
+            [r.noise_variance for r in self.rounds],
+            [r.n_reported for r in self.rounds],
+        )
 
 
-def adapt_tree(tree: PrefixTree, noisy: np.ndarray, split_at: float, collapse_at: float,
-               max_depth: int) -> tuple[PrefixTree, int, int]:
+def adapt_tree(
+    tree: PrefixTree, noisy: np.ndarray, split_at: float, collapse_at: float, max_depth: int
+) -> tuple[PrefixTree, int, int]:
     """§5.3: add the missing children of nodes above split_at, delete leaves at or below collapse_at.
 
     Returns the new tree, the number of nodes that gained children and the number deleted.
@@ -253,13 +261,18 @@ def adapt_tree(tree: PrefixTree, noisy: np.ndarray, split_at: float, collapse_at
     keep[np.flatnonzero(reporting)[collapse]] = False
     child_levels = np.repeat(levels[split] + 1, 4)
     child_codes = (np.repeat(codes[split], 4) << 2) | np.tile(np.arange(4), int(split.sum()))
-    nodes = np.unique(np.stack([np.concatenate([tree.levels[keep], child_levels]),
-                                np.concatenate([tree.codes[keep], child_codes])], axis=1), axis=0)
+    nodes = np.unique(
+        np.stack(
+            [np.concatenate([tree.levels[keep], child_levels]), np.concatenate([tree.codes[keep], child_codes])], axis=1
+        ),
+        axis=0,
+    )
     return PrefixTree.from_nodes(tree.depth, nodes[:, 0], nodes[:, 1]), int(grows.sum()), int(collapse.sum())
 
 
-def run_adaptive(population, params: AdaptiveParams, rng: np.random.Generator,
-                 start: PrefixTree | None = None) -> AdaptiveResult:
+def run_adaptive(
+    population, params: AdaptiveParams, rng: np.random.Generator, start: PrefixTree | None = None
+) -> AdaptiveResult:
     """Alg. 2.  ``population``: 2^D x 2^D user-count image or a ``UserPool``.
 
     ``start`` is an optional initial partition (§7 "prior information"); default
@@ -289,18 +302,46 @@ def run_adaptive(population, params: AdaptiveParams, rng: np.random.Generator,
             logs.append(release.protocol_transcript.assign(round=t))
         tau = params.split_threshold(n, eps_t, params.epsilon - spent)
         shares = float((survivors.shard_survivors / survivors.shard_n_dp).sum())  # Σ_j k_j / n_dp_j (polya)
-        rounds.append(RoundRelease(levels, codes, release.noisy, tree, shares * dlap_std(eps_t) ** 2,
-                                   survivors.n_survivors, release.sharded_round(levels, codes)))
-        row = dict(round=t, epsilon=eps_t, epsilon_target=target, epsilon_cumulative=spent,
-                   achieved_epsilon=release.achieved_epsilon, n_users=n, n_survivors=survivors.n_survivors,
-                   vector_length=len(levels), n_nodes=len(tree.levels), threshold=tau,
-                   n_split=0, n_collapsed=0, last=last)
+        rounds.append(
+            RoundRelease(
+                levels,
+                codes,
+                release.noisy,
+                tree,
+                shares * dlap_std(eps_t) ** 2,
+                survivors.n_survivors,
+                release.sharded_round(levels, codes),
+            )
+        )
+        row = dict(
+            round=t,
+            epsilon=eps_t,
+            epsilon_target=target,
+            epsilon_cumulative=spent,
+            achieved_epsilon=release.achieved_epsilon,
+            n_users=n,
+            n_survivors=survivors.n_survivors,
+            vector_length=len(levels),
+            n_nodes=len(tree.levels),
+            threshold=tau,
+            n_split=0,
+            n_collapsed=0,
+            last=last,
+        )
         if not last:
             tree, row["n_split"], row["n_collapsed"] = adapt_tree(
-                tree, release.noisy, tau, params.collapse_threshold(tau), max_depth)
+                tree, release.noisy, tau, params.collapse_threshold(tau), max_depth
+            )
             changed = row["n_split"] + row["n_collapsed"] > 0
         rows.append(row)
         if last:
             break
-    return AdaptiveResult(rounds[-1].tree, pd.DataFrame(rows), rounds, tau,
-                          pd.concat(logs, ignore_index=True) if logs else None, params.combine, params.render)
+    return AdaptiveResult(
+        rounds[-1].tree,
+        pd.DataFrame(rows),
+        rounds,
+        tau,
+        pd.concat(logs, ignore_index=True) if logs else None,
+        params.combine,
+        params.render,
+    )

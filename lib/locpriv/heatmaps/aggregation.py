@@ -95,7 +95,8 @@ class SecAgg:
 
     def n_dp(self, sizes: np.ndarray) -> np.ndarray:
         return np.array([polya.dp_shard_size(int(s), self.plan) for s in np.unique(sizes)])[
-            np.searchsorted(np.unique(sizes), sizes)]
+            np.searchsorted(np.unique(sizes), sizes)
+        ]
 
 
 class UserPool:
@@ -145,8 +146,9 @@ class UserPool:
         if sampling != "fixed":
             raise ValueError("fixed shards need sampling='fixed' (every user answers every sub-query)")
         shard = np.arange(len(pixel)) // shard_size
-        shards = np.bincount(shard * side * side + pixel,
-                             minlength=(int(shard.max(initial=0)) + 1) * side * side).reshape(-1, side * side)
+        shards = np.bincount(
+            shard * side * side + pixel, minlength=(int(shard.max(initial=0)) + 1) * side * side
+        ).reshape(-1, side * side)
         return cls(counts.reshape(side, side), sampling, shards)
 
     @property
@@ -157,12 +159,16 @@ class UserPool:
         """Flat per-pixel counts of n_users drawn uniformly without replacement."""
         if self._fixed is not None:
             if self._fixed.sum() != n_users:
-                raise ValueError(f"fixed sampling answers every sub-query with the same {self._fixed.sum()} users,"
-                                 f" got a request for {n_users}")
+                raise ValueError(
+                    f"fixed sampling answers every sub-query with the same {self._fixed.sum()} users,"
+                    f" got a request for {n_users}"
+                )
             return self._fixed
         if not 1 <= n_users <= self.size:
-            raise ValueError(f"users_per_round={n_users} must be in [1, {self.size}] (users left in the pool; "
-                             f"disjoint sampling removes every sub-query's users)")
+            raise ValueError(
+                f"users_per_round={n_users} must be in [1, {self.size}] (users left in the pool; "
+                f"disjoint sampling removes every sub-query's users)"
+            )
         sample = rng.multivariate_hypergeometric(self.remaining, n_users)
         if self.sampling == "disjoint":
             self.remaining -= sample
@@ -175,13 +181,13 @@ class UserPool:
 class Survivors:
     """The users of one sub-query who report back, and their shards' noise plan."""
 
-    counts: np.ndarray        # flat per-pixel counts of surviving users
+    counts: np.ndarray  # flat per-pixel counts of surviving users
     depth: int
     n_sampled: int
     shard_survivors: np.ndarray
     shard_n_dp: np.ndarray
-    clients: clients.ClientShards | None = None   # per-client modes only
-    shard_counts: np.ndarray | None = None        # fixed shards: (n_shards, pixels) survivors per shard
+    clients: clients.ClientShards | None = None  # per-client modes only
+    shard_counts: np.ndarray | None = None  # fixed shards: (n_shards, pixels) survivors per shard
 
     @property
     def n_survivors(self) -> int:
@@ -192,8 +198,9 @@ class Survivors:
         return nz >> self.depth, nz & ((1 << self.depth) - 1), self.counts[nz]
 
 
-def survive(sample: np.ndarray, depth: int, secagg: SecAgg, rng: np.random.Generator,
-            shard_images: np.ndarray | None = None) -> Survivors:
+def survive(
+    sample: np.ndarray, depth: int, secagg: SecAgg, rng: np.random.Generator, shard_images: np.ndarray | None = None
+) -> Survivors:
     """The survivors of ``sample`` (flat per-pixel counts); ``shard_images`` (fixed shards, see
     ``UserPool.from_pixels``) must split the sample into ``secagg``'s shard sizes."""
     n = int(sample.sum())
@@ -202,8 +209,14 @@ def survive(sample: np.ndarray, depth: int, secagg: SecAgg, rng: np.random.Gener
         return _survive_fixed(shard_images, sample, depth, secagg, sizes)
     if secagg.mode != "population":
         dealt = clients.deal(sample, secagg.shard_size, secagg.dropout_rate, rng)
-        return Survivors(np.bincount(dealt.pixel, minlength=len(sample)), depth, n,
-                         np.bincount(dealt.shard, minlength=len(sizes)), secagg.n_dp(sizes), dealt)
+        return Survivors(
+            np.bincount(dealt.pixel, minlength=len(sample)),
+            depth,
+            n,
+            np.bincount(dealt.shard, minlength=len(sizes)),
+            secagg.n_dp(sizes),
+            dealt,
+        )
     if secagg.dropout_rate > 0:
         kept = rng.binomial(sizes, 1 - secagg.dropout_rate)
         counts = rng.multivariate_hypergeometric(sample, int(kept.sum()))
@@ -212,8 +225,9 @@ def survive(sample: np.ndarray, depth: int, secagg: SecAgg, rng: np.random.Gener
     return Survivors(counts, depth, n, kept, secagg.n_dp(sizes))
 
 
-def _survive_fixed(shard_images: np.ndarray, sample: np.ndarray, depth: int, secagg: SecAgg, sizes: np.ndarray
-                   ) -> Survivors:
+def _survive_fixed(
+    shard_images: np.ndarray, sample: np.ndarray, depth: int, secagg: SecAgg, sizes: np.ndarray
+) -> Survivors:
     """Survivors of fixed shards: every user (no dropout is simulated with fixed shards).
 
     Per-client modes deal each shard's users in pixel order (users in one pixel are
@@ -222,8 +236,10 @@ def _survive_fixed(shard_images: np.ndarray, sample: np.ndarray, depth: int, sec
     if secagg.dropout_rate > 0:
         raise ValueError("fixed shards are simulated without dropout: set dropout_rate to 0")
     if not (np.array_equal(shard_images.sum(axis=0), sample) and np.array_equal(shard_images.sum(axis=1), sizes)):
-        raise ValueError(f"fixed shards of {shard_images.sum(axis=1).tolist()} users do not split the sample into "
-                         f"shard_size={secagg.shard_size} shards {sizes.tolist()}")
+        raise ValueError(
+            f"fixed shards of {shard_images.sum(axis=1).tolist()} users do not split the sample into "
+            f"shard_size={secagg.shard_size} shards {sizes.tolist()}"
+        )
     dealt = None
     if secagg.mode != "population":
         shard, pixel = np.nonzero(shard_images)
@@ -255,11 +271,11 @@ class ShardedRound:
 
 @dataclass(frozen=True)
 class Release:
-    noisy: np.ndarray          # what the server sees: exact + aggregate noise
-    exact: np.ndarray          # survivors' true sum (diagnostics only, never released)
+    noisy: np.ndarray  # what the server sees: exact + aggregate noise
+    exact: np.ndarray  # survivors' true sum (diagnostics only, never released)
     epsilon: float
-    achieved_epsilon: float    # per user, this sub-query (an upper bound when exact evaluation is too costly)
-    protocol_transcript: pd.DataFrame | None = None   # secure mode: every message the server received
+    achieved_epsilon: float  # per user, this sub-query (an upper bound when exact evaluation is too costly)
+    protocol_transcript: pd.DataFrame | None = None  # secure mode: every message the server received
     # fixed shards: what the server learns, each shard's noisy sum (n_shards, dim), and each shard's
     # Pólya parameter r_j = k_j / n_dp_j (its noise is Pólya(r_j, a) − Pólya(r_j, a), a = exp(−ε/Δ))
     shard_sums: np.ndarray | None = None
@@ -270,8 +286,9 @@ class Release:
         """The shard sums with the reporting nodes (level, code) the vector's entries are (fixed shards only)."""
         if self.shard_sums is None:
             return None
-        return ShardedRound(np.asarray(levels), np.asarray(codes), self.epsilon, self.sensitivity, self.shard_sums,
-                            self.shard_r)
+        return ShardedRound(
+            np.asarray(levels), np.asarray(codes), self.epsilon, self.sensitivity, self.shard_sums, self.shard_r
+        )
 
 
 def _histogram(index: np.ndarray, weight: np.ndarray, dim: int) -> np.ndarray:
@@ -280,9 +297,16 @@ def _histogram(index: np.ndarray, weight: np.ndarray, dim: int) -> np.ndarray:
     return np.bincount(index.ravel(), weights=weights.ravel(), minlength=dim).astype(np.int64)
 
 
-def noisy_histogram(survivors: Survivors, encode: Callable, dim: int, epsilon: float, sensitivity: int,
-                    rng: np.random.Generator, max_support: int = 20_000,
-                    secagg: SecAgg | None = None) -> Release:
+def noisy_histogram(
+    survivors: Survivors,
+    encode: Callable,
+    dim: int,
+    epsilon: float,
+    sensitivity: int,
+    rng: np.random.Generator,
+    max_support: int = 20_000,
+    secagg: SecAgg | None = None,
+) -> Release:
     """Distributed discrete-Laplace sum of the survivors' encoded vectors.
 
     ``encode(x, y)`` maps pixels to vector indices, shape (P,) for a one-hot or
@@ -301,23 +325,33 @@ def noisy_histogram(survivors: Survivors, encode: Callable, dim: int, epsilon: f
     shard_r = survivors.shard_survivors / survivors.shard_n_dp if fixed else None
     if survivors.clients is None:
         if not fixed:
-            noise = polya.sharded_aggregate_noise(survivors.shard_survivors, survivors.shard_n_dp, dim, epsilon,
-                                                  sensitivity, rng)
+            noise = polya.sharded_aggregate_noise(
+                survivors.shard_survivors, survivors.shard_n_dp, dim, epsilon, sensitivity, rng
+            )
             return Release(exact + noise, exact, float(epsilon), achieved)
         sums = np.zeros((len(survivors.shard_counts), dim), dtype=np.int64)
         for j, k in enumerate(survivors.shard_survivors.tolist()):
-            if k:   # a shard with no survivor sends nothing
-                sums[j] = _histogram(index, survivors.shard_counts[j][survivors.counts > 0], dim) + \
-                    polya.aggregate_noise(k, dim, epsilon, sensitivity, int(survivors.shard_n_dp[j]), rng)
-        return Release(sums.sum(axis=0), exact, float(epsilon), achieved, shard_sums=sums, shard_r=shard_r,
-                       sensitivity=int(sensitivity))
+            if k:  # a shard with no survivor sends nothing
+                sums[j] = _histogram(
+                    index, survivors.shard_counts[j][survivors.counts > 0], dim
+                ) + polya.aggregate_noise(k, dim, epsilon, sensitivity, int(survivors.shard_n_dp[j]), rng)
+        return Release(
+            sums.sum(axis=0),
+            exact,
+            float(epsilon),
+            achieved,
+            shard_sums=sums,
+            shard_r=shard_r,
+            sensitivity=int(sensitivity),
+        )
     if secagg is None or secagg.mode == "population":
         raise ValueError("survivors drawn client by client need the SecAgg (per_client or secure) that drew them")
     side = 1 << survivors.depth
     client_index = np.asarray(encode(survivors.clients.pixel // side, survivors.clients.pixel % side), dtype=np.int64)
     sums = np.zeros((len(survivors.shard_counts), dim), dtype=np.int64) if fixed else None
-    noisy, transcript = clients.client_sum(survivors.clients, client_index, dim, epsilon, sensitivity,
-                                           survivors.shard_n_dp, secagg, rng, shard_sums=sums)
+    noisy, transcript = clients.client_sum(
+        survivors.clients, client_index, dim, epsilon, sensitivity, survivors.shard_n_dp, secagg, rng, shard_sums=sums
+    )
     return Release(noisy, exact, float(epsilon), achieved, transcript, sums, shard_r, int(sensitivity))
 
 

@@ -65,7 +65,7 @@ class BaselineResult:
     achieved_epsilon: float
     detail: dict = field(default_factory=dict)
     protocol_transcript: pd.DataFrame | None = None
-    server_rounds: list[ShardedRound] = field(default_factory=list)   # fixed shards: what the server learns
+    server_rounds: list[ShardedRound] = field(default_factory=list)  # fixed shards: what the server learns
 
 
 def _transcripts(releases) -> pd.DataFrame | None:
@@ -75,7 +75,7 @@ def _transcripts(releases) -> pd.DataFrame | None:
 
 def render_level(level: int, counts: np.ndarray, depth: int) -> np.ndarray:
     """Normalised map from counts of the 4^level cells (indexed by code), spread uniformly."""
-    x, y = deinterleave(np.arange(4 ** level), level)
+    x, y = deinterleave(np.arange(4**level), level)
     grid = np.zeros((1 << level, 1 << level))
     grid[x, y] = np.clip(counts, 0, None)
     scale = 1 << (depth - level)
@@ -100,7 +100,7 @@ def _sample(population, n_users: int, secagg: SecAgg, rng):
 
 def _level_round(release, level: int):
     """The release's shard sums on level ``level``'s 4^level cells (fixed shards only), as a list."""
-    server = release.sharded_round(np.full(4 ** level, level), np.arange(4 ** level))
+    server = release.sharded_round(np.full(4**level, level), np.arange(4**level))
     return [] if server is None else [server]
 
 
@@ -113,24 +113,38 @@ def _best_level(estimates: dict[int, np.ndarray], depth: int, truth) -> tuple[in
 def flat(population, n_users: int, epsilon: float, rng, secagg: SecAgg = SecAgg()) -> BaselineResult:
     survivors = _sample(population, n_users, secagg, rng)
     depth = survivors.depth
-    release = noisy_histogram(survivors, _level_encoder(depth, depth), 4 ** depth, epsilon, 1, rng, secagg=secagg)
-    return BaselineResult("flat", render_level(depth, release.noisy, depth), 4 ** depth, epsilon,
-                          release.achieved_epsilon, protocol_transcript=_transcripts([release]),
-                          server_rounds=_level_round(release, depth))
+    release = noisy_histogram(survivors, _level_encoder(depth, depth), 4**depth, epsilon, 1, rng, secagg=secagg)
+    return BaselineResult(
+        "flat",
+        render_level(depth, release.noisy, depth),
+        4**depth,
+        epsilon,
+        release.achieved_epsilon,
+        protocol_transcript=_transcripts([release]),
+        server_rounds=_level_round(release, depth),
+    )
 
 
 def _per_level(population, n_users, budgets: dict[int, float], rng, secagg, name) -> BaselineResult:
-    truth = _image_of(population).copy()    # before the draw: a disjoint pool loses its sampled users
+    truth = _image_of(population).copy()  # before the draw: a disjoint pool loses its sampled users
     survivors = _sample(population, n_users, secagg, rng)
     depth = survivors.depth
-    releases = {level: noisy_histogram(survivors, _level_encoder(level, depth), 4 ** level, eps, 1, rng,
-                                       secagg=secagg) for level, eps in budgets.items()}
+    releases = {
+        level: noisy_histogram(survivors, _level_encoder(level, depth), 4**level, eps, 1, rng, secagg=secagg)
+        for level, eps in budgets.items()
+    }
     best, image = _best_level({level: r.noisy for level, r in releases.items()}, depth, truth)
     # the same users answer every level: their budgets (and achieved levels) compose
-    return BaselineResult(name, image, sum(4 ** level for level in budgets), float(sum(budgets.values())),
-                          sum(r.achieved_epsilon for r in releases.values()), {"best_level": best},
-                          _transcripts(list(releases.values())),
-                          [server for level, r in releases.items() for server in _level_round(r, level)])
+    return BaselineResult(
+        name,
+        image,
+        sum(4**level for level in budgets),
+        float(sum(budgets.values())),
+        sum(r.achieved_epsilon for r in releases.values()),
+        {"best_level": best},
+        _transcripts(list(releases.values())),
+        [server for level, r in releases.items() for server in _level_round(r, level)],
+    )
 
 
 def _image_of(population) -> np.ndarray:
@@ -150,23 +164,34 @@ def _levels(population, levels):
     return levels
 
 
-def hierarchical(population, n_users: int, epsilon: float, rng, secagg: SecAgg = SecAgg(),
-                 levels=None) -> BaselineResult:
+def hierarchical(
+    population, n_users: int, epsilon: float, rng, secagg: SecAgg = SecAgg(), levels=None
+) -> BaselineResult:
     levels = _levels(population, levels)
-    return _per_level(population, n_users, {level: epsilon / len(levels) for level in levels}, rng, secagg,
-                      "hierarchical")
+    return _per_level(
+        population, n_users, {level: epsilon / len(levels) for level in levels}, rng, secagg, "hierarchical"
+    )
 
 
-def private_spatial_decomposition(population, n_users: int, epsilon: float, rng, secagg: SecAgg = SecAgg(),
-                                  levels=None) -> BaselineResult:
+def private_spatial_decomposition(
+    population, n_users: int, epsilon: float, rng, secagg: SecAgg = SecAgg(), levels=None
+) -> BaselineResult:
     levels = _levels(population, levels)
     weights = np.array([2.0 ** (level / 3) for level in levels])
     budgets = dict(zip(levels, epsilon * weights / weights.sum(), strict=True))
     return _per_level(population, n_users, budgets, rng, secagg, "psd")
 
 
-def count_min(population, n_users: int, epsilon: float, rng, secagg: SecAgg = SecAgg(), levels=None,
-              depth: int = 20, width: int = 4000) -> BaselineResult:
+def count_min(
+    population,
+    n_users: int,
+    epsilon: float,
+    rng,
+    secagg: SecAgg = SecAgg(),
+    levels=None,
+    depth: int = 20,
+    width: int = 4000,
+) -> BaselineResult:
     levels = _levels(population, levels)
     if depth < 1 or width < 1:
         raise ValueError(f"count-min depth and width must be >= 1, got {depth} x {width}")
@@ -186,44 +211,72 @@ def count_min(population, n_users: int, epsilon: float, rng, secagg: SecAgg = Se
         return np.concatenate([cells(level, path >> (2 * (image_depth - level))) for level in levels], axis=1)
 
     release = noisy_histogram(survivors, encode, depth * width, epsilon, depth * len(levels), rng, secagg=secagg)
-    estimates = {level: release.noisy[cells(level, np.arange(4 ** level))].min(axis=1) for level in levels}
+    estimates = {level: release.noisy[cells(level, np.arange(4**level))].min(axis=1) for level in levels}
     best, image = _best_level(estimates, image_depth, population)
-    return BaselineResult("count_min", image, depth * width, epsilon, release.achieved_epsilon,
-                          {"best_level": best}, _transcripts([release]))
+    return BaselineResult(
+        "count_min",
+        image,
+        depth * width,
+        epsilon,
+        release.achieved_epsilon,
+        {"best_level": best},
+        _transcripts([release]),
+    )
 
 
 def _complete_tree(depth: int, base_level: int, extra: np.ndarray) -> PrefixTree:
     """All nodes down to base_level, plus a complete subtree of depth extra[c] under each base cell c."""
-    levels = [np.full(4 ** level, level) for level in range(base_level + 1)]
-    codes = [np.arange(4 ** level) for level in range(base_level + 1)]
+    levels = [np.full(4**level, level) for level in range(base_level + 1)]
+    codes = [np.arange(4**level) for level in range(base_level + 1)]
     for j in range(1, int(extra.max(initial=0)) + 1):  # a loop over sub-levels, not cells
         cells = np.flatnonzero(extra >= j)
-        sub = ((cells[:, None] << (2 * j)) | np.arange(4 ** j)).ravel()
+        sub = ((cells[:, None] << (2 * j)) | np.arange(4**j)).ravel()
         levels.append(np.full(len(sub), base_level + j))
         codes.append(sub)
     return PrefixTree.from_nodes(depth, np.concatenate(levels), np.concatenate(codes))
 
 
-def adaptive_grid(population, n_users: int, epsilon: float, rng, secagg: SecAgg = SecAgg(),
-                  alpha: float = 0.5, c: float = 10.0) -> BaselineResult:
+def adaptive_grid(
+    population, n_users: int, epsilon: float, rng, secagg: SecAgg = SecAgg(), alpha: float = 0.5, c: float = 10.0
+) -> BaselineResult:
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     pool = UserPool(population)
     depth = pool.depth
     m1 = max(10, math.ceil(0.25 * math.sqrt(n_users * epsilon / c)))
     base = int(np.clip(round(math.log2(m1)), 1, depth))
-    first = noisy_histogram(survive(pool.draw(n_users, rng), depth, secagg, rng),
-                            _level_encoder(base, depth), 4 ** base, alpha * epsilon, 1, rng, secagg=secagg)
+    first = noisy_histogram(
+        survive(pool.draw(n_users, rng), depth, secagg, rng),
+        _level_encoder(base, depth),
+        4**base,
+        alpha * epsilon,
+        1,
+        rng,
+        secagg=secagg,
+    )
     m2 = np.ceil(np.sqrt(np.clip(first.noisy, 0, None) * (1 - alpha) * epsilon / (c / 2)))
     extra = np.clip(np.round(np.log2(np.maximum(m2, 1))), 0, depth - base).astype(np.int64)
     tree = _complete_tree(depth, base, extra)
     k = len(tree.reporting_nodes()[0])
-    second = noisy_histogram(survive(pool.draw(n_users, rng), depth, secagg, rng), tree.encode, k,
-                             (1 - alpha) * epsilon, 1, rng, secagg=secagg)
+    second = noisy_histogram(
+        survive(pool.draw(n_users, rng), depth, secagg, rng),
+        tree.encode,
+        k,
+        (1 - alpha) * epsilon,
+        1,
+        rng,
+        secagg=secagg,
+    )
     # basic composition, as the planned budget (the two sub-queries draw disjoint users)
-    return BaselineResult("adaptive_grid", render(tree, second.noisy), 4 ** base + k, epsilon,
-                          first.achieved_epsilon + second.achieved_epsilon,
-                          {"first_level": base, "max_level": int(base + extra.max())}, _transcripts([first, second]))
+    return BaselineResult(
+        "adaptive_grid",
+        render(tree, second.noisy),
+        4**base + k,
+        epsilon,
+        first.achieved_epsilon + second.achieved_epsilon,
+        {"first_level": base, "max_level": int(base + extra.max())},
+        _transcripts([first, second]),
+    )
 
 
 def sampling_floor(population, n_users: int, rng) -> BaselineResult:
@@ -235,7 +288,9 @@ def sampling_floor(population, n_users: int, rng) -> BaselineResult:
     x, y = np.divmod(np.flatnonzero(sample), side)
     path = interleave(x, y, depth)
     weight = sample[sample > 0]
-    estimates = {level: np.bincount(path >> (2 * (depth - level)), weights=weight, minlength=4 ** level)
-                 for level in range(depth + 1)}
+    estimates = {
+        level: np.bincount(path >> (2 * (depth - level)), weights=weight, minlength=4**level)
+        for level in range(depth + 1)
+    }
     best, image = _best_level(estimates, depth, population)
     return BaselineResult("non_private", image, 2, math.inf, math.inf, {"best_level": best})

@@ -45,7 +45,7 @@ class ClientShards:
     pixel: np.ndarray
     shard: np.ndarray
     member: np.ndarray
-    shard_clients: np.ndarray   # clients dealt to each shard, survivors or not
+    shard_clients: np.ndarray  # clients dealt to each shard, survivors or not
 
 
 def deal(sample: np.ndarray, shard_size: int, dropout: float, rng: np.random.Generator) -> ClientShards:
@@ -65,8 +65,9 @@ def one_hot_counts(index: np.ndarray, dim: int) -> np.ndarray:
     return np.bincount(rows * dim + index.ravel(), minlength=len(index) * dim).reshape(len(index), dim)
 
 
-def noisy_vectors(counts: np.ndarray, epsilon: float, sensitivity: float, n_dp: int,
-                  rng: np.random.Generator) -> np.ndarray:
+def noisy_vectors(
+    counts: np.ndarray, epsilon: float, sensitivity: float, n_dp: int, rng: np.random.Generator
+) -> np.ndarray:
     """Each client's integer vector (a row of ``counts``) plus its own Pólya share, not reduced (int64).
 
     Drawn ``BLOCK_ENTRIES`` at a time to bound the float temporaries of the Gamma–Poisson draw."""
@@ -74,8 +75,8 @@ def noisy_vectors(counts: np.ndarray, epsilon: float, sensitivity: float, n_dp: 
     block = max(1, BLOCK_ENTRIES // max(counts.shape[1], 1))
     out = np.empty_like(counts)
     for i in range(0, len(counts), block):
-        part = counts[i:i + block]
-        out[i:i + block] = part + polya.client_shares(len(part), counts.shape[1], epsilon, sensitivity, n_dp, rng)
+        part = counts[i : i + block]
+        out[i : i + block] = part + polya.client_shares(len(part), counts.shape[1], epsilon, sensitivity, n_dp, rng)
     return out
 
 
@@ -84,8 +85,9 @@ def reduce(vectors: np.ndarray, bits: int) -> np.ndarray:
     return polya.reduce_mod(vectors, 1 << bits).astype(np.uint64)
 
 
-def client_vectors(index: np.ndarray, dim: int, epsilon: float, sensitivity: float, n_dp: int, bits: int,
-                   rng: np.random.Generator) -> np.ndarray:
+def client_vectors(
+    index: np.ndarray, dim: int, epsilon: float, sensitivity: float, n_dp: int, bits: int, rng: np.random.Generator
+) -> np.ndarray:
     """Each client's vector mod 2^bits: +1 at its ``index`` entries (shape (c,) or (c, w)) plus its Pólya share."""
     return reduce(noisy_vectors(one_hot_counts(index, dim), epsilon, sensitivity, n_dp, rng), bits)
 
@@ -100,29 +102,53 @@ def protocol_params(config) -> secagg.ProtocolParams:
     return dataclasses.replace(config.protocol, planned_dropout=config.plan)
 
 
-def modular_sum(vectors: np.ndarray, member: np.ndarray, n_clients: int, config, context: bytes,
-                clock: secagg.CpuClock | None = None) -> tuple[np.ndarray, pd.DataFrame | None]:
+def modular_sum(
+    vectors: np.ndarray,
+    member: np.ndarray,
+    n_clients: int,
+    config,
+    context: bytes,
+    clock: secagg.CpuClock | None = None,
+) -> tuple[np.ndarray, pd.DataFrame | None]:
     """One shard's reduced vectors (survivors ``member`` of ``n_clients``) summed mod 2^bits: ideally
     (``config.mode`` "per_client") or by the masking protocol ("secure", then with the server's transcript;
     ``clock`` adds up its client and server CPU time)."""
     bits = config.protocol.bits
     if config.mode == "per_client":
         return vectors.sum(axis=0, dtype=np.uint64) & np.uint64((1 << bits) - 1), None
-    return secagg.aggregate(vectors, member, n_clients, protocol_params(config), config.entropy, context,
-                            layout=config.layout, clock=clock)
+    return secagg.aggregate(
+        vectors, member, n_clients, protocol_params(config), config.entropy, context, layout=config.layout, clock=clock
+    )
 
 
-def shard_total(index: np.ndarray, member: np.ndarray, n_clients: int, dim: int, epsilon: float,
-                sensitivity: float, n_dp: int, config, context: bytes,
-                rng: np.random.Generator) -> tuple[np.ndarray, pd.DataFrame | None]:
+def shard_total(
+    index: np.ndarray,
+    member: np.ndarray,
+    n_clients: int,
+    dim: int,
+    epsilon: float,
+    sensitivity: float,
+    n_dp: int,
+    config,
+    context: bytes,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, pd.DataFrame | None]:
     """One shard: its survivors' one-hot vectors plus noise, summed mod m (``modular_sum``)."""
     vectors = client_vectors(index, dim, epsilon, sensitivity, n_dp, config.protocol.bits, rng)
     return modular_sum(vectors, member, n_clients, config, context)
 
 
-def client_sum(shards: ClientShards, index: np.ndarray, dim: int, epsilon: float, sensitivity: float,
-               n_dp: np.ndarray, config, rng: np.random.Generator,
-               shard_sums: np.ndarray | None = None) -> tuple[np.ndarray, pd.DataFrame | None]:
+def client_sum(
+    shards: ClientShards,
+    index: np.ndarray,
+    dim: int,
+    epsilon: float,
+    sensitivity: float,
+    n_dp: np.ndarray,
+    config,
+    rng: np.random.Generator,
+    shard_sums: np.ndarray | None = None,
+) -> tuple[np.ndarray, pd.DataFrame | None]:
     """Σ over shards of each shard's centred modular sum, and the servers' transcripts (secure mode).
 
     ``shard_sums`` (n_shards, dim), if given, receives each shard's centred sum (what the
@@ -134,10 +160,20 @@ def client_sum(shards: ClientShards, index: np.ndarray, dim: int, epsilon: float
     for j, n_clients in enumerate(shards.shard_clients):
         mine = shards.shard == j
         if not mine.any():
-            continue          # nobody reports: the shard adds nothing (no noise either)
+            continue  # nobody reports: the shard adds nothing (no noise either)
         context = call + b"|shard|" + int(j).to_bytes(4, "little")
-        shard_sum, log = shard_total(index[mine], shards.member[mine], int(n_clients), dim, epsilon, sensitivity,
-                                     int(n_dp[j]), config, context, rng)
+        shard_sum, log = shard_total(
+            index[mine],
+            shards.member[mine],
+            int(n_clients),
+            dim,
+            epsilon,
+            sensitivity,
+            int(n_dp[j]),
+            config,
+            context,
+            rng,
+        )
         centred_sum = centred(shard_sum, config.protocol.bits)
         total += centred_sum
         if shard_sums is not None:

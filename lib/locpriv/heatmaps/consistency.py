@@ -54,9 +54,9 @@ from .prefix_tree import PrefixTree
 
 @dataclass(frozen=True)
 class TreeEstimate:
-    tree: PrefixTree           # U, the union of the rounds' trees
-    totals: np.ndarray         # c(u) for every node of U, in U's node order
-    counts: np.ndarray         # one entry per reporting node of U (a leaf's c, a partial node's o)
+    tree: PrefixTree  # U, the union of the rounds' trees
+    totals: np.ndarray  # c(u) for every node of U, in U's node order
+    counts: np.ndarray  # one entry per reporting node of U (a leaf's c, a partial node's o)
 
     def on(self, tree: PrefixTree) -> np.ndarray:
         """Counts of ``tree``'s reporting regions (tree ⊆ U), e.g. the last round's partition."""
@@ -92,8 +92,9 @@ def region_matrix(tree: PrefixTree, union: PrefixTree) -> sparse.csr_matrix:
     cols = _index(union, tree.levels, tree.codes)
     rows = np.concatenate([row_of[reporting], row_of[parent[sub]]])
     data = np.concatenate([np.ones(int(reporting.sum())), -np.ones(int(sub.sum()))])
-    return sparse.csr_matrix((data, (rows, np.concatenate([cols[reporting], cols[sub]]))),
-                             shape=(int(reporting.sum()), len(union.levels)))
+    return sparse.csr_matrix(
+        (data, (rows, np.concatenate([cols[reporting], cols[sub]]))), shape=(int(reporting.sum()), len(union.levels))
+    )
 
 
 def union_tree(trees: list[PrefixTree]) -> PrefixTree:

@@ -9,8 +9,13 @@ from __future__ import annotations
 from ..dp.record import ADD_REMOVE, REPLACE_ONE
 
 
-def heatmap_guarantee(epsilon: float, achieved: float, aggregation: str = "population",
-                      non_private_inputs: str = "", variant: str = "honest_but_curious") -> dict:
+def heatmap_guarantee(
+    epsilon: float,
+    achieved: float,
+    aggregation: str = "population",
+    non_private_inputs: str = "",
+    variant: str = "honest_but_curious",
+) -> dict:
     """The recorded guarantee of a distributed-DP heatmap run (dp_heatmap or a private baseline).
 
     Proof sketch: each sub-query releases a sum whose every entry carries independent
@@ -36,19 +41,28 @@ def heatmap_guarantee(epsilon: float, achieved: float, aggregation: str = "popul
     (``guaranteed_epsilon_add_remove``).
     """
     worst = max(float(epsilon), float(achieved))
-    sum_model = {"population": "ideal secure aggregation (simulated at population scale)",
-                 "per_client": "ideal secure aggregation of per-client vectors mod 2^bits",
-                 "secure": {"honest_but_curious": "pairwise-masking secure aggregation, honest-but-curious server "
-                                                  "(Bonawitz et al. 2017; Bell et al. 2020): it learns each shard's "
-                                                  "sum over its survivors only",
-                            "active": "pairwise-masking secure aggregation, active server (Bonawitz et al. 2017 "
-                                      "with signatures and a consistency round; Bell et al. 2020): it learns at "
-                                      "most one sum per shard over more than threshold x n clients of its "
-                                      "choice"}[variant]}[aggregation]
-    return {"model": f"epsilon-DP per user, distributed discrete Laplace (Bagdasaryan et al. 2022 Thm 4.2), "
-                     f"basic composition over sub-queries; {sum_model}",
-            "neighbouring": REPLACE_ONE, "other_relation": ADD_REMOVE,
-            "epsilon": float(epsilon), "achieved_epsilon": float(achieved), "delta": 0.0,
-            "non_private_inputs": non_private_inputs,
-            "guaranteed_epsilon": None if non_private_inputs else 2 * worst,
-            "guaranteed_epsilon_add_remove": None if non_private_inputs else worst}
+    sum_model = {
+        "population": "ideal secure aggregation (simulated at population scale)",
+        "per_client": "ideal secure aggregation of per-client vectors mod 2^bits",
+        "secure": {
+            "honest_but_curious": "pairwise-masking secure aggregation, honest-but-curious server "
+            "(Bonawitz et al. 2017; Bell et al. 2020): it learns each shard's "
+            "sum over its survivors only",
+            "active": "pairwise-masking secure aggregation, active server (Bonawitz et al. 2017 "
+            "with signatures and a consistency round; Bell et al. 2020): it learns at "
+            "most one sum per shard over more than threshold x n clients of its "
+            "choice",
+        }[variant],
+    }[aggregation]
+    return {
+        "model": f"epsilon-DP per user, distributed discrete Laplace (Bagdasaryan et al. 2022 Thm 4.2), "
+        f"basic composition over sub-queries; {sum_model}",
+        "neighbouring": REPLACE_ONE,
+        "other_relation": ADD_REMOVE,
+        "epsilon": float(epsilon),
+        "achieved_epsilon": float(achieved),
+        "delta": 0.0,
+        "non_private_inputs": non_private_inputs,
+        "guaranteed_epsilon": None if non_private_inputs else 2 * worst,
+        "guaranteed_epsilon_add_remove": None if non_private_inputs else worst,
+    }

@@ -76,6 +76,14 @@ def maape(estimate, truth) -> float:
 
 
 def all_metrics(estimate, truth) -> dict[str, float]:
-    return {name: fn(estimate, truth) for name, fn in
-            [("mse", mse), ("l1_elementwise", l1_elementwise), ("l1_matrix_norm", l1_matrix_norm),
-             ("mape", mape), ("smape", smape), ("maape", maape)]}
+    return {
+        name: fn(estimate, truth)
+        for name, fn in [
+            ("mse", mse),
+            ("l1_elementwise", l1_elementwise),
+            ("l1_matrix_norm", l1_matrix_norm),
+            ("mape", mape),
+            ("smape", smape),
+            ("maape", maape),
+        ]
+    }

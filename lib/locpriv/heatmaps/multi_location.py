@@ -48,8 +48,10 @@ def normalise_weights(user: np.ndarray, weight: np.ndarray) -> np.ndarray:
         raise ValueError("weights must be finite and >= 0")
     total = np.bincount(user, weights=weight)
     if (total[np.unique(user)] <= 0).any():
-        raise ValueError(f"{int((total[np.unique(user)] <= 0).sum())} users have zero total weight; "
-                         "drop them or give them a positive weight")
+        raise ValueError(
+            f"{int((total[np.unique(user)] <= 0).sum())} users have zero total weight; "
+            "drop them or give them a positive weight"
+        )
     return weight / total[user]
 
 
@@ -82,18 +84,27 @@ def deal(user, shard_size: int, rng: np.random.Generator) -> tuple[np.ndarray, n
     return place[dense.reshape(-1)], place
 
 
-def shard_sums(user, index, contribution, dim: int, shard_size: int,
-               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def shard_sums(
+    user, index, contribution, dim: int, shard_size: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """(n_shards, dim) true integer shard sums, and each shard's member count (``deal``)."""
     point_place, user_place = deal(user, shard_size, rng)
     n_shards = int(user_place.max()) // shard_size + 1
-    sums = np.bincount(point_place // shard_size * dim + np.asarray(index, dtype=np.int64), weights=contribution,
-                       minlength=n_shards * dim).astype(np.int64).reshape(n_shards, dim)
+    sums = (
+        np.bincount(
+            point_place // shard_size * dim + np.asarray(index, dtype=np.int64),
+            weights=contribution,
+            minlength=n_shards * dim,
+        )
+        .astype(np.int64)
+        .reshape(n_shards, dim)
+    )
     return sums, np.bincount(user_place // shard_size, minlength=n_shards)[:, None]
 
 
-def noisy_shard_sums(user, index, contribution, dim: int, shard_size: int, epsilon: float, sens: int,
-                     rng: np.random.Generator) -> np.ndarray:
+def noisy_shard_sums(
+    user, index, contribution, dim: int, shard_size: int, epsilon: float, sens: int, rng: np.random.Generator
+) -> np.ndarray:
     """Shard sums plus each shard's aggregate Pólya noise (no dropout), before the modular reduction,
     so overflow can be measured."""
     return _population_sums(user, index, contribution, dim, shard_size, epsilon, sens, rng)[1]
@@ -139,8 +150,9 @@ class ModularSums:
     client_bytes: dict
 
 
-def modular_sums(user, index, contribution, dim: int, epsilon: float, sens: int, bits: list[int], config,
-                 rng: np.random.Generator) -> ModularSums:
+def modular_sums(
+    user, index, contribution, dim: int, epsilon: float, sens: int, bits: list[int], config, rng: np.random.Generator
+) -> ModularSums:
     """Users dealt into shards of ``config.shard_size`` (no dropout), each shard's noise planned for its c
     clients, summed mod 2^bits for every ``bits``, in ``config.mode`` (module doc)."""
     if config.mode == "population":
@@ -155,16 +167,23 @@ def modular_sums(user, index, contribution, dim: int, epsilon: float, sens: int,
     for j in range(n_shards):
         mine = point_place // config.shard_size == j
         c = int((user_place // config.shard_size == j).sum())
-        counts = np.bincount(point_place[mine] % config.shard_size * dim + index[mine], weights=contribution[mine],
-                             minlength=c * dim).astype(np.int64).reshape(c, dim)
+        counts = (
+            np.bincount(
+                point_place[mine] % config.shard_size * dim + index[mine], weights=contribution[mine], minlength=c * dim
+            )
+            .astype(np.int64)
+            .reshape(c, dim)
+        )
         vectors = clients.noisy_vectors(counts, epsilon, sens, c, rng)
         exact[j], noisy[j] = counts.sum(axis=0), vectors.sum(axis=0)
         for b in bits:
             width = dataclasses.replace(config, protocol=dataclasses.replace(config.protocol, bits=b))
-            total, log = clients.modular_sum(clients.reduce(vectors, b), np.arange(c), c, width,
-                                             f"multi|bits {b}|shard {j}".encode())
+            total, log = clients.modular_sum(
+                clients.reduce(vectors, b), np.arange(c), c, width, f"multi|bits {b}|shard {j}".encode()
+            )
             wrapped[b] += clients.centred(total, b)
             if log is not None:
                 sent[b].append(log.groupby("sender")["bytes"].sum().to_numpy())
-    return ModularSums(exact, noisy, wrapped, {b: float(np.concatenate(v).mean()) if v else None
-                                               for b, v in sent.items()})
+    return ModularSums(
+        exact, noisy, wrapped, {b: float(np.concatenate(v).mean()) if v else None for b, v in sent.items()}
+    )

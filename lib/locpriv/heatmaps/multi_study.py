@@ -32,16 +32,19 @@ def multi_guarantee(epsilon: float, sensitivities: dict) -> dict:
     """
     return Guarantee(
         model="epsilon-DP per user, distributed discrete Laplace ([DDP-Heatmaps] Thm 4.2, §5.7 weighted "
-              "multisets); the server sees only each shard's sum mod 2^bits (ideal secure aggregation in the "
-              "population and per_client modes, pairwise masking against an honest-but-curious server in "
-              "secure mode)",
-        epsilon=float(epsilon), delta=0.0, relation=ADD_REMOVE,
+        "multisets); the server sees only each shard's sum mod 2^bits (ideal secure aggregation in the "
+        "population and per_client modes, pairwise masking against an honest-but-curious server in "
+        "secure mode)",
+        epsilon=float(epsilon),
+        delta=0.0,
+        relation=ADD_REMOVE,
         covers="one user's whole weighted multiset (its top max_points pixels) in one scale's release; all "
-               "clip widths of that release are post-processing; k scales released cost k epsilon",
+        "clip widths of that release are post-processing; k scales released cost k epsilon",
         discretisation="integer vectors (stochastic rounding at scale s) and integer Polya noise: exact",
         note="L1 sensitivity ceil(s) + max_points per scale: "
-             + ", ".join(f"s = {s:g}: {d}" for s, d in sensitivities.items()),
-        other_relations={REPLACE_ONE: 2 * float(epsilon)}).as_dict()
+        + ", ".join(f"s = {s:g}: {d}" for s, d in sensitivities.items()),
+        other_relations={REPLACE_ONE: 2 * float(epsilon)},
+    ).as_dict()
 
 
 def multi_stage(*, cfg: dict, seed: int, out: str) -> None:
@@ -73,19 +76,35 @@ def multi_stage(*, cfg: dict, seed: int, out: str) -> None:
         contribution = multi_location.encode_users(u, w, scale, rng)
         sens = sensitivities[scale] = multi_location.sensitivity(scale, multi["max_points"])
         # secrets from the OS, the public layout from its own stream: secure and per_client share every DP draw
-        secagg = make_secagg(config, aggregation, cfg.get("secagg"),
-                             layout=make_rng(seed, "heatmaps-multi-secagg-layout", scale))
-        sums = multi_location.modular_sums(u, idx, contribution, side * side, multi["epsilon"], sens, multi["bits"],
-                                           secagg, rng)
+        secagg = make_secagg(
+            config, aggregation, cfg.get("secagg"), layout=make_rng(seed, "heatmaps-multi-secagg-layout", scale)
+        )
+        sums = multi_location.modular_sums(
+            u, idx, contribution, side * side, multi["epsilon"], sens, multi["bits"], secagg, rng
+        )
         for bits in multi["bits"]:
             overflow = multi_location.overflow_count(sums.noisy, bits)
             # without DP noise the error is rounding + wrap-around alone: Table 2's effect of s and bits
-            rows.append({"scale": scale, "bits": bits, "sensitivity": sens, "overflow_entries": overflow,
-                         "overflow_fraction": overflow / sums.noisy.size, "mse": mse_of(sums.wrapped[bits], scale),
-                         "mse_without_noise": mse_of(multi_location.wrapped_sum(sums.exact, bits), scale),
-                         "overflow_entries_without_noise": multi_location.overflow_count(sums.exact, bits),
-                         "secagg_bytes_per_client": sums.client_bytes[bits] or np.nan})
-    meta = {"users": int(u.max()) + 1, "points_read": report.rows_read, "points_dropped": report.dropped,
-            "points_kept": int(w.sum()), "mass_dropped_by_max_points": dropped_mass, "aggregation": aggregation,
-            "guarantee": multi_guarantee(multi["epsilon"], sensitivities)}
+            rows.append(
+                {
+                    "scale": scale,
+                    "bits": bits,
+                    "sensitivity": sens,
+                    "overflow_entries": overflow,
+                    "overflow_fraction": overflow / sums.noisy.size,
+                    "mse": mse_of(sums.wrapped[bits], scale),
+                    "mse_without_noise": mse_of(multi_location.wrapped_sum(sums.exact, bits), scale),
+                    "overflow_entries_without_noise": multi_location.overflow_count(sums.exact, bits),
+                    "secagg_bytes_per_client": sums.client_bytes[bits] or np.nan,
+                }
+            )
+    meta = {
+        "users": int(u.max()) + 1,
+        "points_read": report.rows_read,
+        "points_dropped": report.dropped,
+        "points_kept": int(w.sum()),
+        "mass_dropped_by_max_points": dropped_mass,
+        "aggregation": aggregation,
+        "guarantee": multi_guarantee(multi["epsilon"], sensitivities),
+    }
     io.write_parquet(pd.DataFrame(rows), out, metadata=meta)

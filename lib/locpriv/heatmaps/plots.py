@@ -32,7 +32,8 @@ def plot_rounds(*, population_path: str, releases_path: str, out_png: str, dpi: 
         im = ax.imshow(np.maximum(image, norm.vmin).T, origin="lower", cmap="magma", norm=norm)
         ax.set(title="population" if t == 0 else f"after sub-query {t}", xticks=[], yticks=[])
     fig.colorbar(im, ax=axes, fraction=0.02, pad=0.01, extend="min").set_label(
-        "share of users per pixel [fraction, log scale]")
+        "share of users per pixel [fraction, log scale]"
+    )
     figures.save(fig, out_png, dpi)
 
 
@@ -40,16 +41,25 @@ def plot_sweeps(*, summary_path: str, base: dict, out_png: str, dpi: int) -> Non
     table = pd.read_parquet(summary_path)
     table = table[table["metric"] == "mse"]
     fig, axes = plt.subplots(1, len(SWEEPS), figsize=(5 * len(SWEEPS), 4.0))
-    labels = {"users_per_round": "users per sub-query n [users]", "calibration": "calibration c [no unit]",
-              "shard_size": "SecAgg shard size [users]", "dropout": "dropout rate, noise provisioned for it [fraction]"}
+    labels = {
+        "users_per_round": "users per sub-query n [users]",
+        "calibration": "calibration c [no unit]",
+        "shard_size": "SecAgg shard size [users]",
+        "dropout": "dropout rate, noise provisioned for it [fraction]",
+    }
     for ax, key in zip(axes, SWEEPS, strict=True):
         for method, grp in at_base(table, base, key).groupby("method"):
             mean = grp.groupby(COLUMN[key])["value"].agg(["mean", "std"]).reset_index()
             if len(mean) > 1 or method in ("dp_heatmap", "nonprivate"):
-                ax.errorbar(mean[COLUMN[key]], mean["mean"], yerr=mean["std"].fillna(0), fmt="o-", ms=3,
-                            capsize=2, label=method)
-        ax.set(xlabel=labels[key], ylabel="MSE of the normalised maps [no unit]", yscale="log",
-               xscale="log" if key in ("users_per_round", "shard_size", "calibration") else "linear")
+                ax.errorbar(
+                    mean[COLUMN[key]], mean["mean"], yerr=mean["std"].fillna(0), fmt="o-", ms=3, capsize=2, label=method
+                )
+        ax.set(
+            xlabel=labels[key],
+            ylabel="MSE of the normalised maps [no unit]",
+            yscale="log",
+            xscale="log" if key in ("users_per_round", "shard_size", "calibration") else "linear",
+        )
         ax.legend(fontsize=8)
     fig.tight_layout()
     figures.save(fig, out_png, dpi)
@@ -72,9 +82,13 @@ def plot_multi(*, multi_path: str, out_png: str, dpi: int) -> None:
     figures.save(fig, out_png, dpi)
 
 
-STEP_LABELS = {"advertise_keys": "public keys and seed commitment", "share_keys": "sealed key shares",
-               "masked_input": "masked vector (the heatmap's payload)",
-               "consistency": "survivor-set signature (active variant)", "unmasking": "unmasking shares"}
+STEP_LABELS = {
+    "advertise_keys": "public keys and seed commitment",
+    "share_keys": "sealed key shares",
+    "masked_input": "masked vector (the heatmap's payload)",
+    "consistency": "survivor-set signature (active variant)",
+    "unmasking": "unmasking shares",
+}
 
 
 def secagg_bytes_per_client(protocol_path: str) -> pd.DataFrame:
@@ -96,10 +110,14 @@ def plot_secagg_cost(*, protocol_path: str, transcript_path: str, out_png: str, 
     for step in table.columns:
         ax.plot(table.index, table[step], "o-", ms=4, label=STEP_LABELS[step])
     ax.plot(table.index, table.sum(axis=1), "k-", lw=2, label="total sent by one client")
-    ax.plot(vector.index, vector.to_numpy() * 4, "k:", marker="s", ms=4,
-            label="plain heatmap vector, K x 32 bits")
-    ax.set(xlabel="sub-query (round) [index]", ylabel="bytes sent per client, mean [bytes]", yscale="log",
-           xticks=list(table.index), title="secure aggregation: what one client sends")
+    ax.plot(vector.index, vector.to_numpy() * 4, "k:", marker="s", ms=4, label="plain heatmap vector, K x 32 bits")
+    ax.set(
+        xlabel="sub-query (round) [index]",
+        ylabel="bytes sent per client, mean [bytes]",
+        yscale="log",
+        xticks=list(table.index),
+        title="secure aggregation: what one client sends",
+    )
     ax.legend(fontsize=8)
     sizes = np.unique(np.geomspace(10, 10_000, 25).astype(int))
     dim = int(vector.max())
@@ -108,8 +126,13 @@ def plot_secagg_cost(*, protocol_path: str, transcript_path: str, out_png: str, 
         total = [sum(client_bytes(int(n), dim, params).values()) for n in sizes]
         by_n.plot(sizes, total, style, label=f"{graph}" + (f", planned dropout {dropout:.0%}" if dropout else ""))
     by_n.axhline(dim * 4, color="k", ls=":", label=f"plain vector, K = {dim}")
-    by_n.set(xlabel="shard size n [clients]", ylabel="bytes one client sends [bytes]", xscale="log", yscale="log",
-             title="per-client bytes vs shard size (m = 2^32)")
+    by_n.set(
+        xlabel="shard size n [clients]",
+        ylabel="bytes one client sends [bytes]",
+        xscale="log",
+        yscale="log",
+        title="per-client bytes vs shard size (m = 2^32)",
+    )
     by_n.legend(fontsize=8)
     fig.tight_layout()
     figures.save(fig, out_png, dpi)

@@ -50,16 +50,18 @@ def polya(r, alpha: float, size, rng: np.random.Generator) -> np.ndarray:
     return rng.poisson(lam)
 
 
-def client_shares(n_clients: int, dim: int, epsilon: float, sensitivity: float, n_dp: int,
-                  rng: np.random.Generator) -> np.ndarray:
+def client_shares(
+    n_clients: int, dim: int, epsilon: float, sensitivity: float, n_dp: int, rng: np.random.Generator
+) -> np.ndarray:
     """Each client's integer noise share X_i − Y_i, Pólya(1/n_dp, a) each: shape (n_clients, dim)."""
     a = _alpha(epsilon, sensitivity)
     shape = (n_clients, dim)
     return polya(1.0 / n_dp, a, shape, rng) - polya(1.0 / n_dp, a, shape, rng)
 
 
-def aggregate_noise(n_survivors: int, dim: int, epsilon: float, sensitivity: float, n_dp: int,
-                    rng: np.random.Generator) -> np.ndarray:
+def aggregate_noise(
+    n_survivors: int, dim: int, epsilon: float, sensitivity: float, n_dp: int, rng: np.random.Generator
+) -> np.ndarray:
     """The exact law of the sum of n_survivors shares: Pólya(k/n_dp, a) − Pólya(k/n_dp, a).
 
     Equal in distribution to ``client_shares(...).sum(0)`` at the cost of one
@@ -87,12 +89,11 @@ def difference_pmf(r: float, alpha: float, support: int) -> np.ndarray:
 
     k = np.arange(2 * support + 1)
     p = stats.nbinom.pmf(k, r, 1 - alpha)
-    full = np.convolve(p, p[::-1])          # index j <-> z = j − 2 support
-    return full[support: 3 * support + 1]
+    full = np.convolve(p, p[::-1])  # index j <-> z = j − 2 support
+    return full[support : 3 * support + 1]
 
 
-def achieved_epsilon(n_survivors: int, n_dp: int, epsilon: float, sensitivity: int,
-                     tail: float = 1e-12) -> float:
+def achieved_epsilon(n_survivors: int, n_dp: int, epsilon: float, sensitivity: int, tail: float = 1e-12) -> float:
     """Pure-DP level the shard's aggregate noise actually gives (sensitivity Δ, integer).
 
     ε when k >= n_dp (see module doc); otherwise max_z |log p(z) − log p(z + Δ)| of the
@@ -135,8 +136,9 @@ def achieved_epsilon_bound(n_survivors: int, n_dp: int, epsilon: float, sensitiv
     return float(epsilon + sensitivity * math.log(n_dp / n_survivors))
 
 
-def sharded_aggregate_noise(survivors, n_dp, dim: int, epsilon: float, sensitivity: float,
-                            rng: np.random.Generator) -> np.ndarray:
+def sharded_aggregate_noise(
+    survivors, n_dp, dim: int, epsilon: float, sensitivity: float, rng: np.random.Generator
+) -> np.ndarray:
     """Sum over shards j of ``aggregate_noise(survivors[j], dim, ..., n_dp[j])``, vectorised.
 
     Pólya laws with a common a add their r (Definition 4.1), so the sum of the

@@ -29,8 +29,8 @@ MAX_DEPTH = 28
 @dataclass(frozen=True)
 class PrefixTree:
     depth: int
-    levels: np.ndarray   # (K,) node levels
-    codes: np.ndarray    # (K,) node codes
+    levels: np.ndarray  # (K,) node levels
+    codes: np.ndarray  # (K,) node codes
 
     @classmethod
     def root(cls, depth: int) -> PrefixTree:
@@ -50,7 +50,7 @@ class PrefixTree:
             raise ValueError(f"tree depth must be in [0, {MAX_DEPTH}], got {self.depth}")
         if (self.levels < 0).any() or (self.levels > self.depth).any():
             raise ValueError(f"node levels must be in [0, {self.depth}]")
-        if (self.codes < 0).any() or (self.codes >= 4 ** self.levels).any():
+        if (self.codes < 0).any() or (self.codes >= 4**self.levels).any():
             raise ValueError("a node's code must have 2 * level bits")
         keys = self.node_keys(self.levels, self.codes)
         if len(np.unique(keys)) != len(keys):
@@ -71,8 +71,9 @@ class PrefixTree:
         return keys[pos] == query
 
     def n_children(self) -> np.ndarray:
-        present = self.contains(np.repeat(self.levels + 1, 4),
-                                (np.repeat(self.codes, 4) << 2) | np.tile(np.arange(4), len(self.codes)))
+        present = self.contains(
+            np.repeat(self.levels + 1, 4), (np.repeat(self.codes, 4) << 2) | np.tile(np.arange(4), len(self.codes))
+        )
         return present.reshape(-1, 4).sum(axis=1) * (self.levels < self.depth)
 
     def reporting_nodes(self) -> tuple[np.ndarray, np.ndarray]:

@@ -41,7 +41,7 @@ import numpy as np
 from .prefix_tree import PrefixTree
 
 RENDERS = ("uniform", "smooth")
-WIDTH = 0.2        # Gaussian sd as a fraction of the node's side (module doc: measured)
+WIDTH = 0.2  # Gaussian sd as a fraction of the node's side (module doc: measured)
 ITERATIONS = 10
 
 
@@ -50,7 +50,7 @@ def regions(tree: PrefixTree) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n_children = tree.n_children()
     reporting = n_children < 4
     side_of = 2.0 ** (tree.depth - tree.levels[reporting])
-    area = side_of ** 2 * (4 - n_children[reporting]) / 4
+    area = side_of**2 * (4 - n_children[reporting]) / 4
     side = 1 << tree.depth
     x, y = np.divmod(np.arange(side * side), side)
     return tree.encode(x, y), area, side_of
@@ -83,8 +83,9 @@ def uniform(tree: PrefixTree, counts, floor: float = 0.0) -> np.ndarray:
     return _normalised((counts / area)[region], 1 << tree.depth)
 
 
-def smooth(tree: PrefixTree, counts, floor: float = 0.0, width: float = WIDTH,
-           iterations: int = ITERATIONS) -> np.ndarray:
+def smooth(
+    tree: PrefixTree, counts, floor: float = 0.0, width: float = WIDTH, iterations: int = ITERATIONS
+) -> np.ndarray:
     """Normalised 2^D x 2^D pycnophylactic map from counts on ``tree.reporting_nodes()`` (module doc).
 
     Same inputs and conventions as ``uniform``.
@@ -102,7 +103,7 @@ def smooth(tree: PrefixTree, counts, floor: float = 0.0, width: float = WIDTH,
     for _ in range(iterations):
         image = density.reshape(side, side)
         blurred = np.empty_like(density)
-        for s in scales:   # one blur per node size present (a handful), not per pixel
+        for s in scales:  # one blur per node size present (a handful), not per pixel
             at = sigma == s
             blurred[at] = ndimage.gaussian_filter(image, s, mode="nearest").ravel()[at]
         # held > 0 wherever count > 0: that region's own pixels hold mass and the kernel's centre weight is > 0

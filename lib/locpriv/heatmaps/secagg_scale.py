@@ -40,8 +40,22 @@ from .aggregation import SecAgg, UserPool
 from .study import make_secagg, planned_dropout, read_population
 
 DEAL_COLUMNS = {"cell": np.int64, "shard": np.int64, "member": np.int64}
-TABLE_COLUMNS = ["shard", "clients", "survivors", "K", "k", "t", "client_cpu_s", "server_cpu_s", "client_kb_sent",
-                 "job_shards", "job_cpu_s", "job_wall_s", "benchmark_wall_s", "job_peak_rss_mb"]
+TABLE_COLUMNS = [
+    "shard",
+    "clients",
+    "survivors",
+    "K",
+    "k",
+    "t",
+    "client_cpu_s",
+    "server_cpu_s",
+    "client_kb_sent",
+    "job_shards",
+    "job_cpu_s",
+    "job_wall_s",
+    "benchmark_wall_s",
+    "job_peak_rss_mb",
+]
 SUM_COLUMNS = {"shard": np.int64, "entry": np.int64, "sum": np.int64}
 
 
@@ -59,7 +73,7 @@ def n_shards(scale: dict) -> int:
 def shard_batches(scale: dict) -> list[list[int]]:
     """The shards each job runs, ``shards_per_job`` at a time."""
     shards, per = list(range(n_shards(scale))), scale["shards_per_job"]
-    return [shards[i:i + per] for i in range(0, len(shards), per)]
+    return [shards[i : i + per] for i in range(0, len(shards), per)]
 
 
 def _secagg(scale: dict, secagg: dict | None, shard: int, seed: int) -> SecAgg:
@@ -71,18 +85,23 @@ def deal_stage(*, population_path: str, scale: dict, seed: int, out: str) -> Non
     image = read_population(population_path)
     depth = int(image.shape[0]).bit_length() - 1
     if scale["level"] > depth or scale["users"] > image.sum():
-        raise InputError(population_path, "image", f"{int(image.sum())} people at depth {depth} cannot give "
-                         f"{scale['users']} users at level {scale['level']}",
-                         "lower studies.heatmaps.secagg_scale.users or level")
+        raise InputError(
+            population_path,
+            "image",
+            f"{int(image.sum())} people at depth {depth} cannot give {scale['users']} users at level {scale['level']}",
+            "lower studies.heatmaps.secagg_scale.users or level",
+        )
     rng = make_rng(seed, "heatmaps-secagg-scale-deal")
     dealt = clients.deal(UserPool(image).draw(scale["users"], rng), scale["shard_size"], scale["dropout"], rng)
-    frame = pd.DataFrame({"cell": level_cells(dealt.pixel, depth, scale["level"]), "shard": dealt.shard,
-                          "member": dealt.member}).astype(DEAL_COLUMNS)
+    frame = pd.DataFrame(
+        {"cell": level_cells(dealt.pixel, depth, scale["level"]), "shard": dealt.shard, "member": dealt.member}
+    ).astype(DEAL_COLUMNS)
     io.write_parquet(frame, out, metadata={"shard_clients": dealt.shard_clients.tolist(), "depth": depth})
 
 
-def shard_stage(*, deal_path: str, shards: list[int], scale: dict, epsilon: float, secagg: dict | None,
-                seed: int, out: str) -> None:
+def shard_stage(
+    *, deal_path: str, shards: list[int], scale: dict, epsilon: float, secagg: dict | None, seed: int, out: str
+) -> None:
     """The batch's shards one by one (their memory is freed in between): sums and measurements."""
     start = time.perf_counter()
     shard_clients = io.read_parquet_metadata(deal_path)["shard_clients"]
@@ -95,27 +114,48 @@ def shard_stage(*, deal_path: str, shards: list[int], scale: dict, epsilon: floa
         n_clients = int(shard_clients[j])
         config = _secagg(scale, secagg, j, seed)
         bits = config.protocol.bits
-        vectors = clients.client_vectors(mine["cell"].to_numpy(), dim, epsilon, 1, polya.dp_shard_size(n_clients, plan),
-                                         bits, make_rng(seed, "heatmaps-secagg-scale-dp", j))
+        vectors = clients.client_vectors(
+            mine["cell"].to_numpy(),
+            dim,
+            epsilon,
+            1,
+            polya.dp_shard_size(n_clients, plan),
+            bits,
+            make_rng(seed, "heatmaps-secagg-scale-dp", j),
+        )
         member = mine["member"].to_numpy()
         clock = CpuClock()
         context = crypto.random_bytes(None, 1, 16).tobytes() + b"|scale-shard|" + int(j).to_bytes(4, "little")
         secure, transcript = clients.modular_sum(vectors, member, n_clients, config, context, clock)
-        ideal, _ = clients.modular_sum(vectors, member, n_clients, dataclasses.replace(config, mode="per_client"),
-                                       context)
+        ideal, _ = clients.modular_sum(
+            vectors, member, n_clients, dataclasses.replace(config, mode="per_client"), context
+        )
         if not np.array_equal(secure, ideal):
             raise RuntimeError(f"shard {j}: the secure sum differs from the plain sum mod 2^{bits}")
         params = clients.protocol_params(config)
-        rows.append({"shard": j, "clients": n_clients, "survivors": len(member), "K": dim,
-                     "k": params.degree_for(n_clients), "t": params.t_for(n_clients),
-                     "client_cpu_s": clock.client, "server_cpu_s": clock.server,
-                     "client_kb_sent": float(transcript.groupby("sender")["bytes"].sum().mean()) / 1e3})
+        rows.append(
+            {
+                "shard": j,
+                "clients": n_clients,
+                "survivors": len(member),
+                "K": dim,
+                "k": params.degree_for(n_clients),
+                "t": params.t_for(n_clients),
+                "client_cpu_s": clock.client,
+                "server_cpu_s": clock.server,
+                "client_kb_sent": float(transcript.groupby("sender")["bytes"].sum().mean()) / 1e3,
+            }
+        )
         sums.append(pd.DataFrame({"shard": j, "entry": np.arange(dim), "sum": clients.centred(secure, bits)}))
         del vectors, transcript
-    usage = resource.getrusage(resource.RUSAGE_SELF)           # the whole job's process, start-up included
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # the whole job's process, start-up included
     for row in rows:
-        row.update(job_shards=len(shards), job_peak_rss_mb=usage.ru_maxrss / 1024,     # kilobytes on Linux
-                   job_cpu_s=usage.ru_utime + usage.ru_stime, job_wall_s=time.perf_counter() - start)
+        row.update(
+            job_shards=len(shards),
+            job_peak_rss_mb=usage.ru_maxrss / 1024,  # kilobytes on Linux
+            job_cpu_s=usage.ru_utime + usage.ru_stime,
+            job_wall_s=time.perf_counter() - start,
+        )
     io.write_parquet(pd.concat(sums, ignore_index=True).astype(SUM_COLUMNS), out, metadata={"shards": rows})
 
 

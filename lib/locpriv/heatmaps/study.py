@@ -43,14 +43,19 @@ from .aggregation import SecAgg
 from .guarantee import heatmap_guarantee
 from .prefix_tree import PrefixTree
 
-BASELINES = {"flat": baselines.flat, "hierarchical": baselines.hierarchical, "count_min": baselines.count_min,
-             "adaptive_grid": baselines.adaptive_grid, "psd": baselines.private_spatial_decomposition}
+BASELINES = {
+    "flat": baselines.flat,
+    "hierarchical": baselines.hierarchical,
+    "count_min": baselines.count_min,
+    "adaptive_grid": baselines.adaptive_grid,
+    "psd": baselines.private_spatial_decomposition,
+}
 METHODS = ("dp_heatmap", *BASELINES, "nonprivate")
 SWEEPS = ("users_per_round", "calibration", "shard_size", "dropout")
 # keys, bounds and defaults: workflow/schemas/config.source.yaml, $defs.heatmaps (docs/configuration.md)
 SECTION = StudySection("heatmaps")
 DEFAULTS = SECTION.defaults()
-_INTEGER_SETTINGS = ("users_per_round", "shard_size")   # the other run settings are floats
+_INTEGER_SETTINGS = ("users_per_round", "shard_size")  # the other run settings are floats
 
 
 def _setting(key: str, value):
@@ -72,8 +77,11 @@ def validate_config(section: dict) -> dict:
     multi = cfg["multi_location"]
     if multi is not None:
         if multi["path"] is None or multi["lonlat_bbox"] is None:
-            raise SECTION.error("multi_location.path", "path and lonlat_bbox [lon0, lon1, lat0, lat1] are required",
-                                "a Geolife-style CSV (user, lat, lon) and its box")
+            raise SECTION.error(
+                "multi_location.path",
+                "path and lonlat_bbox [lon0, lon1, lat0, lat1] are required",
+                "a Geolife-style CSV (user, lat, lon) and its box",
+            )
         multi["scale"] = [float(s) for s in multi["scale"]]
     return cfg
 
@@ -85,9 +93,12 @@ def _check_secure_shards(cfg: dict) -> None:
         n, size = run["users_per_round"], run["shard_size"]
         if size < 2 or (n > size and n % size == 1) or n < 2:
             key = "sweep.shard_size" if size != cfg["base"]["shard_size"] else "base.shard_size"
-            raise SECTION.error(key, f"shards of {size} with {n} users per round leave a shard of 1 client, whose "
-                                "'sum' is its input (secure aggregation needs t >= 2)",
-                                "shard_size >= 2 and users_per_round not 1 more than a multiple of it")
+            raise SECTION.error(
+                key,
+                f"shards of {size} with {n} users per round leave a shard of 1 client, whose "
+                "'sum' is its input (secure aggregation needs t >= 2)",
+                "shard_size >= 2 and users_per_round not 1 more than a multiple of it",
+            )
 
 
 def _check_secagg_scale(cfg: dict) -> None:
@@ -95,15 +106,24 @@ def _check_secagg_scale(cfg: dict) -> None:
     if scale is None:
         return
     if scale["users"] % scale["shard_size"] == 1:
-        raise SECTION.error("secagg_scale.users", f"{scale['users']} users in shards of {scale['shard_size']} leave a "
-                            "shard of 1 client (secure aggregation needs t >= 2)",
-                            "users not 1 more than a multiple of shard_size")
+        raise SECTION.error(
+            "secagg_scale.users",
+            f"{scale['users']} users in shards of {scale['shard_size']} leave a "
+            "shard of 1 client (secure aggregation needs t >= 2)",
+            "users not 1 more than a multiple of shard_size",
+        )
     if pop["source"] == "synthetic" and scale["level"] > pop["depth"]:
-        raise SECTION.error("secagg_scale.level", f"{scale['level']} is deeper than the population's depth "
-                            f"{pop['depth']}", f"an integer in [0, {pop['depth']}]")
+        raise SECTION.error(
+            "secagg_scale.level",
+            f"{scale['level']} is deeper than the population's depth {pop['depth']}",
+            f"an integer in [0, {pop['depth']}]",
+        )
     if pop["source"] == "synthetic" and scale["users"] > pop["users"]:
-        raise SECTION.error("secagg_scale.users", f"{scale['users']} exceeds the population's {pop['users']} people",
-                            f"at most population.users = {pop['users']}")
+        raise SECTION.error(
+            "secagg_scale.users",
+            f"{scale['users']} exceeds the population's {pop['users']} people",
+            f"at most population.users = {pop['users']}",
+        )
 
 
 def runs(cfg: dict) -> list[dict]:
@@ -126,8 +146,10 @@ def runs(cfg: dict) -> list[dict]:
 
 
 def run_dir(run: dict) -> str:
-    return (f"method~{run['method']}/epsilon~{run['epsilon']}/n~{run['users_per_round']}/c~{run['calibration']}"
-            f"/shard~{run['shard_size']}/dropout~{run['dropout']}/rep~{run['rep']}")
+    return (
+        f"method~{run['method']}/epsilon~{run['epsilon']}/n~{run['users_per_round']}/c~{run['calibration']}"
+        f"/shard~{run['shard_size']}/dropout~{run['dropout']}/rep~{run['rep']}"
+    )
 
 
 def synthetic_population(pop: dict, seed: int) -> np.ndarray:
@@ -138,8 +160,8 @@ def synthetic_population(pop: dict, seed: int) -> np.ndarray:
     widths = rng.uniform(0.01, 0.06, pop["hotspots"]) * side
     weights = rng.dirichlet(np.ones(pop["hotspots"]))
     grid = np.arange(side) + 0.5
-    density = np.full((side, side), 0.2 / side ** 2)
-    for (cx, cy), w, p in zip(centres, widths, weights, strict=True):   # a loop over a dozen hot spots, not over pixels
+    density = np.full((side, side), 0.2 / side**2)
+    for (cx, cy), w, p in zip(centres, widths, weights, strict=True):  # a loop over a dozen hot spots, not over pixels
         blob = np.exp(-0.5 * (((grid - cx) / w)[:, None] ** 2 + ((grid - cy) / w)[None, :] ** 2))
         density += 0.8 * p * blob / blob.sum()
     return rng.multinomial(pop["users"], density.ravel() / density.sum()).reshape(side, side)
@@ -152,20 +174,30 @@ def load_population(path: str) -> np.ndarray:
         raise InputError(path, "array", f"cannot be read as a .npy array ({exc})", "give a NumPy .npy file") from None
     side = image.shape[0] if image.ndim == 2 else 0
     if image.ndim != 2 or image.shape[0] != image.shape[1] or side & (side - 1) or side == 0:
-        raise InputError(path, "shape", f"{image.shape} is not a 2^D x 2^D square",
-                         "crop or pad the image to a power-of-two square")
+        raise InputError(
+            path, "shape", f"{image.shape} is not a 2^D x 2^D square", "crop or pad the image to a power-of-two square"
+        )
     if not np.issubdtype(image.dtype, np.number) or (image < 0).any() or not np.all(np.mod(image, 1) == 0):
-        raise InputError(path, "values", "pixels must be non-negative whole numbers (users per pixel)",
-                         "round the image to user counts")
+        raise InputError(
+            path,
+            "values",
+            "pixels must be non-negative whole numbers (users per pixel)",
+            "round the image to user counts",
+        )
     return image.astype(np.int64)
 
 
 def ingest_stage(*, cfg: dict, seed: int, out: str) -> None:
     pop = cfg["population"]
     image = synthetic_population(pop, seed) if pop["source"] == "synthetic" else load_population(pop["path"])
-    attrs = {"long_name": "users located in each pixel of the population image", "units": "pixel-2",
-             "source": pop["source"], "path": pop["path"] or "", "users": int(image.sum()),
-             "depth": int(image.shape[0]).bit_length() - 1}
+    attrs = {
+        "long_name": "users located in each pixel of the population image",
+        "units": "pixel-2",
+        "source": pop["source"],
+        "path": pop["path"] or "",
+        "users": int(image.sum()),
+        "depth": int(image.shape[0]).bit_length() - 1,
+    }
     io.write_netcdf(pixel_map(image, "users", attrs), out)
 
 
@@ -176,12 +208,23 @@ def pixel_map(image: np.ndarray, name: str, attrs: dict):
     """
     import xarray as xr  # here, not at the top: the heatmap mechanisms' per-run jobs import this module
 
-    coords = {axis: (axis, np.arange(image.shape[0]),
-                     {"long_name": f"pixel {what} of the image ({axis}), at the pixel's centre", "units": "pixel",
-                      "axis": axis.upper()})
-              for axis, what in (("x", "column"), ("y", "row"))}
-    return xr.Dataset({name: (("y", "x"), image.T, attrs)}, coords=coords,
-                      attrs={"projection": "none: a pixel grid (the population image's)"})
+    coords = {
+        axis: (
+            axis,
+            np.arange(image.shape[0]),
+            {
+                "long_name": f"pixel {what} of the image ({axis}), at the pixel's centre",
+                "units": "pixel",
+                "axis": axis.upper(),
+            },
+        )
+        for axis, what in (("x", "column"), ("y", "row"))
+    }
+    return xr.Dataset(
+        {name: (("y", "x"), image.T, attrs)},
+        coords=coords,
+        attrs={"projection": "none: a pixel grid (the population image's)"},
+    )
 
 
 def read_population(path: str) -> np.ndarray:
@@ -200,26 +243,59 @@ def planned_dropout(dropout: float, shard_size: int) -> float:
     return min(0.99, dropout + DROPOUT_MARGIN_SD * math.sqrt(dropout * (1 - dropout) / shard_size))
 
 
-def make_secagg(run: dict, aggregation: str = "population", secagg: dict | None = None,
-                entropy: np.random.Generator | None = None, layout: np.random.Generator | None = None) -> SecAgg:
+def make_secagg(
+    run: dict,
+    aggregation: str = "population",
+    secagg: dict | None = None,
+    entropy: np.random.Generator | None = None,
+    layout: np.random.Generator | None = None,
+) -> SecAgg:
     """The run's shards, dropout and noise plan, and how its vectors are summed (``aggregation``);
     ``entropy`` and ``layout`` as ``SecAgg``'s (the study passes the OS and a seeded public layout)."""
     sec = {**DEFAULTS["secagg"], **(secagg or {})}
-    return SecAgg(shard_size=run["shard_size"], dropout_rate=run["dropout"],
-                  planned_dropout=planned_dropout(run["dropout"], run["shard_size"]), mode=aggregation,
-                  protocol=ProtocolParams(bits=sec["bits"], graph=sec["graph"], degree=sec["degree"],
-                                          threshold=sec["threshold"], variant=sec["variant"]),
-                  entropy=entropy, layout=layout)
+    return SecAgg(
+        shard_size=run["shard_size"],
+        dropout_rate=run["dropout"],
+        planned_dropout=planned_dropout(run["dropout"], run["shard_size"]),
+        mode=aggregation,
+        protocol=ProtocolParams(
+            bits=sec["bits"],
+            graph=sec["graph"],
+            degree=sec["degree"],
+            threshold=sec["threshold"],
+            variant=sec["variant"],
+        ),
+        entropy=entropy,
+        layout=layout,
+    )
 
 
 RELEASE_COLUMNS = {"round": np.int64, "level": np.int64, "code": np.int64, "noisy": np.int64}
-PROTOCOL_COLUMNS = {"round": np.int64, "shard": np.int64, "step": object, "sender": np.int64, "owner": np.int64,
-                    "kind": object, "items": np.int64, "bytes": np.int64}
+PROTOCOL_COLUMNS = {
+    "round": np.int64,
+    "shard": np.int64,
+    "step": object,
+    "sender": np.int64,
+    "owner": np.int64,
+    "kind": object,
+    "items": np.int64,
+    "bytes": np.int64,
+}
 
 
-def run_stage(*, run: dict, seed: int, population_path: str, out_map: str, out_transcript: str,
-              out_releases: str, out_protocol: str, aggregation: str = "population",
-              secagg: dict | None = None, adaptive: dict | None = None) -> None:
+def run_stage(
+    *,
+    run: dict,
+    seed: int,
+    population_path: str,
+    out_map: str,
+    out_transcript: str,
+    out_releases: str,
+    out_protocol: str,
+    aggregation: str = "population",
+    secagg: dict | None = None,
+    adaptive: dict | None = None,
+) -> None:
     image = read_population(population_path)
     rng = make_rng(seed, "heatmaps-run", run_dir(run))
     # secrets from the OS; the public graph layout from its own seeded stream (so the transcript is
@@ -229,36 +305,55 @@ def run_stage(*, run: dict, seed: int, population_path: str, out_map: str, out_t
     releases = pd.DataFrame({k: pd.Series(dtype=v) for k, v in RELEASE_COLUMNS.items()})
     protocol = None
     if run["method"] == "dp_heatmap":
-        params = AdaptiveParams(epsilon=run["epsilon"], users_per_round=n, calibration=run["calibration"],
-                                secagg=config, **(adaptive or {}))
+        params = AdaptiveParams(
+            epsilon=run["epsilon"], users_per_round=n, calibration=run["calibration"], secagg=config, **(adaptive or {})
+        )
         result = run_adaptive(image, params, rng)
         heatmap, transcript, protocol = result.heatmap(), result.transcript, result.protocol_transcript
-        releases = pd.concat([pd.DataFrame({"round": t, "level": r.levels, "code": r.codes, "noisy": r.noisy})
-                              for t, r in enumerate(result.rounds)], ignore_index=True).astype(RELEASE_COLUMNS)
-        guarantee = heatmap_guarantee(result.epsilon_spent, result.epsilon_achieved, aggregation,
-                                      variant=config.protocol.variant)
+        releases = pd.concat(
+            [
+                pd.DataFrame({"round": t, "level": r.levels, "code": r.codes, "noisy": r.noisy})
+                for t, r in enumerate(result.rounds)
+            ],
+            ignore_index=True,
+        ).astype(RELEASE_COLUMNS)
+        guarantee = heatmap_guarantee(
+            result.epsilon_spent, result.epsilon_achieved, aggregation, variant=config.protocol.variant
+        )
         communication = result.communication
     elif run["method"] == "nonprivate":
         res = baselines.sampling_floor(image, n, rng)
         heatmap, communication = res.heatmap, res.communication
         transcript = pd.DataFrame([{"round": 0, "epsilon": math.inf, "vector_length": communication, **res.detail}])
-        guarantee = {"model": "none (non-private sampling floor)", "epsilon": math.inf,
-                     "achieved_epsilon": math.inf}
+        guarantee = {"model": "none (non-private sampling floor)", "epsilon": math.inf, "achieved_epsilon": math.inf}
     else:
         res = BASELINES[run["method"]](image, n, run["epsilon"], rng, config)
         heatmap, communication, protocol = res.heatmap, res.communication, res.protocol_transcript
-        transcript = pd.DataFrame([{"round": 0, "epsilon": res.epsilon, "achieved_epsilon": res.achieved_epsilon,
-                                    "vector_length": communication,
-                                    **{k: v for k, v in res.detail.items() if np.isscalar(v)}}])
+        transcript = pd.DataFrame(
+            [
+                {
+                    "round": 0,
+                    "epsilon": res.epsilon,
+                    "achieved_epsilon": res.achieved_epsilon,
+                    "vector_length": communication,
+                    **{k: v for k, v in res.detail.items() if np.isscalar(v)},
+                }
+            ]
+        )
         leak = "tree level chosen by MSE against the true population" if "best_level" in res.detail else ""
         guarantee = heatmap_guarantee(res.epsilon, res.achieved_epsilon, aggregation, leak, config.protocol.variant)
     meta = {"run": run, "guarantee": guarantee, "communication": int(communication), "aggregation": aggregation}
     if protocol is None:
         protocol = pd.DataFrame({k: pd.Series(dtype=v) for k, v in PROTOCOL_COLUMNS.items()})
     io.write_parquet(protocol[list(PROTOCOL_COLUMNS)].astype(PROTOCOL_COLUMNS), out_protocol, metadata=meta)
-    attrs = {"long_name": f"share of the users located in each pixel, released by {run['method']}",
-             "units": "pixel-2", "method": run["method"], "communication": int(communication),
-             "epsilon": float(guarantee["epsilon"]), **cf.flat("guarantee", guarantee)}
+    attrs = {
+        "long_name": f"share of the users located in each pixel, released by {run['method']}",
+        "units": "pixel-2",
+        "method": run["method"],
+        "communication": int(communication),
+        "epsilon": float(guarantee["epsilon"]),
+        **cf.flat("guarantee", guarantee),
+    }
     io.write_netcdf(pixel_map(heatmap, "heatmap", attrs), out_map)
     io.write_parquet(transcript, out_transcript, metadata=meta)
     io.write_parquet(releases, out_releases, metadata=meta)
@@ -272,37 +367,62 @@ def metrics_stage(*, run: dict, population_path: str, map_path: str, transcript_
     truth = read_population(population_path)
     heatmap = io.read_netcdf(map_path)["heatmap"].to_numpy()
     meta = io.read_parquet_metadata(transcript_path)
-    values = {**metrics.all_metrics(heatmap, truth), "communication": float(meta["communication"]),
-              "epsilon_spent": float(meta["guarantee"]["epsilon"]),
-              "epsilon_achieved": float(meta["guarantee"]["achieved_epsilon"]),
-              # empty where the method read the true population (no formal guarantee holds)
-              "guarantee_epsilon": float(meta["guarantee"].get("guaranteed_epsilon") or math.nan)}
+    values = {
+        **metrics.all_metrics(heatmap, truth),
+        "communication": float(meta["communication"]),
+        "epsilon_spent": float(meta["guarantee"]["epsilon"]),
+        "epsilon_achieved": float(meta["guarantee"]["achieved_epsilon"]),
+        # empty where the method read the true population (no formal guarantee holds)
+        "guarantee_epsilon": float(meta["guarantee"].get("guaranteed_epsilon") or math.nan),
+    }
     rows = [{"method": run["method"], "metric": k, "value": v} for k, v in values.items()]
-    table = STUDY.run_table(rows, epsilon=math.nan if run["method"] == "nonprivate" else float(run["epsilon"]),
-                            n=run["users_per_round"], rep=run["rep"], calibration=run["calibration"],
-                            shard_size=run["shard_size"], dropout=run["dropout"])
+    table = STUDY.run_table(
+        rows,
+        epsilon=math.nan if run["method"] == "nonprivate" else float(run["epsilon"]),
+        n=run["users_per_round"],
+        rep=run["rep"],
+        calibration=run["calibration"],
+        shard_size=run["shard_size"],
+        dropout=run["dropout"],
+    )
     io.write_parquet(table, out, metadata={"run": run})
 
 
 def check_data_paths(cfg: dict) -> None:
     """The real-data files the section names exist (checked before any job)."""
-    for key, path in (("population.path", cfg["population"]["path"]),
-                      ("multi_location.path", (cfg["multi_location"] or {}).get("path"))):
+    for key, path in (
+        ("population.path", cfg["population"]["path"]),
+        ("multi_location.path", (cfg["multi_location"] or {}).get("path")),
+    ):
         if path and not Path(path).exists():
-            raise SECTION.error(key, f"file {path!r} does not exist",
-                                "a path (absolute or relative to the working directory)")
+            raise SECTION.error(
+                key, f"file {path!r} does not exist", "a path (absolute or relative to the working directory)"
+            )
 
 
 def setting_of(wildcards) -> dict:
     """A run's setting (every key of :func:`run_dir` but the rep) from its path's wildcards."""
-    return {"method": wildcards.method, "epsilon": float(wildcards.epsilon), "users_per_round": int(wildcards.n),
-            "calibration": float(wildcards.c), "shard_size": int(wildcards.shard),
-            "dropout": float(wildcards.dropout)}
+    return {
+        "method": wildcards.method,
+        "epsilon": float(wildcards.epsilon),
+        "users_per_round": int(wildcards.n),
+        "calibration": float(wildcards.c),
+        "shard_size": int(wildcards.shard),
+        "dropout": float(wildcards.dropout),
+    }
 
 
-def setting_stage(*, setting: dict, reps: int, seed: int, population_path: str, out: dict,
-                  aggregation: str = "population", secagg: dict | None = None,
-                  adaptive: dict | None = None) -> None:
+def setting_stage(
+    *,
+    setting: dict,
+    reps: int,
+    seed: int,
+    population_path: str,
+    out: dict,
+    aggregation: str = "population",
+    secagg: dict | None = None,
+    adaptive: dict | None = None,
+) -> None:
     """Every rep of one setting: the run, then its metrics (one job: each takes well under a second).
 
     ``out`` maps heatmap, transcript, releases, protocol and metrics to one path per rep; each file
@@ -310,11 +430,25 @@ def setting_stage(*, setting: dict, reps: int, seed: int, population_path: str, 
     """
     for rep in range(reps):
         run = {**setting, "rep": rep}
-        run_stage(run=run, seed=seed, population_path=population_path, out_map=out["heatmap"][rep],
-                  out_transcript=out["transcript"][rep], out_releases=out["releases"][rep],
-                  out_protocol=out["protocol"][rep], aggregation=aggregation, secagg=secagg, adaptive=adaptive)
-        metrics_stage(run=run, population_path=population_path, map_path=out["heatmap"][rep],
-                      transcript_path=out["transcript"][rep], out=out["metrics"][rep])
+        run_stage(
+            run=run,
+            seed=seed,
+            population_path=population_path,
+            out_map=out["heatmap"][rep],
+            out_transcript=out["transcript"][rep],
+            out_releases=out["releases"][rep],
+            out_protocol=out["protocol"][rep],
+            aggregation=aggregation,
+            secagg=secagg,
+            adaptive=adaptive,
+        )
+        metrics_stage(
+            run=run,
+            population_path=population_path,
+            map_path=out["heatmap"][rep],
+            transcript_path=out["transcript"][rep],
+            out=out["metrics"][rep],
+        )
 
 
 def tree_from_reporting(depth: int, levels: np.ndarray, codes: np.ndarray) -> PrefixTree:
@@ -351,5 +485,10 @@ def summary_stage(*, paths: list[str], out_parquet: str, out_csv: str) -> None:
     STUDY.collect(paths, out_parquet=out_parquet, out_csv=out_csv)
 
 
-STUDY = Study(name="heatmaps", validate=validate_config, runs=runs, run_dir=run_dir,
-              identity={"calibration": "float64", "shard_size": "int64", "dropout": "float64"})
+STUDY = Study(
+    name="heatmaps",
+    validate=validate_config,
+    runs=runs,
+    run_dir=run_dir,
+    identity={"calibration": "float64", "shard_size": "int64", "dropout": "float64"},
+)

@@ -8,8 +8,7 @@ import pandas as pd
 from .. import io
 from .study import SWEEPS
 
-TABLE_METRICS = ["mse", "l1_elementwise", "l1_matrix_norm", "mape", "smape", "maape", "communication",
-                 "epsilon_spent"]
+TABLE_METRICS = ["mse", "l1_elementwise", "l1_matrix_norm", "mape", "smape", "maape", "communication", "epsilon_spent"]
 # the summary column of each swept setting (users per round is the summary's n)
 COLUMN = {"users_per_round": "n", "calibration": "calibration", "shard_size": "shard_size", "dropout": "dropout"}
 

@@ -5,7 +5,7 @@ none); defining the class registers it (``__init_subclass__``), so the workflow,
 schema, the audit and the public API (``locpriv.api``) find it by that name.  An instance is a
 configured mechanism, in the style of IBM diffprivlib::
 
-    mech = GeoInd(epsilon=1.0, h=0.5)   # keyword-only; validated (finite, in range); defaults filled
+    mech = GeoInd(epsilon=1.0, h=0.5)  # keyword-only; validated (finite, in range); defaults filled
 
 Class-level declarations: ``name``; ``params`` (:class:`~locpriv.params.Param` per keyword);
 ``trust_model`` (whom a user must trust for the guarantee to hold, one of
@@ -56,15 +56,27 @@ from ..params import USERS, Param, explicit_params, validate_params
 # A device answering one user at a time can be timed (issue 28: laplace_ldp's report + CPU time gave
 # an epsilon lower bound of 8.03 against 0.98 from the report alone).  Mechanisms whose client noise
 # has a fixed-work sampler declare this parameter; the record states the timing model either way.
-TIMING = Param("timing", "choice", "response-time model: batch (vectorised noise; one user's response time "
-               "is not covered) or fixed_work (every draw the same work, for a device answering one user at "
-               "a time; delta includes the sampler's distance from exact)", default="batch",
-               choices=("batch", "fixed_work"), omit_default=True)
+TIMING = Param(
+    "timing",
+    "choice",
+    "response-time model: batch (vectorised noise; one user's response time "
+    "is not covered) or fixed_work (every draw the same work, for a device answering one user at "
+    "a time; delta includes the sampler's distance from exact)",
+    default="batch",
+    choices=("batch", "fixed_work"),
+    omit_default=True,
+)
 
 
-BANDWIDTH = Param("h", "float", "Gaussian kernel bandwidth, in the dataset's distance units, or 'knn' "
-                  "for the k-th-nearest-neighbour rule of [RFF-KDE] §4.2.4", low=0.0, special=("knn",),
-                  workflow_only={"knn": "h: knn bandwidth computed from every user's raw location"})
+BANDWIDTH = Param(
+    "h",
+    "float",
+    "Gaussian kernel bandwidth, in the dataset's distance units, or 'knn' "
+    "for the k-th-nearest-neighbour rule of [RFF-KDE] §4.2.4",
+    low=0.0,
+    special=("knn",),
+    workflow_only={"knn": "h: knn bandwidth computed from every user's raw location"},
+)
 
 # name -> mechanism class; filled by Mechanism.__init_subclass__ (read it through locpriv.mechanisms.get)
 REGISTRY: dict[str, type[Mechanism]] = {}
@@ -92,8 +104,9 @@ def as_points(xy) -> pd.DataFrame:
     if isinstance(xy, pd.DataFrame):
         missing = {"x", "y"} - set(xy.columns)
         if missing:
-            raise ValueError(f"xy: DataFrame lacks column(s) {sorted(missing)}; give columns x and y "
-                             "(and optionally user)")
+            raise ValueError(
+                f"xy: DataFrame lacks column(s) {sorted(missing)}; give columns x and y (and optionally user)"
+            )
         user = xy["user"].to_numpy(np.int64) if "user" in xy.columns else np.arange(len(xy), dtype=np.int64)
         xy = xy[["x", "y"]].to_numpy(float)
     else:
@@ -150,15 +163,19 @@ class Mechanism:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if not cls.__dict__.get("name"):
-            return   # an abstract base (or a subclass reusing its parent's registration)
+            return  # an abstract base (or a subclass reusing its parent's registration)
         if cls.trust_model not in TRUST_MODELS:
-            raise TypeError(f"mechanism {cls.name!r} ({cls.__qualname__}): trust_model must be one of "
-                            f"{list(TRUST_MODELS)}, got {cls.trust_model!r}")
+            raise TypeError(
+                f"mechanism {cls.name!r} ({cls.__qualname__}): trust_model must be one of "
+                f"{list(TRUST_MODELS)}, got {cls.trust_model!r}"
+            )
         known = REGISTRY.get(cls.name)
         # a module executed again (importlib.reload) replaces its own class; another class is a clash
         if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
-            raise RuntimeError(f"mechanism {cls.name!r} registered twice: {known.__module__}.{known.__qualname__} "
-                               f"and {cls.__module__}.{cls.__qualname__}")
+            raise RuntimeError(
+                f"mechanism {cls.name!r} registered twice: {known.__module__}.{known.__qualname__} "
+                f"and {cls.__module__}.{cls.__qualname__}"
+            )
         REGISTRY[cls.name] = cls
 
     def __init__(self, *args, **params):
@@ -166,8 +183,10 @@ class Mechanism:
         if not cls.name:
             raise TypeError(f"{cls.__qualname__} is an abstract mechanism (it declares no name)")
         if args:
-            raise TypeError(f"{cls.__name__}() takes keyword arguments only, e.g. {cls.__name__}(epsilon=1.0); "
-                            f"got {len(args)} positional")
+            raise TypeError(
+                f"{cls.__name__}() takes keyword arguments only, e.g. {cls.__name__}(epsilon=1.0); "
+                f"got {len(args)} positional"
+            )
         settings = cls.validate(params, cls.__name__, workflow=False)
         object.__setattr__(self, "_settings", MappingProxyType(settings))
 
@@ -185,8 +204,12 @@ class Mechanism:
         parameters, each a value or a list; described by the class docstring's first paragraph."""
         params = {"n": USERS, **cls.params}
         summary = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
-        node = {"type": ["object", "null"], "additionalProperties": False, "description": f"{cls.name}: {summary}",
-                "properties": {name: p.to_schema() for name, p in params.items()}}
+        node = {
+            "type": ["object", "null"],
+            "additionalProperties": False,
+            "description": f"{cls.name}: {summary}",
+            "properties": {name: p.to_schema() for name, p in params.items()},
+        }
         required = [name for name, p in params.items() if p.default is None]
         return {**node, "required": required} if required else node
 
@@ -254,8 +277,11 @@ class Mechanism:
     @classmethod
     def leaks(cls, raw_params: dict) -> list[str]:
         """The private data a workflow run configured with ``raw_params`` reads without accounting."""
-        return [p.workflow_only[raw_params[k]] for k, p in cls.params.items()
-                if isinstance(raw_params.get(k), str) and raw_params[k] in p.workflow_only]
+        return [
+            p.workflow_only[raw_params[k]]
+            for k, p in cls.params.items()
+            if isinstance(raw_params.get(k), str) and raw_params[k] in p.workflow_only
+        ]
 
     def run_guarantee(self, raw_params: dict) -> Guarantee:
         """The guarantee of a workflow run as configured (``raw_params``), this object being it resolved.
@@ -279,8 +305,9 @@ class Mechanism:
 
     def audit_case(self, grid: Grid) -> list:
         """The pairs of ``audit_pairs`` for a setting that states an epsilon."""
-        raise NotImplementedError(f"mechanism {self.name!r} states an epsilon but defines no audit case: "
-                                  "implement audit_case(grid)")
+        raise NotImplementedError(
+            f"mechanism {self.name!r} states an epsilon but defines no audit case: implement audit_case(grid)"
+        )
 
     @classmethod
     def has_audit_case(cls) -> bool:
@@ -317,8 +344,10 @@ class Mechanism:
         """
         grid = as_grid(domain)
         if grid is None and self.needs_domain:
-            raise ValueError(f"{type(self).__name__}.randomize: domain= is required (the public box "
-                             "[xmin, xmax, ymin, ymax], a Domain or a Grid)")
+            raise ValueError(
+                f"{type(self).__name__}.randomize: domain= is required (the public box "
+                "[xmin, xmax, ymin, ymax], a Domain or a Grid)"
+            )
         generator = as_generator(rng)
         points = as_points(xy)
         return self.sized(len(points)).randomize_points(points, grid, generator)
@@ -349,8 +378,9 @@ class Mechanism:
         if not isinstance(view, pd.DataFrame):
             raise TypeError(f"view: expected the DataFrame randomize returned, got {type(view).__name__}")
         if not isinstance(grid, Grid):
-            raise TypeError(f"grid: expected a locpriv.Grid (e.g. Grid.regular(Domain(...), P, Q)), "
-                            f"got {type(grid).__name__}")
+            raise TypeError(
+                f"grid: expected a locpriv.Grid (e.g. Grid.regular(Domain(...), P, Q)), got {type(grid).__name__}"
+            )
         if len(view) == 0:
             return np.full(grid.shape, np.nan)
         mech = self.sized(len(view))
@@ -377,7 +407,7 @@ class Mechanism:
         instead (e.g. a plugin) gets its log.
         """
         if type(self).likelihood is not Mechanism.likelihood:
-            with np.errstate(divide="ignore"):   # a zero likelihood is a cell the report rules out
+            with np.errstate(divide="ignore"):  # a zero likelihood is a cell the report rules out
                 return np.log(self.likelihood(view, grid))
         if self.aggregate_only:
             return np.zeros((len(view), *grid.shape))

@@ -20,27 +20,68 @@ class DPHeatmap(Heatmap):
 
     name = "dp_heatmap"
     defaults = AdaptiveParams()
-    params = {"epsilon": EPSILON, "depth": DEPTH, "shard_size": SHARD_SIZE, "aggregation": AGGREGATION,
-              "calibration": Param("calibration", "float", "c of Eq. 7: target noise std as a fraction of the "
-                                   "mean count per node", default=defaults.calibration, low=0.0),
-              "k_sigma": Param("k_sigma", "float", "split threshold in noise standard deviations (Eq. 6)",
-                               default=defaults.k_sigma, low=0.0),
-              "max_rounds": Param("max_rounds", "int", "sub-queries at most", default=defaults.max_rounds,
-                                  low=0, high=30),
-              "threshold": Param("threshold", "choice", "split threshold's noise level: paper sigma(max(eps_t, "
-                                 "eps left)) or authors sigma(eps_t) (adaptive.py)", default=defaults.threshold,
-                                 choices=OPTIONS["threshold"], omit_default=True),
-              "start": Param("start", "choice", "first sub-query's tree: root, or children (the root's four)",
-                             default=defaults.start, choices=OPTIONS["start"], omit_default=True),
-              "collapse_floor": Param("collapse_floor", "float", "a leaf at or below max(floor, threshold / 4) "
-                                      "is deleted (the authors use 5; <= 0: no floor)",
-                                      default=defaults.collapse_floor, omit_default=True),
-              "combine": Param("combine", "choice", "published map from the last sub-query, or every sub-query "
-                               "combined by least squares over the tree (post-processing, no privacy cost)",
-                               default=defaults.combine, choices=OPTIONS["combine"], omit_default=True),
-              "render": Param("render", "choice", "counts to pixels: smooth (density varies inside a cell, each "
-                              "cell keeps its count; post-processing, no privacy cost) or uniform within each cell",
-                              default=defaults.render, choices=OPTIONS["render"], omit_default=True)}
+    params = {
+        "epsilon": EPSILON,
+        "depth": DEPTH,
+        "shard_size": SHARD_SIZE,
+        "aggregation": AGGREGATION,
+        "calibration": Param(
+            "calibration",
+            "float",
+            "c of Eq. 7: target noise std as a fraction of the mean count per node",
+            default=defaults.calibration,
+            low=0.0,
+        ),
+        "k_sigma": Param(
+            "k_sigma",
+            "float",
+            "split threshold in noise standard deviations (Eq. 6)",
+            default=defaults.k_sigma,
+            low=0.0,
+        ),
+        "max_rounds": Param("max_rounds", "int", "sub-queries at most", default=defaults.max_rounds, low=0, high=30),
+        "threshold": Param(
+            "threshold",
+            "choice",
+            "split threshold's noise level: paper sigma(max(eps_t, eps left)) or authors sigma(eps_t) (adaptive.py)",
+            default=defaults.threshold,
+            choices=OPTIONS["threshold"],
+            omit_default=True,
+        ),
+        "start": Param(
+            "start",
+            "choice",
+            "first sub-query's tree: root, or children (the root's four)",
+            default=defaults.start,
+            choices=OPTIONS["start"],
+            omit_default=True,
+        ),
+        "collapse_floor": Param(
+            "collapse_floor",
+            "float",
+            "a leaf at or below max(floor, threshold / 4) is deleted (the authors use 5; <= 0: no floor)",
+            default=defaults.collapse_floor,
+            omit_default=True,
+        ),
+        "combine": Param(
+            "combine",
+            "choice",
+            "published map from the last sub-query, or every sub-query "
+            "combined by least squares over the tree (post-processing, no privacy cost)",
+            default=defaults.combine,
+            choices=OPTIONS["combine"],
+            omit_default=True,
+        ),
+        "render": Param(
+            "render",
+            "choice",
+            "counts to pixels: smooth (density varies inside a cell, each "
+            "cell keeps its count; post-processing, no privacy cost) or uniform within each cell",
+            default=defaults.render,
+            choices=OPTIONS["render"],
+            omit_default=True,
+        ),
+    }
 
     def communication(self, grid):
         """Upper bound: every sub-query's vector at most 4^depth entries (the exact Σ_t K_t is data-dependent
@@ -51,10 +92,16 @@ class DPHeatmap(Heatmap):
         s = self.settings
         depth = s["depth"]
         x, y, _ = pixels(points, grid, depth)
-        config = AdaptiveParams(epsilon=s["epsilon"], users_per_round=len(points), calibration=s["calibration"],
-                                k_sigma=s["k_sigma"], max_rounds=s["max_rounds"], sampling="fixed",
-                                secagg=secagg(s),
-                                **{k: s[k] for k in ("threshold", "start", "collapse_floor", "combine", "render")})
+        config = AdaptiveParams(
+            epsilon=s["epsilon"],
+            users_per_round=len(points),
+            calibration=s["calibration"],
+            k_sigma=s["k_sigma"],
+            max_rounds=s["max_rounds"],
+            sampling="fixed",
+            secagg=secagg(s),
+            **{k: s[k] for k in ("threshold", "start", "collapse_floor", "combine", "render")},
+        )
         return run_adaptive(user_pool(x, y, depth, s), config, rng)
 
     def scored(self, result):
@@ -63,7 +110,7 @@ class DPHeatmap(Heatmap):
         sums = np.zeros(self.settings["max_rounds"])
         for t, r in enumerate(result.rounds):
             mine = np.flatnonzero(r.codes == 0)
-            if mine.size:       # none where the tree dropped the corner's leaf (collapse)
+            if mine.size:  # none where the tree dropped the corner's leaf (collapse)
                 sums[t] = r.noisy[mine[np.argmax(r.levels[mine])]]
         return np.append(sums, max(result.epsilon_spent, result.epsilon_achieved))
 
@@ -71,7 +118,17 @@ class DPHeatmap(Heatmap):
         depth = self.settings["depth"]
         moved = pixels(points, grid, depth)[2]
         result = self.result(points, grid, rng)
-        return published(points[["user"]].reset_index(drop=True), result.heatmap(), depth, moved,
-                         {"communication": result.communication, "rounds": len(result.rounds),
-                          "epsilon_spent": result.epsilon_spent, "epsilon_achieved": result.epsilon_achieved},
-                         result.server_rounds, self.settings["shard_size"])
+        return published(
+            points[["user"]].reset_index(drop=True),
+            result.heatmap(),
+            depth,
+            moved,
+            {
+                "communication": result.communication,
+                "rounds": len(result.rounds),
+                "epsilon_spent": result.epsilon_spent,
+                "epsilon_achieved": result.epsilon_achieved,
+            },
+            result.server_rounds,
+            self.settings["shard_size"],
+        )

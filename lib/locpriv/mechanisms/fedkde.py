@@ -18,10 +18,16 @@ from .base import BANDWIDTH, Mechanism
 
 # Server side only: how the shard's KDE sum is computed from the same view.  Omitted from
 # run parameters at its default, so runs configured before it existed keep their paths.
-KDE = Param("kde", "choice", "server's KDE of the reports: exact (tiled, cut at 1e-13 of the kernel's "
-            "peak) or binned (linear binning on a 4x finer grid: O(N) plus two small GEMMs, error "
-            "O((grid step / 4h)^2) of the peak; for very large N)", default="exact",
-            choices=("exact", "binned"), omit_default=True)
+KDE = Param(
+    "kde",
+    "choice",
+    "server's KDE of the reports: exact (tiled, cut at 1e-13 of the kernel's "
+    "peak) or binned (linear binning on a 4x finer grid: O(N) plus two small GEMMs, error "
+    "O((grid step / 4h)^2) of the peak; for very large N)",
+    default="exact",
+    choices=("exact", "binned"),
+    omit_default=True,
+)
 
 
 class FedKDE(Mechanism):

@@ -26,10 +26,16 @@ class GeoInd(FedKDE):
 
     name = "geoind"
     trust_model = "local"
-    params = {"h": BANDWIDTH,
-              "epsilon": Param("epsilon", "float", "geo-indistinguishability level per distance unit "
-                               "of the dataset (per metre for real data)", low=0.0),
-              "kde": KDE}
+    params = {
+        "h": BANDWIDTH,
+        "epsilon": Param(
+            "epsilon",
+            "float",
+            "geo-indistinguishability level per distance unit of the dataset (per metre for real data)",
+            low=0.0,
+        ),
+        "kde": KDE,
+    }
 
     def claim(self):
         return planar_laplace.guarantee(self.settings["epsilon"], "distance units of the dataset")
@@ -50,7 +56,7 @@ class GeoInd(FedKDE):
         epsilon = self.settings["epsilon"]
         moved = planar_laplace.perturb(points[["x", "y"]].to_numpy(), epsilon, rng)
         view["x"], view["y"] = moved[:, 0], moved[:, 1]
-        view.attrs["noise"] = {"epsilon": epsilon}   # the planar Laplace's epsilon the reports were drawn at
+        view.attrs["noise"] = {"epsilon": epsilon}  # the planar Laplace's epsilon the reports were drawn at
         return view
 
     def log_likelihood(self, view, grid):
@@ -87,8 +93,12 @@ class GeoInd(FedKDE):
             a = step * np.round(np.asarray(a) / step)
             b = a + np.array([d, 0.0])
 
-            def llr(out):   # planar Laplace: the log-likelihood ratio is ε (|y − b| − |y − a|)
+            def llr(out):  # planar Laplace: the log-likelihood ratio is ε (|y − b| − |y − a|)
                 return np.linalg.norm(out - b, axis=1) - np.linalg.norm(out - a, axis=1)
+
             return Pair(name, randomized(self, grid, a, xy_of), randomized(self, grid, b, xy_of), llr, distance=d)
-        return [pair("two grid points at distance ~1/epsilon, domain centre", (lo + hi) / 2),
-                pair("two grid points at distance ~1/epsilon, domain corner", lo)]
+
+        return [
+            pair("two grid points at distance ~1/epsilon, domain centre", (lo + hi) / 2),
+            pair("two grid points at distance ~1/epsilon, domain corner", lo),
+        ]

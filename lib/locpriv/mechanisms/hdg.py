@@ -65,21 +65,35 @@ class HDG(Released):
 
     name = "hdg"
     trust_model = "local"
-    params = {"epsilon": EPSILON,
-              "variant": Param("variant", "choice", "hdg (1-D grids of x and y and a 2-D grid, three user groups) "
-                               "or tdg (the 2-D grid only, one group)", default="hdg", choices=lib.VARIANTS),
-              # the weighted update's matrix: 4^8 doubles, 0.5 MB; finer than any evaluation grid of 256 x 256
-              "fine_level": Param("fine_level", "int", "fine grid of the weighted update: 2^fine_level cells per "
-                                  "side (also caps the granularities)", default=8, low=0, high=10)}
+    params = {
+        "epsilon": EPSILON,
+        "variant": Param(
+            "variant",
+            "choice",
+            "hdg (1-D grids of x and y and a 2-D grid, three user groups) or tdg (the 2-D grid only, one group)",
+            default="hdg",
+            choices=lib.VARIANTS,
+        ),
+        # the weighted update's matrix: 4^8 doubles, 0.5 MB; finer than any evaluation grid of 256 x 256
+        "fine_level": Param(
+            "fine_level",
+            "int",
+            "fine grid of the weighted update: 2^fine_level cells per side (also caps the granularities)",
+            default=8,
+            low=0,
+            high=10,
+        ),
+    }
 
     def claim(self):
         return oue_guarantee(
             self.settings["epsilon"],
             covers="each user's location (clamped to the public domain box first); every user sends one "
-                   "report, in one group fixed by its id",
+            "report, in one group fixed by its id",
             note=f"{self.settings['variant'].upper()} (Yang et al. 2021) as in locpriv.sldp.hdg: user groups by a "
-                 "public hash of the id, OUE over the group's grid, granularities from N and epsilon; consistency "
-                 "and the weighted update are post-processing")
+            "public hash of the id, OUE over the group's grid, granularities from N and epsilon; consistency "
+            "and the weighted update are post-processing",
+        )
 
     def communication(self, grid):
         """Upper bound: a 1-D report has at most 2^fine_level bits, a 2-D one g2^2 <= 4^fine_level (g2 follows
@@ -103,10 +117,11 @@ class HDG(Released):
         grids = lib.release(sums, sizes, n, s["epsilon"], g1, g2)
         view = pd.DataFrame({"user": points["user"].to_numpy(), "group": group, "ones": ones})
         view.attrs["release"] = {"n": n, "g1": g1, "g2": g2, **{k: v.tolist() for k, v in grids.items()}}
-        view.attrs["communication"] = float(np.mean([lib.domain_size(lib.GROUPS[variant][j], g1, g2)
-                                                     for j in group])) if n else 0.0
+        view.attrs["communication"] = (
+            float(np.mean([lib.domain_size(lib.GROUPS[variant][j], g1, g2) for j in group])) if n else 0.0
+        )
         view.attrs["clamped_to_box"] = moved
-        view.attrs["noise"] = {"epsilon": s["epsilon"]}   # every group's OUE epsilon
+        view.attrs["noise"] = {"epsilon": s["epsilon"]}  # every group's OUE epsilon
         return view
 
     def partial(self, view, grid):
@@ -132,8 +147,11 @@ class HDG(Released):
         xmin, xmax, ymin, ymax = domain_box(grid)
         gx, gy = _edges(grid.x), _edges(grid.y)
         # fraction of each grid column (row) inside each group cell along x (y), at g1 and g2 cells
-        frac = {(axis, g): lib.overlap_fractions(*_cell_edges(lo, hi, g), edges)
-                for axis, lo, hi, edges in (("x", xmin, xmax, gx), ("y", ymin, ymax, gy)) for g in {g1, g2}}
+        frac = {
+            (axis, g): lib.overlap_fractions(*_cell_edges(lo, hi, g), edges)
+            for axis, lo, hi, edges in (("x", xmin, xmax, gx), ("y", ymin, ymax, gy))
+            for g in {g1, g2}
+        }
         out = np.empty((len(view), *grid.shape))
         groups = view["group"].to_numpy()
         for j, name in enumerate(lib.GROUPS[self.settings["variant"]]):
@@ -142,8 +160,9 @@ class HDG(Released):
                 continue
             weight = np.ones((len(rows), lib.domain_size(name, g1, g2)))
             ones = view["ones"].iloc[rows].to_numpy()
-            weight[np.repeat(np.arange(len(rows)), [len(o) for o in ones]),
-                   np.concatenate(ones).astype(np.int64)] = math.exp(epsilon)
+            weight[np.repeat(np.arange(len(rows)), [len(o) for o in ones]), np.concatenate(ones).astype(np.int64)] = (
+                math.exp(epsilon)
+            )
             if name == "x":
                 out[rows] = (weight @ frac["x", g1])[:, :, None]
             elif name == "y":
@@ -182,6 +201,12 @@ class HDG(Released):
                 out[rows[flat == cells[group[rows], corner]], 1 + corner] = 1.0
             return out
 
-        return [Pair("users at opposite corners: their group and the two corners' bits",
-                     randomized(self, grid, lo, group_and_bits), randomized(self, grid, hi, group_and_bits),
-                     lambda out: 4 * out[:, 0] + 2 * out[:, 1] + out[:, 2], box_free=True)]
+        return [
+            Pair(
+                "users at opposite corners: their group and the two corners' bits",
+                randomized(self, grid, lo, group_and_bits),
+                randomized(self, grid, hi, group_and_bits),
+                lambda out: 4 * out[:, 0] + 2 * out[:, 1] + out[:, 2],
+                box_free=True,
+            )
+        ]

@@ -59,13 +59,25 @@ from .partitions import EPSILON, Released
 
 # 64 x 64 pixels by default, about the default 100 x 100 grid's resolution; the published map is up to
 # 4^depth floats in the view's metadata, hence the cap
-DEPTH = Param("depth", "int", "quadtree levels below the domain box (map of 2^depth x 2^depth pixels)",
-              default=6, low=0, high=9)
-AGGREGATION = Param("aggregation", "choice", "how shard sums are formed: population (exact law of the summed "
-                    "Pólya shares, fast), per_client (each user's vector + its own share, mod 2^bits) or secure "
-                    "(pairwise-masking secure aggregation)", default="population", choices=AGGREGATIONS)
-SHARD_SIZE = Param("shard_size", "int", "users per secure-aggregation shard (Bagdasaryan et al. 2022 §6: 10 000)",
-                   default=10_000, low=0)
+DEPTH = Param(
+    "depth", "int", "quadtree levels below the domain box (map of 2^depth x 2^depth pixels)", default=6, low=0, high=9
+)
+AGGREGATION = Param(
+    "aggregation",
+    "choice",
+    "how shard sums are formed: population (exact law of the summed "
+    "Pólya shares, fast), per_client (each user's vector + its own share, mod 2^bits) or secure "
+    "(pairwise-masking secure aggregation)",
+    default="population",
+    choices=AGGREGATIONS,
+)
+SHARD_SIZE = Param(
+    "shard_size",
+    "int",
+    "users per secure-aggregation shard (Bagdasaryan et al. 2022 §6: 10 000)",
+    default=10_000,
+    low=0,
+)
 
 
 def secagg(settings) -> SecAgg:
@@ -92,8 +104,15 @@ def user_pool(x: np.ndarray, y: np.ndarray, depth: int, settings) -> UserPool:
     return UserPool.from_pixels(x, y, depth, sampling="fixed", shard_size=settings["shard_size"])
 
 
-def published(view: pd.DataFrame, heatmap: np.ndarray, depth: int, moved: int, detail: dict,
-              rounds: list[ShardedRound], shard_size: int) -> pd.DataFrame:
+def published(
+    view: pd.DataFrame,
+    heatmap: np.ndarray,
+    depth: int,
+    moved: int,
+    detail: dict,
+    rounds: list[ShardedRound],
+    shard_size: int,
+) -> pd.DataFrame:
     """The rendered map as a release of finest-level quadtree cells (mass per pixel, zeros dropped), and what
     the aggregation server learns: each sub-query's shard sums on its public tree (``server_rounds``) and
     each user's shard (public: the server runs the shards)."""
@@ -103,17 +122,33 @@ def published(view: pd.DataFrame, heatmap: np.ndarray, depth: int, moved: int, d
     view = Released.with_release(view, cells, moved)
     view["shard"] = np.arange(len(view)) // shard_size
     view.attrs.update(detail)
-    view.attrs["server_rounds"] = [{"levels": r.levels.tolist(), "codes": r.codes.tolist(), "epsilon": float(r.epsilon),
-                                    "sensitivity": int(r.sensitivity), "sums": r.sums.tolist(), "r": r.r.tolist()}
-                                   for r in rounds]
+    view.attrs["server_rounds"] = [
+        {
+            "levels": r.levels.tolist(),
+            "codes": r.codes.tolist(),
+            "epsilon": float(r.epsilon),
+            "sensitivity": int(r.sensitivity),
+            "sums": r.sums.tolist(),
+            "r": r.r.tolist(),
+        }
+        for r in rounds
+    ]
     return view
 
 
 def server_rounds(view: pd.DataFrame) -> list[ShardedRound]:
     """The sub-queries' shard sums as ``published`` records them."""
-    return [ShardedRound(np.asarray(r["levels"], dtype=np.int64), np.asarray(r["codes"], dtype=np.int64),
-                         r["epsilon"], r["sensitivity"], np.asarray(r["sums"], dtype=np.int64),
-                         np.asarray(r["r"], dtype=float)) for r in view.attrs["server_rounds"]]
+    return [
+        ShardedRound(
+            np.asarray(r["levels"], dtype=np.int64),
+            np.asarray(r["codes"], dtype=np.int64),
+            r["epsilon"],
+            r["sensitivity"],
+            np.asarray(r["sums"], dtype=np.int64),
+            np.asarray(r["r"], dtype=float),
+        )
+        for r in view.attrs["server_rounds"]
+    ]
 
 
 class Heatmap(Released):
@@ -124,8 +159,8 @@ class Heatmap(Released):
     """
 
     trust_model = "distributed"
-    aggregate_only = True    # the server sees the summed shards only: the Bayes adversary keeps its prior
-    leak = ""                # private data the published map depends on beyond the noisy sums
+    aggregate_only = True  # the server sees the summed shards only: the Bayes adversary keeps its prior
+    leak = ""  # private data the published map depends on beyond the noisy sums
 
     def claim(self):
         eps = self.settings["epsilon"]
@@ -133,13 +168,17 @@ class Heatmap(Released):
         model = heatmap_guarantee(eps, eps, self.settings["aggregation"])["model"]
         record = Guarantee(
             # n is public in the DAG, so the implied relation is replace-one (2 eps), as for privtree
-            model=model, epsilon=2 * eps, delta=0.0,
-            relation=REPLACE_ONE, other_relations={ADD_REMOVE: eps},
+            model=model,
+            epsilon=2 * eps,
+            delta=0.0,
+            relation=REPLACE_ONE,
+            other_relations={ADD_REMOVE: eps},
             covers="the published map and every sub-query's shard sums, assuming the server learns only each "
-                   "shard's sum and no user drops out",
+            "shard's sum and no user drops out",
             discretisation="integer counts plus integer (discrete Laplace) noise: exact",
             note="Bagdasaryan et al. 2022 §4-5: discrete-Laplace sum per shard and sub-query, basic "
-                 "composition over sub-queries")
+            "composition over sub-queries",
+        )
         return record.leaked(self.leak) if self.leak else record
 
     def surfaces(self, view, grid):
@@ -170,15 +209,17 @@ class Heatmap(Released):
         depth = self.settings["depth"]
         rounds = server_rounds(view)
 
-        def users():   # every user's pixel (as the mechanism placed it) and each shard's users' pixels
+        def users():  # every user's pixel (as the mechanism placed it) and each shard's users' pixels
             x, y, _ = pixels(others.points, grid, depth)
             pixel = x * (1 << depth) + y
             shard = others.view.set_index("user")["shard"].reindex(others.points["user"]).to_numpy()
             return pixel, [pixel[shard == j] for j in range(len(rounds[0].sums))]
+
         pixel, shard_pixels = others.memo("heatmap_users", users)
         pieces = others.memo("heatmap_pieces", lambda: informed.PieceMap(*informed.pixel_pieces(depth), grid))
-        values = informed.heatmap_log_likelihood(rounds, shard_pixels, view["shard"].to_numpy(),
-                                                 pixel[others.rows_of(view["user"].to_numpy())], depth)
+        values = informed.heatmap_log_likelihood(
+            rounds, shard_pixels, view["shard"].to_numpy(), pixel[others.rows_of(view["user"].to_numpy())], depth
+        )
         return pieces.to_grid(values), informed.max_log_ratio(values)
 
     def result(self, points, grid, rng):
@@ -198,29 +239,39 @@ class Heatmap(Released):
         from ..audit import cases
 
         lo, hi = cases.domain_corners(grid)
-        other = pd.DataFrame({"user": [1, 2], "x": hi[0], "y": hi[1]})   # two: a secure shard needs >= 2
+        other = pd.DataFrame({"user": [1, 2], "x": hi[0], "y": hi[1]})  # two: a secure shard needs >= 2
         both = pd.concat([pd.DataFrame({"user": [0], "x": [lo[0]], "y": [lo[1]]}), other], ignore_index=True)
         width = len(self.scored(self.result(other, grid, np.random.default_rng(0))))
 
         def released(points):
             return cases.per_run(lambda rng: self.scored(self.result(points, grid, rng)), width)
-        return [cases.Pair("whole run on a tiny population with and without the target (corner pixel)",
-                           released(both), released(other), lambda out: np.clip(out[:, :-1], 0, 1).sum(axis=1),
-                           max_draws=cases.END_TO_END_MAX_DRAWS, box_free=True, relation=ADD_REMOVE,
-                           accounts=True)]
+
+        return [
+            cases.Pair(
+                "whole run on a tiny population with and without the target (corner pixel)",
+                released(both),
+                released(other),
+                lambda out: np.clip(out[:, :-1], 0, 1).sum(axis=1),
+                max_draws=cases.END_TO_END_MAX_DRAWS,
+                box_free=True,
+                relation=ADD_REMOVE,
+                accounts=True,
+            )
+        ]
 
 
 class Baseline(Heatmap):
     """A baseline of Bagdasaryan et al. 2022 §6.2: one library call on the users' pixel image."""
 
     params = {"epsilon": EPSILON, "depth": DEPTH, "shard_size": SHARD_SIZE, "aggregation": AGGREGATION}
-    library = None     # the heatmaps library's function (population, n_users, epsilon, rng, secagg)
+    library = None  # the heatmaps library's function (population, n_users, epsilon, rng, secagg)
 
     def result(self, points, grid, rng):
         depth = self.settings["depth"]
         x, y, _ = pixels(points, grid, depth)
-        return self.library(user_pool(x, y, depth, self.settings), len(points), self.settings["epsilon"], rng,
-                            secagg(self.settings))
+        return self.library(
+            user_pool(x, y, depth, self.settings), len(points), self.settings["epsilon"], rng, secagg(self.settings)
+        )
 
     def scored(self, result):
         return np.array([result.heatmap[0, 0], max(result.epsilon, result.achieved_epsilon)])
@@ -229,6 +280,12 @@ class Baseline(Heatmap):
         depth = self.settings["depth"]
         moved = pixels(points, grid, depth)[2]
         result = self.result(points, grid, rng)
-        return published(points[["user"]].reset_index(drop=True), result.heatmap, depth, moved,
-                         {"communication": result.communication, "epsilon_achieved": result.achieved_epsilon,
-                          **result.detail}, result.server_rounds, self.settings["shard_size"])
+        return published(
+            points[["user"]].reset_index(drop=True),
+            result.heatmap,
+            depth,
+            moved,
+            {"communication": result.communication, "epsilon_achieved": result.achieved_epsilon, **result.detail},
+            result.server_rounds,
+            self.settings["shard_size"],
+        )

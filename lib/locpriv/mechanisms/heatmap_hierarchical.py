@@ -17,8 +17,7 @@ class HeatmapHierarchical(Baseline):
 
     name = "heatmap_hierarchical"
     library = staticmethod(baselines.hierarchical)
-    leak = ("the true map: the published level is the one closest (MSE) to it, as in the paper's "
-            "evaluation")
+    leak = "the true map: the published level is the one closest (MSE) to it, as in the paper's evaluation"
 
     def communication(self, grid):
-        return float(sum(4 ** level for level in range(1, self.settings["depth"] + 1)))
+        return float(sum(4**level for level in range(1, self.settings["depth"] + 1)))

@@ -36,26 +36,42 @@ class LaplaceLDP(FedKDE):
     name = "laplace_ldp"
     trust_model = "local"
     needs_domain = True
-    params = {"h": BANDWIDTH,
-              "epsilon": Param("epsilon", "float", "LDP budget for the whole 2-D location", low=0.0),
-              "estimator": Param("estimator", "choice", "server density estimator: naive KDE of the "
-                                 "reports or the deconvoluting KDE ([Deconv-LDP] eq. 5)", default="deconv",
-                                 choices=("naive", "deconv")),
-              "kde": KDE, "timing": TIMING}
+    params = {
+        "h": BANDWIDTH,
+        "epsilon": Param("epsilon", "float", "LDP budget for the whole 2-D location", low=0.0),
+        "estimator": Param(
+            "estimator",
+            "choice",
+            "server density estimator: naive KDE of the reports or the deconvoluting KDE ([Deconv-LDP] eq. 5)",
+            default="deconv",
+            choices=("naive", "deconv"),
+        ),
+        "kde": KDE,
+        "timing": TIMING,
+    }
 
     def claim(self):
         eps = self.settings["epsilon"]
-        fixed = ("; timing: fixed work per draw, delta = (1 + e^eps) x the sampler's total-variation bound at the "
-                 "largest scale any box gives (laplace_ldp.timing_safe_delta)") if self.timing_safe else ""
+        fixed = (
+            (
+                "; timing: fixed work per draw, delta = (1 + e^eps) x the sampler's total-variation bound at the "
+                "largest scale any box gives (laplace_ldp.timing_safe_delta)"
+            )
+            if self.timing_safe
+            else ""
+        )
         return Guarantee(
-            model="(epsilon, delta)-LDP" if self.timing_safe else "epsilon-LDP", epsilon=eps,
-            delta=laplace_ldp.timing_safe_delta(eps) if self.timing_safe else 0.0, relation="any two inputs (local)",
+            model="(epsilon, delta)-LDP" if self.timing_safe else "epsilon-LDP",
+            epsilon=eps,
+            delta=laplace_ldp.timing_safe_delta(eps) if self.timing_safe else 0.0,
+            relation="any two inputs (local)",
             covers="each user's location (clamped to the public domain box first)",
             discretisation="each coordinate snapped to the public grid of step = largest power of two <= "
-                           "box side / 1024, plus exact discrete Laplace noise of scale 2 (side / step) / "
-                           "epsilon grid steps (Canonne, Kamath & Steinke 2020); reports on that grid",
+            "box side / 1024, plus exact discrete Laplace noise of scale 2 (side / step) / "
+            "epsilon grid steps (Canonne, Kamath & Steinke 2020); reports on that grid",
             note="Farokhi 2020 Theorem 1 with q = 2; the sampler rounds its scale up, so the exact "
-                 "epsilon is slightly below the recorded one" + fixed)
+            "epsilon is slightly below the recorded one" + fixed,
+        )
 
     def variance(self, domain) -> np.ndarray:
         """Per-coordinate (x, y) variance of a report around the user's snapped location.
@@ -72,8 +88,9 @@ class LaplaceLDP(FedKDE):
     def randomize_points(self, points, grid, rng):
         clamped, moved = clamp_to_domain(points, grid)
         epsilon = self.settings["epsilon"]
-        noisy = laplace_ldp.randomize(clamped, _bounds(grid), epsilon, rng, names=("x", "y"),
-                                      timing_safe=self.timing_safe)
+        noisy = laplace_ldp.randomize(
+            clamped, _bounds(grid), epsilon, rng, names=("x", "y"), timing_safe=self.timing_safe
+        )
         view = points[["user"]].reset_index(drop=True)
         view["x"], view["y"] = noisy[:, 0], noisy[:, 1]
         view.attrs["clamped_to_box"] = moved
@@ -82,8 +99,11 @@ class LaplaceLDP(FedKDE):
         return view
 
     def partial(self, view, grid):
-        b = (tuple(laplace_ldp.scales(_bounds(grid), self.settings["epsilon"]))
-             if self.settings["estimator"] == "deconv" else (0.0, 0.0))
+        b = (
+            tuple(laplace_ldp.scales(_bounds(grid), self.settings["epsilon"]))
+            if self.settings["estimator"] == "deconv"
+            else (0.0, 0.0)
+        )
         return self.kde_partial(view, grid, laplace_b=b)
 
     def log_likelihood(self, view, grid):
@@ -113,6 +133,9 @@ class LaplaceLDP(FedKDE):
 
         def pair(name, a, b):
             return Pair(name, randomized(self, grid, a, xy_of), randomized(self, grid, b, xy_of), clipped_sum)
-        return [pair("opposite corners", lo, hi),
-                pair("outside the box (clamped) vs far corner", lo - side, hi),
-                pair("centre vs corner", (lo + hi) / 2, hi)]
+
+        return [
+            pair("opposite corners", lo, hi),
+            pair("outside the box (clamped) vs far corner", lo - side, hi),
+            pair("centre vs corner", (lo + hi) / 2, hi),
+        ]

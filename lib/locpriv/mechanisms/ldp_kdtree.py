@@ -32,7 +32,7 @@ def _grid_centres(grid) -> np.ndarray:
 
 def _splits(release: dict, height: int) -> list[np.ndarray]:
     flat = np.asarray(release["splits"], dtype=float)
-    return [flat[2 ** level - 1: 2 ** (level + 1) - 1] for level in range(height)]
+    return [flat[2**level - 1 : 2 ** (level + 1) - 1] for level in range(height)]
 
 
 class LDPKDTree(Released):
@@ -43,23 +43,38 @@ class LDPKDTree(Released):
 
     name = "ldp_kdtree"
     trust_model = "local"
-    params = {"epsilon": EPSILON,
-              "height": Param("height", "int", "kd-tree depth: 2^height leaves, one user group per depth",
-                              default=kd.DEFAULT_HEIGHT, low=1, high=10),
-              "buckets": Param("buckets", "int", "buckets per node along its split axis (CALC_MED)",
-                               default=kd.DEFAULT_BUCKETS, low=2, high=64)}
+    params = {
+        "epsilon": EPSILON,
+        "height": Param(
+            "height",
+            "int",
+            "kd-tree depth: 2^height leaves, one user group per depth",
+            default=kd.DEFAULT_HEIGHT,
+            low=1,
+            high=10,
+        ),
+        "buckets": Param(
+            "buckets",
+            "int",
+            "buckets per node along its split axis (CALC_MED)",
+            default=kd.DEFAULT_BUCKETS,
+            low=2,
+            high=64,
+        ),
+    }
 
     def claim(self):
         return oue_guarantee(
             self.settings["epsilon"],
             covers="each user's location (clamped to the public domain box first); every user sends one "
-                   "report, in one group",
+            "report, in one group",
             note="LDP-KDTree (Alptekin, Balioglu & Gursoy 2025) as reconstructed in locpriv.sldp.ldp_kdtree: "
-                 "population division over the depths, OUE over each depth's (node, bucket) values, "
-                 "the tree and counts are post-processing")
+            "population division over the depths, OUE over each depth's (node, bucket) values, "
+            "the tree and counts are post-processing",
+        )
 
     def communication(self, grid):
-        return float(2 ** (self.settings["height"] - 1) * self.settings["buckets"])   # the deepest group's bits
+        return float(2 ** (self.settings["height"] - 1) * self.settings["buckets"])  # the deepest group's bits
 
     def tree(self, xy, grid, rng) -> kd.KDTreeResult:
         """The whole protocol (every group's OUE reports, the server's medians) on locations ``xy``."""
@@ -73,10 +88,12 @@ class LDPKDTree(Released):
         for members, bits in zip(res.members, res.reports, strict=True):
             ones.iloc[members] = ones_column(bits).to_numpy()
         view = pd.DataFrame({"user": points["user"].to_numpy(), "level": res.group, "ones": ones})
-        view.attrs["release"] = {**{k: res.leaves[k].tolist() for k in ("x0", "x1", "y0", "y1", "count")},
-                                 "splits": np.concatenate(res.splits).tolist()}
+        view.attrs["release"] = {
+            **{k: res.leaves[k].tolist() for k in ("x0", "x1", "y0", "y1", "count")},
+            "splits": np.concatenate(res.splits).tolist(),
+        }
         view.attrs["clamped_to_box"] = moved
-        view.attrs["noise"] = {"epsilon": self.settings["epsilon"]}   # every group's OUE epsilon
+        view.attrs["noise"] = {"epsilon": self.settings["epsilon"]}  # every group's OUE epsilon
         return view
 
     def partial(self, view, grid):
@@ -137,11 +154,20 @@ class LDPKDTree(Released):
                     if row.size:
                         out[level] = bits[row[0], kd.values(pair, res.splits[:level], box, self.settings["buckets"])]
                 return out.ravel()
+
             return cases.per_run(run, 2 * height)
 
         def statistic(out):
             bits = np.maximum(out.reshape(len(out), height, 2), 0)
             return (bits[:, :, 0] - bits[:, :, 1]).sum(axis=1)
-        return [cases.Pair("whole protocol, target near the lower-left vs the upper-right corner",
-                           released(pair[0]), released(pair[1]), statistic,
-                           max_draws=cases.END_TO_END_MAX_DRAWS, box_free=True)]
+
+        return [
+            cases.Pair(
+                "whole protocol, target near the lower-left vs the upper-right corner",
+                released(pair[0]),
+                released(pair[1]),
+                statistic,
+                max_draws=cases.END_TO_END_MAX_DRAWS,
+                box_free=True,
+            )
+        ]

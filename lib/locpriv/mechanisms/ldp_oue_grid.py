@@ -30,20 +30,31 @@ class OUEGrid(Mechanism):
 
     name = "ldp_oue_grid"
     trust_model = "local"
-    partial_per_area = True   # _cell_surface: bit counts over each cell's area
-    params = {"epsilon": EPSILON,
-              # each user's bit vector is materialised per shard: 4^6 bits x 5000 users = 20 MB
-              "level": Param("level", "int", "grid of 2^level x 2^level cells, or 'auto': the granularity "
-                             "guideline from the run's N and epsilon (locpriv.sldp.ldp_grid.grid_level)",
-                             default=4, low=0, high=6, special=("auto",))}
+    partial_per_area = True  # _cell_surface: bit counts over each cell's area
+    params = {
+        "epsilon": EPSILON,
+        # each user's bit vector is materialised per shard: 4^6 bits x 5000 users = 20 MB
+        "level": Param(
+            "level",
+            "int",
+            "grid of 2^level x 2^level cells, or 'auto': the granularity "
+            "guideline from the run's N and epsilon (locpriv.sldp.ldp_grid.grid_level)",
+            default=4,
+            low=0,
+            high=6,
+            special=("auto",),
+        ),
+    }
 
     @classmethod
     def for_users(cls, params, n_users):
         if params["level"] != "auto":
             return params
         if n_users is None:
-            raise ValueError("level: 'auto' sizes the grid from the run's number of users, which is known only "
-                             "once the dataset is read here; give n as numbers or an explicit level")
+            raise ValueError(
+                "level: 'auto' sizes the grid from the run's number of users, which is known only "
+                "once the dataset is read here; give n as numbers or an explicit level"
+            )
         return {**params, "level": grid_level(n_users, params["epsilon"], cls.params["level"].high)}
 
     @property
@@ -51,17 +62,23 @@ class OUEGrid(Mechanism):
         """The grid's level; 'auto' is resolved from the users first (``sized``: randomize and estimate do it)."""
         level = self.settings["level"]
         if level == "auto":
-            raise ValueError(f"{self!r}: level 'auto' follows the number of users; use .sized(n_users) (randomize "
-                             "and estimate resolve it from the users they are given)")
+            raise ValueError(
+                f"{self!r}: level 'auto' follows the number of users; use .sized(n_users) (randomize "
+                "and estimate resolve it from the users they are given)"
+            )
         return level
 
     def claim(self):
         return Guarantee(
-            model="epsilon-LDP", epsilon=self.settings["epsilon"], delta=0.0, relation="any two inputs (local)",
+            model="epsilon-LDP",
+            epsilon=self.settings["epsilon"],
+            delta=0.0,
+            relation="any two inputs (local)",
             covers="each user's location (clamped to the public domain box first)",
             discretisation="bits only (no real values released); each bit's probability is a double, so the "
-                           "exact epsilon exceeds the recorded one by at most float rounding (< 1e-15)",
-            note="optimized unary encoding (Wang et al. 2017) over a uniform grid of the public box")
+            "exact epsilon exceeds the recorded one by at most float rounding (< 1e-15)",
+            note="optimized unary encoding (Wang et al. 2017) over a uniform grid of the public box",
+        )
 
     def variance(self, n: int, frequency: float = 0.0) -> float:
         """Variance of the unbiased estimate of one cell's user fraction from ``n`` users.
@@ -73,23 +90,25 @@ class OUEGrid(Mechanism):
         2017's q (1 − q) / (n (p − q)²) = 4 e^ε / (n (e^ε − 1)²).
         """
         if not (isinstance(n, (int, np.integer)) and n >= 1 and 0.0 <= frequency <= 1.0):
-            raise ValueError(f"variance needs an integer n >= 1 and 0 <= frequency <= 1, got n={n!r}, "
-                             f"frequency={frequency!r}")
+            raise ValueError(
+                f"variance needs an integer n >= 1 and 0 <= frequency <= 1, got n={n!r}, frequency={frequency!r}"
+            )
         p, q = oue_probabilities(self.settings["epsilon"])
         return (frequency * p * (1 - p) + (1 - frequency) * q * (1 - q)) / (n * (p - q) ** 2)
 
     def communication(self, grid):
-        return float(4 ** self.level)
+        return float(4**self.level)
 
     def randomize_points(self, points, grid, rng):
         xy, moved = clamp_to_domain(points, grid)
         level = self.level
         own = cell_codes(xy, domain_box(grid), level)
         epsilon = self.settings["epsilon"]
-        view = pd.DataFrame({"user": points["user"].to_numpy(),
-                             "ones": ones_column(oue_bits(own, 4 ** level, epsilon, rng))})
+        view = pd.DataFrame(
+            {"user": points["user"].to_numpy(), "ones": ones_column(oue_bits(own, 4**level, epsilon, rng))}
+        )
         view.attrs["clamped_to_box"] = moved
-        view.attrs["noise"] = {"epsilon": epsilon}   # the OUE probabilities' epsilon (p = 1/2, q = 1/(e^eps + 1))
+        view.attrs["noise"] = {"epsilon": epsilon}  # the OUE probabilities' epsilon (p = 1/2, q = 1/(e^eps + 1))
         return view
 
     def _on_grid(self, values: np.ndarray, grid) -> np.ndarray:
@@ -103,14 +122,13 @@ class OUEGrid(Mechanism):
         return self._on_grid(values / level_area(self.level, domain_box(grid)), grid)
 
     def partial(self, view, grid):
-        ones = np.bincount(np.concatenate(view["ones"].to_numpy()).astype(np.int64),
-                           minlength=4 ** self.level)
+        ones = np.bincount(np.concatenate(view["ones"].to_numpy()).astype(np.int64), minlength=4**self.level)
         return self._cell_surface(ones[None, :].astype(float), grid)[0]
 
     def density(self, total, n_users, grid):
         p, q = oue_probabilities(self.settings["epsilon"])
         area = level_area(self.level, domain_box(grid))
-        dens = (total - n_users * q / area) / (p - q) / n_users   # unbiased per cell (OUE)
+        dens = (total - n_users * q / area) / (p - q) / n_users  # unbiased per cell (OUE)
         dens = np.maximum(dens, 0.0)
         mass = dens.sum() * grid.cell_area
         return dens / mass if mass > 0 else dens
@@ -118,10 +136,11 @@ class OUEGrid(Mechanism):
     def _log_weights(self, view) -> np.ndarray:
         """(n, 4^level): log P(bits | own cell) up to a constant: eps (as the view records it) on reported
         ones, 0 on zeros (``adversary.likelihoods.oue_log_probability``)."""
-        log_weight = np.zeros((len(view), 4 ** self.level))
+        log_weight = np.zeros((len(view), 4**self.level))
         ones = view["ones"].to_numpy()
-        log_weight[np.repeat(np.arange(len(view)), [len(o) for o in ones]),
-                   np.concatenate(ones).astype(np.int64)] = informed.recorded_noise(view, self.name)["epsilon"]
+        log_weight[np.repeat(np.arange(len(view)), [len(o) for o in ones]), np.concatenate(ones).astype(np.int64)] = (
+            informed.recorded_noise(view, self.name)["epsilon"]
+        )
         return log_weight
 
     def log_likelihood(self, view, grid):
@@ -139,7 +158,7 @@ class OUEGrid(Mechanism):
 
         lo, hi = domain_corners(grid)
         level = self.level
-        half_cell = (hi - lo) / 2 ** level / 2
+        half_cell = (hi - lo) / 2**level / 2
         a, b = lo + half_cell, hi - half_cell
         cells = cell_codes(np.array([a, b]), domain_box(grid), level)
 
@@ -152,5 +171,12 @@ class OUEGrid(Mechanism):
                 out[rows[flat == cell], j] = 1.0
             return out
 
-        return [Pair("users in two opposite corner cells: their two bits", randomized(self, grid, a, bits),
-                     randomized(self, grid, b, bits), lambda out: 2 * out[:, 0] + out[:, 1], box_free=True)]
+        return [
+            Pair(
+                "users in two opposite corner cells: their two bits",
+                randomized(self, grid, a, bits),
+                randomized(self, grid, b, bits),
+                lambda out: 2 * out[:, 0] + out[:, 1],
+                box_free=True,
+            )
+        ]

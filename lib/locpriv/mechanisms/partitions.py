@@ -32,7 +32,7 @@ def level_area(level, box) -> np.ndarray:
 
 def ones_column(bits: np.ndarray) -> pd.Series:
     """Each row's set bits as a list column (the compact form of OUE reports in a view)."""
-    rows, cols = np.nonzero(bits)          # row-major: each user's ones, in order
+    rows, cols = np.nonzero(bits)  # row-major: each user's ones, in order
     offsets = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=len(bits)))])
     return pa.ListArray.from_arrays(offsets, cols).to_pandas()
 
@@ -41,9 +41,15 @@ def oue_guarantee(epsilon: float, covers: str, note: str) -> Guarantee:
     """The claim of one OUE report per user (Wang et al. 2017; ``ldp_kdtree``, ``hdg``): epsilon-LDP,
     as p (1 - q) / (q (1 - p)) = e^eps bounds the report's probability ratio between any two inputs."""
     return Guarantee(
-        model="epsilon-LDP", epsilon=epsilon, delta=0.0, relation="any two inputs (local)", covers=covers,
+        model="epsilon-LDP",
+        epsilon=epsilon,
+        delta=0.0,
+        relation="any two inputs (local)",
+        covers=covers,
         discretisation="bits only (OUE); each bit's probability is a double, so the exact epsilon exceeds "
-                       "the recorded one by at most float rounding (< 1e-15)", note=note)
+        "the recorded one by at most float rounding (< 1e-15)",
+        note=note,
+    )
 
 
 def release_surface(release: dict, grid) -> np.ndarray:
@@ -59,7 +65,7 @@ class Released(Mechanism):
     """A single-shard mechanism whose server output is a partition with counts (in view.attrs)."""
 
     interactive = True
-    partial_per_area = True   # release_surface: counts over each cell's area
+    partial_per_area = True  # release_surface: counts over each cell's area
 
     def partial(self, view, grid):
         return release_surface(view.attrs["release"], grid)

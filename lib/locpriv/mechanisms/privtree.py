@@ -28,14 +28,14 @@ class PrivTree(Released):
 
     name = "privtree"
     trust_model = "central"
-    aggregate_only = True     # only the release leaves the curator: the posterior is the prior
+    aggregate_only = True  # only the release leaves the curator: the posterior is the prior
     params = {"epsilon": EPSILON}
 
     def claim(self):
         return privtree_lib.guarantee(self.settings["epsilon"] / 2, self.settings["epsilon"] / 2)
 
     def communication(self, grid):
-        return 2.0    # each user hands its location to the curator
+        return 2.0  # each user hands its location to the curator
 
     def tree(self, xy, grid, rng):
         """The curator's released leaves (level, code, count) of locations ``xy``: budget halves."""
@@ -46,7 +46,7 @@ class PrivTree(Released):
         xy, moved = clamp_to_domain(points, grid)
         leaves = self.tree(xy, grid, rng)
         view = self.with_release(points[["user"]].reset_index(drop=True), leaves, moved)
-        view.attrs["noise"] = leaves.attrs["noise"]   # what the curator drew with (published with the tree)
+        view.attrs["noise"] = leaves.attrs["noise"]  # what the curator drew with (published with the tree)
         return view
 
     def surfaces(self, view, grid):
@@ -70,12 +70,15 @@ class PrivTree(Released):
         release, noise = view.attrs["release"], informed.recorded_noise(view, self.name)
         box = domain_box(grid)
 
-        def paths():   # every user's full-depth code, as the curator placed it (clamped to the box)
+        def paths():  # every user's full-depth code, as the curator placed it (clamped to the box)
             xy, _ = clamp_to_domain(others.points, grid)
             return cell_codes(xy, box, noise["max_depth"])
+
         path = others.memo("privtree_paths", paths)
-        likelihood = others.memo("privtree_likelihood", lambda: informed.PrivTreeLikelihood(
-            release["level"], release["code"], release["count"], noise, path))
+        likelihood = others.memo(
+            "privtree_likelihood",
+            lambda: informed.PrivTreeLikelihood(release["level"], release["code"], release["count"], noise, path),
+        )
         mine = path[others.rows_of(view["user"].to_numpy())]
         return likelihood.evaluate(mine, grid)
 
@@ -99,7 +102,17 @@ class PrivTree(Released):
                 level = leaves["level"].to_numpy()
                 mine = np.flatnonzero(leaves["code"].to_numpy() == corner >> (2 * (privtree_lib.MAX_DEPTH - level)))
                 return np.array([leaves["count"].iloc[mine[0]], len(leaves), level[mine[0]]])
+
             return cases.per_run(run, 3)
-        return [cases.Pair("dataset with and without one user (corner): the corner leaf's count",
-                           released(plus), released(base), lambda out: out[:, 0],
-                           max_draws=cases.END_TO_END_MAX_DRAWS, box_free=True, relation=ADD_REMOVE)]
+
+        return [
+            cases.Pair(
+                "dataset with and without one user (corner): the corner leaf's count",
+                released(plus),
+                released(base),
+                lambda out: out[:, 0],
+                max_draws=cases.END_TO_END_MAX_DRAWS,
+                box_free=True,
+                relation=ADD_REMOVE,
+            )
+        ]

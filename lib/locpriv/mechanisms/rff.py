@@ -24,14 +24,36 @@ from .base import BANDWIDTH, Mechanism
 PARAMS = {
     "h": BANDWIDTH,
     "B": Param("B", "int", "random Fourier features per user answer", low=0),
-    "h0": Param("h0", "float", "base bandwidth the frequencies are drawn at (Lemma 4 allows "
-                "h = (4n+1) h0); 'h' = the query's own bandwidth", default="h", low=0.0, special=("h",)),
-    "max_features": Param("max_features", "int", "policy: most features a user answers with "
-                          "(also how many it draws once)", default=50, low=0),
-    "risk": Param("risk", "float", "policy: accepted probability C(gamma) of fewer than min_bands "
-                  "bands across the domain (Lemma 3)", default=0.5, low=0.0, high=0.999999),
-    "min_bands": Param("min_bands", "int", "policy: Lemma 3's j, bands required across the "
-                       "largest inscribed square (>= 2, §3.5)", default=2, low=1),
+    "h0": Param(
+        "h0",
+        "float",
+        "base bandwidth the frequencies are drawn at (Lemma 4 allows h = (4n+1) h0); 'h' = the query's own bandwidth",
+        default="h",
+        low=0.0,
+        special=("h",),
+    ),
+    "max_features": Param(
+        "max_features",
+        "int",
+        "policy: most features a user answers with (also how many it draws once)",
+        default=50,
+        low=0,
+    ),
+    "risk": Param(
+        "risk",
+        "float",
+        "policy: accepted probability C(gamma) of fewer than min_bands bands across the domain (Lemma 3)",
+        default=0.5,
+        low=0.0,
+        high=0.999999,
+    ),
+    "min_bands": Param(
+        "min_bands",
+        "int",
+        "policy: Lemma 3's j, bands required across the largest inscribed square (>= 2, §3.5)",
+        default=2,
+        low=1,
+    ),
 }
 
 
@@ -58,9 +80,11 @@ class RFF(Mechanism):
         return {"h0": self._h0(), "max_features": self.settings["max_features"]}
 
     def claim(self):
-        return no_guarantee("no formal DP: privacy from the periodicity of the answer (Lemmas 2-4); "
-                            "measured by the local-maxima attack's Z",
-                            covers="the location up to the answer's period (no formal claim)")
+        return no_guarantee(
+            "no formal DP: privacy from the periodicity of the answer (Lemmas 2-4); "
+            "measured by the local-maxima attack's Z",
+            covers="the location up to the answer's period (no formal claim)",
+        )
 
     def communication(self, grid):
         """3B numbers (omega_b, phase_b) determine the surface the user sends."""
@@ -74,8 +98,7 @@ class RFF(Mechanism):
         answer = rff.answer_query(users, points[["x", "y"]].to_numpy(), s["h"], B, policy)
         cols = _columns(B)
         if isinstance(answer, rff.Refusal):
-            view = pd.DataFrame({"user": pd.Series(dtype="int64"),
-                                 **{c: pd.Series(dtype="float64") for c in cols}})
+            view = pd.DataFrame({"user": pd.Series(dtype="int64"), **{c: pd.Series(dtype="float64") for c in cols}})
             view.attrs["refusal"] = answer.record()
             return view
         omega, phase = answer

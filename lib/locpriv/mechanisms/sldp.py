@@ -55,39 +55,84 @@ class SLDP(Released):
 
     name = "sldp"
     trust_model = "local"
-    params = {"epsilon": EPSILON,
-              "delta": Param("delta", "float", "SLDP delta: P(the split margin is exceeded), exact tail bound",
-                             default=0.05, low=MIN_DELTA, high=0.5),
-              "max_depth": Param("max_depth", "int", "deepest quadtree level", default=8, low=0, high=20),
-              "split_rule": Param("split_rule", "choice", "per_child (authors' code; no privacy proof) or "
-                                  "all_children (Alg. 2 as printed, Thm 4.1)", default="per_child",
-                                  choices=SPLIT_RULES),
-              "threshold": Param("threshold", "float", "split threshold Q: least users per privacy region "
-                                 "(the paper's k)", default=DEFAULT_THRESHOLD, low=0.0),
-              "calibration": Param("calibration", "choice", "sensitivity2 (Laplace(2/eps): eps per round) or "
-                                   "paper (Alg. 1's Laplace(1/eps): 2 eps per round)", default="sensitivity2",
-                                   choices=CALIBRATIONS),
-              "leaves": Param("leaves", "choice", "merge (a parent whose children all stopped is one cell; "
-                              "measured lower MRE) or children (the authors' code: its four children); "
-                              "post-processing", default="merge", choices=LEAVES),
-              "counts": Param("counts", "choice", "regions (each released region's exact user count, free under "
-                              "the SLDP relation) or noisy (the transcript's n_hat)", default="regions",
-                              choices=COUNTS, omit_default=True)}
+    params = {
+        "epsilon": EPSILON,
+        "delta": Param(
+            "delta",
+            "float",
+            "SLDP delta: P(the split margin is exceeded), exact tail bound",
+            default=0.05,
+            low=MIN_DELTA,
+            high=0.5,
+        ),
+        "max_depth": Param("max_depth", "int", "deepest quadtree level", default=8, low=0, high=20),
+        "split_rule": Param(
+            "split_rule",
+            "choice",
+            "per_child (authors' code; no privacy proof) or all_children (Alg. 2 as printed, Thm 4.1)",
+            default="per_child",
+            choices=SPLIT_RULES,
+        ),
+        "threshold": Param(
+            "threshold",
+            "float",
+            "split threshold Q: least users per privacy region (the paper's k)",
+            default=DEFAULT_THRESHOLD,
+            low=0.0,
+        ),
+        "calibration": Param(
+            "calibration",
+            "choice",
+            "sensitivity2 (Laplace(2/eps): eps per round) or paper (Alg. 1's Laplace(1/eps): 2 eps per round)",
+            default="sensitivity2",
+            choices=CALIBRATIONS,
+        ),
+        "leaves": Param(
+            "leaves",
+            "choice",
+            "merge (a parent whose children all stopped is one cell; "
+            "measured lower MRE) or children (the authors' code: its four children); "
+            "post-processing",
+            default="merge",
+            choices=LEAVES,
+        ),
+        "counts": Param(
+            "counts",
+            "choice",
+            "regions (each released region's exact user count, free under "
+            "the SLDP relation) or noisy (the transcript's n_hat)",
+            default="regions",
+            choices=COUNTS,
+            omit_default=True,
+        ),
+    }
 
     def claim(self):
         s = self.settings
         return sldp_guarantee(s["epsilon"], s["delta"], s["threshold"], s["split_rule"], s["calibration"])
 
     def communication(self, grid):
-        return 4.0 * self.settings["max_depth"]   # at most 4 noisy indicators per round answered
+        return 4.0 * self.settings["max_depth"]  # at most 4 noisy indicators per round answered
 
     def protocol(self, xy, grid, rng, keep_reports: bool = False, keep_user_reports: bool = False):
         """The whole protocol (clients and server) as configured on locations ``xy`` in the box
         (``keep_user_reports``: every user's indicators, what the informed adversary reads)."""
         s = self.settings
-        return run_protocol(xy, domain_box(grid), s["epsilon"], s["threshold"], s["max_depth"], s["delta"], rng,
-                            split_rule=s["split_rule"], keep_reports=keep_reports, calibration=s["calibration"],
-                            leaves=s["leaves"], counts=s["counts"], keep_user_reports=keep_user_reports)
+        return run_protocol(
+            xy,
+            domain_box(grid),
+            s["epsilon"],
+            s["threshold"],
+            s["max_depth"],
+            s["delta"],
+            rng,
+            split_rule=s["split_rule"],
+            keep_reports=keep_reports,
+            calibration=s["calibration"],
+            leaves=s["leaves"],
+            counts=s["counts"],
+            keep_user_reports=keep_user_reports,
+        )
 
     def randomize_points(self, points, grid, rng):
         xy, moved = clamp_to_domain(points, grid)
@@ -95,9 +140,14 @@ class SLDP(Released):
         region = res.user_cell.sort_values("user")
         reports = res.user_reports
         # each user's noisy indicators, 4 per round answered, in grid steps: the rest of what it sent
-        view = pd.DataFrame({"user": points["user"].to_numpy(), "level": region["level"].to_numpy(),
-                             "code": region["code"].to_numpy(),
-                             "reports": pa.ListArray.from_arrays(reports.offsets, reports.steps).to_pandas()})
+        view = pd.DataFrame(
+            {
+                "user": points["user"].to_numpy(),
+                "level": region["level"].to_numpy(),
+                "code": region["code"].to_numpy(),
+                "reports": pa.ListArray.from_arrays(reports.offsets, reports.steps).to_pandas(),
+            }
+        )
         view.attrs["noise"] = {"indicator_scale": reports.scale, "indicator_unit": round(1 / INDICATOR_STEP)}
         return self.with_release(view, res.cells, moved)
 
@@ -110,7 +160,7 @@ class SLDP(Released):
     def log_likelihood(self, view, grid):
         """The population adversary's: uniform on the released region, the log of the fraction of each grid
         cell inside it (the protocol's stopping law inside the region taken as location-independent)."""
-        with np.errstate(divide="ignore"):   # cells outside the region are ruled out
+        with np.errstate(divide="ignore"):  # cells outside the region are ruled out
             return np.log(self.surfaces(view, grid))
 
     informed_is_population = False
@@ -126,8 +176,14 @@ class SLDP(Released):
         reports = view["reports"].to_numpy()
         offsets = np.concatenate([[0], np.cumsum([len(r) for r in reports])])
         steps = np.concatenate(reports).astype(np.int64) if len(reports) else np.zeros(0, dtype=np.int64)
-        level, code, values = informed.sldp_pieces(view["level"].to_numpy(), view["code"].to_numpy(), offsets, steps,
-                                                   noise["indicator_scale"], noise["indicator_unit"])
+        level, code, values = informed.sldp_pieces(
+            view["level"].to_numpy(),
+            view["code"].to_numpy(),
+            offsets,
+            steps,
+            noise["indicator_scale"],
+            noise["indicator_unit"],
+        )
         return informed.pieces_on_grid(level, code, values, grid), informed.max_log_ratio(values)
 
     def audit_case(self, grid):
@@ -160,11 +216,18 @@ class SLDP(Released):
                 y[mine["code"].to_numpy() & 3] = mine["y"].to_numpy()
                 region = res.user_cell.iloc[0]
                 return np.array([*y, region["level"], region["fixed_round"]])
+
             return child, run
 
         cx, run_x = released(np.array([0.25, 0.25]))
         cxp, run_xp = released(np.array([0.75, 0.25]))
-        return [cases.Pair("whole protocol, target moved between root children inside U* = the box "
-                           f"({crowd} users elsewhere)", cases.per_run(run_x, 6), cases.per_run(run_xp, 6),
-                           lambda out: cases.moved_indicators(out, cx, cxp),
-                           max_draws=cases.END_TO_END_MAX_DRAWS, box_free=True)]
+        return [
+            cases.Pair(
+                f"whole protocol, target moved between root children inside U* = the box ({crowd} users elsewhere)",
+                cases.per_run(run_x, 6),
+                cases.per_run(run_xp, 6),
+                lambda out: cases.moved_indicators(out, cx, cxp),
+                max_draws=cases.END_TO_END_MAX_DRAWS,
+                box_free=True,
+            )
+        ]

@@ -27,12 +27,18 @@ class Zero(Mechanism):
     params = {}
 
     def claim(self):
-        return Guarantee(model="epsilon-LDP", epsilon=0.0, delta=0.0, relation="any two inputs (local)",
-                         covers="each user's location", discretisation="none: the answer is a constant",
-                         note="the response is independent of the location")
+        return Guarantee(
+            model="epsilon-LDP",
+            epsilon=0.0,
+            delta=0.0,
+            relation="any two inputs (local)",
+            covers="each user's location",
+            discretisation="none: the answer is a constant",
+            note="the response is independent of the location",
+        )
 
     def randomize_points(self, points, grid, rng):
-        finite(points[["x", "y"]].to_numpy(), "locations")   # bad input is refused even where nothing is sent
+        finite(points[["x", "y"]].to_numpy(), "locations")  # bad input is refused even where nothing is sent
         return points[["user"]].reset_index(drop=True)
 
     def partial(self, view, grid):
@@ -56,8 +62,15 @@ class Zero(Mechanism):
 
         lo, hi = domain_corners(grid)
 
-        def released(view):   # everything in the view but the user id: no columns, i.e. one constant
+        def released(view):  # everything in the view but the user id: no columns, i.e. one constant
             rest = view.drop(columns="user")
             return rest.to_numpy(dtype=float) if rest.shape[1] else np.zeros((len(view), 1))
-        return [Pair("opposite corners", randomized(self, grid, lo, released),
-                     randomized(self, grid, hi, released), box_free=True)]
+
+        return [
+            Pair(
+                "opposite corners",
+                randomized(self, grid, lo, released),
+                randomized(self, grid, hi, released),
+                box_free=True,
+            )
+        ]

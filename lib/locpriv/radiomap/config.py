@@ -20,8 +20,11 @@ def validate_config(section: dict | None) -> dict:
     env = cfg["environment"]
     n = env["size"] / env["cell"]
     if abs(n - round(n)) > 1e-9:
-        raise SECTION.error("environment.cell", f"{env['cell']} does not divide size {env['size']}",
-                            "a cell side that divides the area side")
+        raise SECTION.error(
+            "environment.cell",
+            f"{env['cell']} does not divide size {env['size']}",
+            "a cell side that divides the area side",
+        )
     low, high = env["height_range"]
     if not low <= high:
         raise SECTION.error("environment.height_range", f"got {[low, high]!r}", "[low, high] with 0 < low <= high")
@@ -29,14 +32,22 @@ def validate_config(section: dict | None) -> dict:
     T = cfg["training"]["epochs"]
     late = [e for e in cfg["attack"]["epochs"] if e > T]
     if late:
-        raise SECTION.error("attack.epochs", f"{late[0]} is after the last training epoch {T}",
-                            f"a non-empty list of integers in [1, {T}] (training.epochs)")
+        raise SECTION.error(
+            "attack.epochs",
+            f"{late[0]} is after the last training epoch {T}",
+            f"a non-empty list of integers in [1, {T}] (training.epochs)",
+        )
     if cfg["plots"]["example_user"] >= cfg["n_users"]:
-        raise SECTION.error("plots.example_user", f"got {cfg['plots']['example_user']!r}",
-                            f"an integer in [0, {cfg['n_users'] - 1}] (below n_users)")
+        raise SECTION.error(
+            "plots.example_user",
+            f"got {cfg['plots']['example_user']!r}",
+            f"an integer in [0, {cfg['n_users'] - 1}] (below n_users)",
+        )
     # each scheme's grid as sorted distinct floats: run paths print them
-    cfg["runs"] = {name: {key: sorted(set(listed(values, float))) for key, values in (grid or {}).items()}
-                   for name, grid in cfg["runs"].items()}
+    cfg["runs"] = {
+        name: {key: sorted(set(listed(values, float))) for key, values in (grid or {}).items()}
+        for name, grid in cfg["runs"].items()
+    }
     return cfg
 
 

@@ -18,14 +18,13 @@ from .geometry import CellGrid
 SHAPES = ("circle", "cuboid", "irregular")
 # Footprint sizes (metres) are this project's choice; the paper gives only
 # the area (300 m x 300 m), the shape classes and the height range.
-_RADIUS = (6.0, 18.0)          # circle radius / irregular mean radius
-_SIDE = (10.0, 36.0)           # cuboid side lengths
+_RADIUS = (6.0, 18.0)  # circle radius / irregular mean radius
+_SIDE = (10.0, 36.0)  # cuboid side lengths
 _IRREGULAR_VERTICES = (5, 10)  # vertex count range of irregular footprints
-_IRREGULAR_JITTER = 0.45       # relative radius jitter of irregular vertices
+_IRREGULAR_JITTER = 0.45  # relative radius jitter of irregular vertices
 
 
-def make_buildings(n: int, size: float, height_range: tuple[float, float],
-                   rng: np.random.Generator) -> pd.DataFrame:
+def make_buildings(n: int, size: float, height_range: tuple[float, float], rng: np.random.Generator) -> pd.DataFrame:
     """One row per building: shape, centre, height and its footprint parameters.
 
     ``vertices`` holds the footprint polygon (x0, y0, x1, y1, ...) for cuboids
@@ -40,7 +39,7 @@ def make_buildings(n: int, size: float, height_range: tuple[float, float],
     n_vert = rng.integers(_IRREGULAR_VERTICES[0], _IRREGULAR_VERTICES[1] + 1, n)
     jitter = rng.uniform(1 - _IRREGULAR_JITTER, 1 + _IRREGULAR_JITTER, (n, _IRREGULAR_VERTICES[1]))
     vertices = []
-    for k in range(n):   # per-building polygon construction: O(buildings), a few dozen
+    for k in range(n):  # per-building polygon construction: O(buildings), a few dozen
         if shape[k] == "cuboid":
             hx, hy = sides[k] / 2
             local = np.array([[-hx, -hy], [hx, -hy], [hx, hy], [-hx, hy]])
@@ -54,15 +53,23 @@ def make_buildings(n: int, size: float, height_range: tuple[float, float],
         rot = np.array([[np.cos(angle[k]), -np.sin(angle[k])], [np.sin(angle[k]), np.cos(angle[k])]])
         poly = local @ rot.T + [cx[k], cy[k]]
         vertices.append(poly.ravel().tolist())
-    return pd.DataFrame({"shape": shape, "cx": cx, "cy": cy, "height": height,
-                         "radius": np.where(shape == "circle", radius, np.nan), "vertices": vertices})
+    return pd.DataFrame(
+        {
+            "shape": shape,
+            "cx": cx,
+            "cy": cy,
+            "height": height,
+            "radius": np.where(shape == "circle", radius, np.nan),
+            "vertices": vertices,
+        }
+    )
 
 
 def rasterise(buildings: pd.DataFrame, grid: CellGrid) -> np.ndarray:
     """True obstacle map h* (M,): tallest building covering each cell centre, else 0."""
     c = grid.centres()
     h = np.zeros(grid.M)
-    for row in buildings.itertuples():   # loop over buildings, vectorised over cells
+    for row in buildings.itertuples():  # loop over buildings, vectorised over cells
         if row.shape == "circle":
             inside = np.hypot(c[:, 0] - row.cx, c[:, 1] - row.cy) <= row.radius
         else:
@@ -82,14 +89,15 @@ def _in_polygon(pts: np.ndarray, poly: np.ndarray) -> np.ndarray:
     return (crosses & (x < xint)).sum(axis=1) % 2 == 1
 
 
-def place_users(n: int, heights: np.ndarray, grid: CellGrid, rng: np.random.Generator,
-                max_tries: int = 50) -> np.ndarray:
+def place_users(
+    n: int, heights: np.ndarray, grid: CellGrid, rng: np.random.Generator, max_tries: int = 50
+) -> np.ndarray:
     """(n, 2) ground positions, uniform over the area outside buildings (rejection)."""
     free = np.mean(heights == 0)
     if free == 0:
         raise ValueError("environment: buildings cover every cell; no room for ground users")
     out = np.empty((0, 2))
-    for _ in range(max_tries):   # rejection rounds, each vectorised; usually one suffices
+    for _ in range(max_tries):  # rejection rounds, each vectorised; usually one suffices
         cand = rng.uniform(0, grid.size, (int(2 * n / free) + 16, 2))
         out = np.vstack([out, cand[heights[grid.cell_of(cand)] == 0]])
         if len(out) >= n:

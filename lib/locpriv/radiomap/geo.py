@@ -43,18 +43,19 @@ TINY = np.finfo(float).tiny
 class GeoSettings:
     """Alg. 1 settings.  The paper gives none of these values; they are ours."""
 
-    r_max: float = 8.0        # initial r (Alg. 1 step 1) and upper bound on r
-    outer_iters: int = 3      # u updates
-    inner_iters: int = 3      # r updates per u update
-    step_r: float = 2.0       # gradient-ascent step for r
-    step_u: float = 2.0       # gradient-ascent step for u (renormalised after)
-    fd_eps: float = 1e-3      # central-difference step of eqs. (45)-(46)
-    tol_r: float = 1e-4       # tau_r
-    tol_u: float = 1e-4       # tau_u
+    r_max: float = 8.0  # initial r (Alg. 1 step 1) and upper bound on r
+    outer_iters: int = 3  # u updates
+    inner_iters: int = 3  # r updates per u update
+    step_r: float = 2.0  # gradient-ascent step for r
+    step_u: float = 2.0  # gradient-ascent step for u (renormalised after)
+    fd_eps: float = 1e-3  # central-difference step of eqs. (45)-(46)
+    tol_r: float = 1e-4  # tau_r
+    tol_u: float = 1e-4  # tau_u
 
 
-def solve_offset(L: np.ndarray, budget: np.ndarray, start: np.ndarray | None = None,
-                 work: np.ndarray | None = None) -> np.ndarray:
+def solve_offset(
+    L: np.ndarray, budget: np.ndarray, start: np.ndarray | None = None, work: np.ndarray | None = None
+) -> np.ndarray:
     """b_i with sum_m max(0, L_im + b_i) = budget_i (eq. 44), exact to rounding; 0 where budget_i = 0.
 
     f(b) = sum_m max(0, L_m + b) is convex, piecewise linear and non-decreasing, so Newton's step
@@ -69,7 +70,7 @@ def solve_offset(L: np.ndarray, budget: np.ndarray, start: np.ndarray | None = N
     work = np.empty(L.shape, bool) if work is None else work
     top = None
 
-    def right(rows):            # every cell active: the start right of the root
+    def right(rows):  # every cell active: the start right of the root
         nonlocal top
         top = -L.min(axis=1) + budget / M if top is None else top
         return top[rows]
@@ -78,17 +79,17 @@ def solve_offset(L: np.ndarray, budget: np.ndarray, start: np.ndarray | None = N
     b[budget <= 0] = 0.0
     rows = np.flatnonzero(budget > 0)
     prev = np.full(N, -1)
-    for _ in range(M + 2):     # Newton steps
+    for _ in range(M + 2):  # Newton steps
         if not rows.size:
             return b
-        whole = rows.size > N // 2            # a row subset is a copy: worth it once most rows are done
+        whole = rows.size > N // 2  # a row subset is a copy: worth it once most rows are done
         part = L if whole else L[rows]
-        active = np.greater(part, -(b if whole else b[rows])[:, None], out=work[:len(part)])
+        active = np.greater(part, -(b if whole else b[rows])[:, None], out=work[: len(part)])
         n = np.count_nonzero(active, axis=1)
         total = np.einsum("ij,ij->i", part, active)
         if whole:
             n, total = n[rows], total[rows]
-        empty = n == 0                                   # left of every cell: restart at the right
+        empty = n == 0  # left of every cell: restart at the right
         done = n == prev[rows]
         if empty.any():
             b[rows[empty]] = right(rows[empty])
@@ -116,8 +117,8 @@ class Cells:
         self.c = centres / size - 0.5
         x, y = self.c[:, 0], self.c[:, 1]
         self.cT = np.ascontiguousarray(self.c.T)
-        self.cmax = np.abs(self.c).max(axis=0)                                  # max |x|, max |y|
-        self.monoT = np.array([x ** i * y ** j for i, j in self.EXP])          # (15, M)
+        self.cmax = np.abs(self.c).max(axis=0)  # max |x|, max |y|
+        self.monoT = np.array([x**i * y**j for i, j in self.EXP])  # (15, M)
         self.mono = self.monoT.T
         self.phi = features(self.c)
 
@@ -137,8 +138,12 @@ def _terms(G, S, T, tot, dev, p, M):
     - 2 (tot / M) S[1].
     """
     kappa = (G[:, 1:3] + S[:, 1:3]) / tot[:, None]
-    spread = 2 * (T[:, 3] - 2 * np.einsum("ij,ij->i", kappa, T[:, 1:3])
-                  + np.einsum("ij,ij->i", kappa, kappa) * T[:, 0]) / tot / tot
+    spread = (
+        2
+        * (T[:, 3] - 2 * np.einsum("ij,ij->i", kappa, T[:, 1:3]) + np.einsum("ij,ij->i", kappa, kappa) * T[:, 0])
+        / tot
+        / tot
+    )
     P = np.sum((kappa - p) ** 2, axis=1) + spread
     V = (dev + T[:, 0] - 2 * tot / M * S[:, 0] + (1 - 1 / M) * 2 * T[:, 0]) / M
     return P, V
@@ -166,16 +171,15 @@ def plane_variance(g2: np.ndarray, coords: np.ndarray, a: np.ndarray, budget: np
 class Objective:
     """J = P - rho V / V_0 of one epoch's users from their cell sums (``_terms``)."""
 
-    def __init__(self, cells: Cells, g2: np.ndarray, budget: np.ndarray, users: np.ndarray, size: float,
-                 rho: float):
+    def __init__(self, cells: Cells, g2: np.ndarray, budget: np.ndarray, users: np.ndarray, size: float, rho: float):
         self.cells, self.g2, self.rho = cells, g2, rho
         self.p = users / size - 0.5
         self.M = M = g2.shape[1]
         self.g2x2 = np.empty_like(g2)
         G = g2 @ cells.phi
-        self.G = G[:, :3]                                    # sum g2 (1, c)
-        self.tot = np.maximum(self.G[:, 0] + budget, TINY)   # every allocation spends the budget exactly
-        dev = np.subtract(g2, (self.tot / M)[:, None], out=self.g2x2)   # g2x2 as scratch, set below
+        self.G = G[:, :3]  # sum g2 (1, c)
+        self.tot = np.maximum(self.G[:, 0] + budget, TINY)  # every allocation spends the budget exactly
+        dev = np.subtract(g2, (self.tot / M)[:, None], out=self.g2x2)  # g2x2 as scratch, set below
         self.dev = np.einsum("ij,ij->i", dev, dev)
         np.add(g2, g2, out=self.g2x2)
         # uniform noise of the same budget, s2 = B / M on every cell: the sums of _sums in closed form
@@ -209,9 +213,16 @@ _PRODUCT = _product_table()
 
 def _affine_product(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Coefficients (N, 6) on (1, x, y, x^2, xy, y^2) of the product of two affine maps (N, 3) of c."""
-    return np.column_stack([p[:, 0] * q[:, 0], p[:, 0] * q[:, 1] + p[:, 1] * q[:, 0],
-                            p[:, 0] * q[:, 2] + p[:, 2] * q[:, 0], p[:, 1] * q[:, 1],
-                            p[:, 1] * q[:, 2] + p[:, 2] * q[:, 1], p[:, 2] * q[:, 2]])
+    return np.column_stack(
+        [
+            p[:, 0] * q[:, 0],
+            p[:, 0] * q[:, 1] + p[:, 1] * q[:, 0],
+            p[:, 0] * q[:, 2] + p[:, 2] * q[:, 0],
+            p[:, 1] * q[:, 1],
+            p[:, 1] * q[:, 2] + p[:, 2] * q[:, 1],
+            p[:, 2] * q[:, 2],
+        ]
+    )
 
 
 class Plane:
@@ -228,7 +239,7 @@ class Plane:
     def __init__(self, objective: Objective, budget: np.ndarray):
         N = len(budget)
         self.objective, self.budget = objective, budget
-        self.a = np.full((N, 2), np.nan)            # nothing solved yet
+        self.a = np.full((N, 2), np.nan)  # nothing solved yet
         self.reach = np.zeros(N)
         self.b = None
         # per user: sums S, T and monomial moments over the cells active whatever the perturbation,
@@ -259,18 +270,20 @@ class Plane:
         np.matmul(a, cells.cT, out=omega)
         omega -= g2
         start = None
-        if self.b is not None:   # the previous offset moved as if no cell changed side: a close start
-            start = self.b[rows] - np.einsum("ij,ij->i", a - self.a[rows], self.active[rows, 1:]) \
-                / np.maximum(self.active[rows, 0], 1)
+        if self.b is not None:  # the previous offset moved as if no cell changed side: a close start
+            start = self.b[rows] - np.einsum("ij,ij->i", a - self.a[rows], self.active[rows, 1:]) / np.maximum(
+                self.active[rows, 0], 1
+            )
         b = solve_offset(omega, self.budget[rows], start, mask)
         omega += b[:, None]
         np.maximum(omega, 0.0, out=s2)
         np.add(s2, g2x2, out=t)
         t *= s2
-        S, T = (s2 @ cells.phi)[:, :3], t @ cells.phi          # as _sums
+        S, T = (s2 @ cells.phi)[:, :3], t @ cells.phi  # as _sums
         moments = np.greater(omega, 0.0, out=t) @ cells.mono
-        near_r, col = np.divmod(np.flatnonzero(np.less_equal(np.abs(omega, out=s2), reach[:, None], out=mask)),
-                                omega.shape[1])
+        near_r, col = np.divmod(
+            np.flatnonzero(np.less_equal(np.abs(omega, out=s2), reach[:, None], out=mask)), omega.shape[1]
+        )
         omega_k, g2_k = omega[near_r, col], g2[near_r, col]
         c_k, phi_k = cells.c[col], cells.phi[col]
         on = omega_k > 0
@@ -280,7 +293,7 @@ class Plane:
         self.moments[rows] = moments - _per_row(near_r, cells.mono[col] * on[:, None], n)
         self.S[rows] = S - _per_row(near_r, w[:, None] * phi_k[:, :3], n)
         self.T[rows] = T - _per_row(near_r, (w * (w + 2 * g2_k))[:, None] * phi_k, n)
-        self.lam[rows] = np.column_stack([b, a])      # on an active cell omega + g2 = a . c + b
+        self.lam[rows] = np.column_stack([b, a])  # on an active cell omega + g2 = a . c + b
         if self.b is None:
             self.b = b
         self.b[rows], self.a[rows], self.reach[rows] = b, a, reach
@@ -297,7 +310,7 @@ class Plane:
         mono, S, T, budget, row = self.moments, self.S, self.T, self.budget, self.row
         v = self.omega_k + np.einsum("ij,ij->i", d[row], self.c_k)
         # Newton from the right (every near cell active), as in solve_offset
-        fixed = S[:, 0] + d[:, 0] * mono[:, 1] + d[:, 1] * mono[:, 2]   # sum of omega + d . c on far active cells
+        fixed = S[:, 0] + d[:, 0] * mono[:, 1] + d[:, 1] * mono[:, 2]  # sum of omega + d . c on far active cells
         n = mono[:, 0] + np.bincount(row, minlength=N)
         delta = (budget - fixed - np.bincount(row, weights=v, minlength=N)) / np.maximum(n, 1)
         for _ in range(len(v) + 2):
@@ -308,12 +321,18 @@ class Plane:
             n = n_on
             delta = (budget - fixed - np.bincount(row, weights=np.where(on, v, 0.0), minlength=N)) / np.maximum(n, 1)
         s2_k = np.maximum(v + delta[row], 0.0)
-        e = np.column_stack([delta, d])                                # the shift on far active cells
-        q = _affine_product(e, 2 * self.lam + e)                       # there t' - t = e (2 lambda + e)
-        S_new = S + np.einsum("nk,kjl,nl->nj", e, _PRODUCT[:3, :3], mono) \
+        e = np.column_stack([delta, d])  # the shift on far active cells
+        q = _affine_product(e, 2 * self.lam + e)  # there t' - t = e (2 lambda + e)
+        S_new = (
+            S
+            + np.einsum("nk,kjl,nl->nj", e, _PRODUCT[:3, :3], mono)
             + _per_row(row, s2_k[:, None] * self.phi_k[:, :3], N)
-        T_new = T + np.einsum("nk,kjl,nl->nj", q, _PRODUCT, mono) \
+        )
+        T_new = (
+            T
+            + np.einsum("nk,kjl,nl->nj", q, _PRODUCT, mono)
             + _per_row(row, (s2_k * (s2_k + 2 * self.g2_k))[:, None] * self.phi_k, N)
+        )
         return self.objective.J(S_new, T_new)
 
     def allocation(self, a: np.ndarray) -> np.ndarray:
@@ -340,14 +359,21 @@ def _reach(cells: Cells, *shifts: np.ndarray) -> np.ndarray:
     return 2.0 * bound * (1 + 1e-6) + 1e-300
 
 
-def geo_variance(gbar: np.ndarray, budget: np.ndarray, centres: np.ndarray, users: np.ndarray, size: float,
-                 rho: float, settings: GeoSettings) -> tuple[np.ndarray, dict]:
+def geo_variance(
+    gbar: np.ndarray,
+    budget: np.ndarray,
+    centres: np.ndarray,
+    users: np.ndarray,
+    size: float,
+    rho: float,
+    settings: GeoSettings,
+) -> tuple[np.ndarray, dict]:
     """Alg. 1 for every user with noise budget ``budget`` (N,): the optimal sigma^2 (N, M) and a summary.
 
     A user without budget gets no noise (and r = 0, u = 0 in the summary).
     """
     N, M = gbar.shape
-    s2 = np.zeros((N, M))     # users without budget keep 0
+    s2 = np.zeros((N, M))  # users without budget keep 0
     info = {"J": np.zeros(N), "P": np.zeros(N), "V": np.zeros(N), "r": np.zeros(N), "u": np.zeros((N, 2))}
     rows = np.flatnonzero(budget > 0)
     if not rows.size:
@@ -356,8 +382,8 @@ def geo_variance(gbar: np.ndarray, budget: np.ndarray, centres: np.ndarray, user
     cells = Cells(centres, size)
     obj = Objective(cells, g2, budget, users, size, rho)
     plane = Plane(obj, budget)
-    s = (obj.G[:, 0] + budget) / M                             # mean level of the noisy squared gradient
-    delta_g = obj.G[:, 1:3] / np.maximum(obj.G[:, :1], TINY) - obj.p     # eq. (42)
+    s = (obj.G[:, 0] + budget) / M  # mean level of the noisy squared gradient
+    delta_g = obj.G[:, 1:3] / np.maximum(obj.G[:, :1], TINY) - obj.p  # eq. (42)
     norm = np.linalg.norm(delta_g, axis=1)
     u = np.where(norm[:, None] > 0, delta_g / np.maximum(norm, 1e-300)[:, None], [1.0, 0.0])
     r = np.full(len(rows), settings.r_max)
@@ -370,21 +396,25 @@ def geo_variance(gbar: np.ndarray, budget: np.ndarray, centres: np.ndarray, user
 
     for _ in range(settings.outer_iters):
         for _ in range(settings.inner_iters):
-            shifts = fd_shifts(r, u)     # one reach for both kinds: a row whose r stays put is not re-solved
+            shifts = fd_shifts(r, u)  # one reach for both kinds: a row whose r stays put is not re-solved
             plane.move((r * s)[:, None] * u, _reach(cells, *shifts))
-            dr = (plane.perturbed(shifts[0]) - plane.perturbed(-shifts[0])) / (2 * eps)   # eq. (45)
+            dr = (plane.perturbed(shifts[0]) - plane.perturbed(-shifts[0])) / (2 * eps)  # eq. (45)
             r = np.clip(r + settings.step_r * dr, 0.0, settings.r_max)
             if np.all(np.abs(dr) <= settings.tol_r):
                 break
         _, e1, e2 = shifts = fd_shifts(r, u)
         plane.move((r * s)[:, None] * u, _reach(cells, *shifts))
-        du = np.column_stack([(plane.perturbed(e1) - plane.perturbed(-e1)) / (2 * eps),   # eq. (46)
-                              (plane.perturbed(e2) - plane.perturbed(-e2)) / (2 * eps)])
+        du = np.column_stack(
+            [
+                (plane.perturbed(e1) - plane.perturbed(-e1)) / (2 * eps),  # eq. (46)
+                (plane.perturbed(e2) - plane.perturbed(-e2)) / (2 * eps),
+            ]
+        )
         u = u + settings.step_u * du
         u = u / np.maximum(np.linalg.norm(u, axis=1), 1e-300)[:, None]
         if np.all(np.linalg.norm(du, axis=1) <= settings.tol_u):
             break
-    final = plane.allocation((r * s)[:, None] * u)                       # eq. (47)
+    final = plane.allocation((r * s)[:, None] * u)  # eq. (47)
     if rows.size == N:
         s2 = final
     else:

@@ -59,7 +59,7 @@ class CellGrid:
 class Links:
     """Geometry of L links: which cells each passes over and at what height."""
 
-    matrix: sp.csr_matrix       # (L, M), values z_m(p) > 0
+    matrix: sp.csr_matrix  # (L, M), values z_m(p) > 0
     log10_distance: np.ndarray  # (L,) log10 d(p), the 3-D link length in metres
 
     @cached_property
@@ -75,21 +75,24 @@ class Links:
     def row_sums(self, values: np.ndarray) -> np.ndarray:
         """Per link, the sum of ``values`` over its stored entries (a link over no cell sums to 0)."""
         ptr = self.matrix.indptr
-        out = np.add.reduceat(values, np.minimum(ptr[:-1], max(len(values) - 1, 0))) if len(values) else \
-            np.zeros(len(ptr) - 1)
+        out = (
+            np.add.reduceat(values, np.minimum(ptr[:-1], max(len(values) - 1, 0)))
+            if len(values)
+            else np.zeros(len(ptr) - 1)
+        )
         out[ptr[:-1] == ptr[1:]] = 0.0
         return out
 
     def to_frame(self) -> pd.DataFrame:
         coo = self.matrix.tocoo()
-        return pd.DataFrame({"link": coo.row.astype(np.int32), "cell": coo.col.astype(np.int32),
-                             "z": coo.data})
+        return pd.DataFrame({"link": coo.row.astype(np.int32), "cell": coo.col.astype(np.int32), "z": coo.data})
 
     @classmethod
     def from_frame(cls, entries: pd.DataFrame, log10_distance: np.ndarray, M: int) -> Links:
         L = len(log10_distance)
-        m = sp.csr_matrix((entries["z"].to_numpy(float),
-                           (entries["link"].to_numpy(), entries["cell"].to_numpy())), shape=(L, M))
+        m = sp.csr_matrix(
+            (entries["z"].to_numpy(float), (entries["link"].to_numpy(), entries["cell"].to_numpy())), shape=(L, M)
+        )
         m.sort_indices()
         return cls(m, np.asarray(log10_distance, float))
 
@@ -99,26 +102,29 @@ def traverse(grid: CellGrid, start: np.ndarray, end: np.ndarray) -> Links:
     start, end = np.asarray(start, float), np.asarray(end, float)
     if start.shape != end.shape or start.ndim != 2 or start.shape[1] != 3:
         raise ValueError(f"start/end: expected two (L, 3) arrays, got {start.shape} and {end.shape}")
-    if np.any(start[:, :2] < 0) or np.any(start[:, :2] > grid.size) or \
-            np.any(end[:, :2] < 0) or np.any(end[:, :2] > grid.size):
+    if (
+        np.any(start[:, :2] < 0)
+        or np.any(start[:, :2] > grid.size)
+        or np.any(end[:, :2] < 0)
+        or np.any(end[:, :2] > grid.size)
+    ):
         raise ValueError(f"link end points must lie in the area [0, {grid.size}]^2")
     rows, cols, zs = [], [], []
-    for lo in range(0, len(start), _BATCH):   # batches bound memory; each is fully vectorised
-        r, c, z = _traverse_batch(grid, start[lo:lo + _BATCH], end[lo:lo + _BATCH])
+    for lo in range(0, len(start), _BATCH):  # batches bound memory; each is fully vectorised
+        r, c, z = _traverse_batch(grid, start[lo : lo + _BATCH], end[lo : lo + _BATCH])
         rows.append(r + lo), cols.append(c), zs.append(z)
     L = len(start)
-    matrix = sp.csr_matrix((np.concatenate(zs), (np.concatenate(rows), np.concatenate(cols))),
-                           shape=(L, grid.M))
+    matrix = sp.csr_matrix((np.concatenate(zs), (np.concatenate(rows), np.concatenate(cols))), shape=(L, grid.M))
     matrix.sort_indices()
     dist = np.linalg.norm(end - start, axis=1)
     return Links(matrix, np.log10(np.maximum(dist, 1e-3)))
 
 
 def _traverse_batch(grid: CellGrid, a: np.ndarray, b: np.ndarray):
-    lines = np.arange(1, grid.n) * grid.cell                     # interior grid lines
+    lines = np.arange(1, grid.n) * grid.cell  # interior grid lines
     d = b - a
     with np.errstate(divide="ignore", invalid="ignore"):
-        tx = (lines[None, :] - a[:, :1]) / d[:, :1]               # crossings of x = const
+        tx = (lines[None, :] - a[:, :1]) / d[:, :1]  # crossings of x = const
         ty = (lines[None, :] - a[:, 1:2]) / d[:, 1:2]
     cuts = np.concatenate([tx, ty], axis=1)
     cuts = np.where(np.isfinite(cuts) & (cuts > 0) & (cuts < 1), cuts, 1.0)  # non-crossings collapse onto t=1

@@ -52,8 +52,9 @@ def hard_gain(links: Links, heights: np.ndarray, theta: np.ndarray) -> tuple[np.
     return np.where(blocked, nlos, los), ~blocked
 
 
-def smooth_gain(links: Links, heights: np.ndarray, theta: np.ndarray,
-                scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def smooth_gain(
+    links: Links, heights: np.ndarray, theta: np.ndarray, scale: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Eqs. (2)-(3): (gamma, S, x) with x = (z_m - h_m)/s per stored entry."""
     gamma, S, x, _ = _smooth(links, heights, theta, scale)
     return gamma, S, x
@@ -75,9 +76,17 @@ def entry_index(links: Links, user: np.ndarray) -> np.ndarray:
     return user[links.row] * links.matrix.shape[1] + links.cell
 
 
-def local_gradients(links: Links, user: np.ndarray, y: np.ndarray, heights: np.ndarray,
-                    theta: np.ndarray, scale: float, n_users: int, index: np.ndarray | None = None,
-                    work: tuple | None = None):
+def local_gradients(
+    links: Links,
+    user: np.ndarray,
+    y: np.ndarray,
+    heights: np.ndarray,
+    theta: np.ndarray,
+    scale: float,
+    n_users: int,
+    index: np.ndarray | None = None,
+    work: tuple | None = None,
+):
     """Every user's loss F_i (eq. 6) and gradients (eqs. 8, 9), all users at once.
 
     ``user`` maps each link (measurement) to its user; ``index`` is ``entry_index(links, user)``
@@ -108,7 +117,8 @@ def local_gradients(links: Links, user: np.ndarray, y: np.ndarray, heights: np.n
     # d gamma / d theta for theta = (alpha0, beta0, alpha1, beta1)
     ld = links.log10_distance
     dgamma = np.column_stack([S * ld, S, (1 - S) * ld, 1 - S])
-    grad_theta = np.column_stack([np.bincount(user, weights=-weight * r * dgamma[:, k], minlength=n_users)
-                                  for k in range(4)])
+    grad_theta = np.column_stack(
+        [np.bincount(user, weights=-weight * r * dgamma[:, k], minlength=n_users) for k in range(4)]
+    )
     loss = np.bincount(user, weights=r * r, minlength=n_users) / J
     return loss, grad_h, grad_theta

@@ -29,7 +29,7 @@ from .geo import GeoSettings, geo_variance
 # grid of the released gradients: rounding moves two clipped uploads apart by at most
 # sqrt(M) step <= 2C / GRID_CELLS in L2 (see dp.gaussian), i.e. inflates the sensitivity 2C by 2^-20;
 # a fine grid because gradients are often orders of magnitude below C (a coarse one zeroes them)
-GRID_CELLS = 2 ** 20
+GRID_CELLS = 2**20
 
 
 def gradient_step(C: float, M: int) -> float:
@@ -57,7 +57,7 @@ def noise_budget(gbar: np.ndarray, mu: float, C: float, calibration: str) -> np.
     if calibration == "clip":
         return np.full(len(gbar), mu * C * C)
     if calibration == "paper":
-        return mu * np.sum(gbar ** 2, axis=1)
+        return mu * np.sum(gbar**2, axis=1)
     raise ValueError(f"calibration: got {calibration!r}; allowed: {list(CALIBRATIONS)}")
 
 
@@ -79,7 +79,7 @@ def aggregate(gbar: np.ndarray, s2: np.ndarray, weight: np.ndarray, C: float, rn
     """
     step = gradient_step(C, gbar.shape[1])
     clean = weight @ (step * np.rint(gbar / step))
-    return clean + np.sqrt((weight ** 2) @ s2) * rng.standard_normal(gbar.shape[1])
+    return clean + np.sqrt((weight**2) @ s2) * rng.standard_normal(gbar.shape[1])
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,10 @@ def noise_variance(scheme: str, gbar, budget, centres, users, size, rho, setting
 
 
 THETA_MODES = ("learned", "frozen")
-DISCRETISATION = ("uploads rounded to a power-of-two grid (sqrt(M) step <= 2C/2^20) plus discrete Gaussian "
-                  "noise in grid units (Canonne, Kamath & Steinke 2020): every grid point reachable from every input")
+DISCRETISATION = (
+    "uploads rounded to a power-of-two grid (sqrt(M) step <= 2C/2^20) plus discrete Gaussian "
+    "noise in grid units (Canonne, Kamath & Steinke 2020): every grid point reachable from every input"
+)
 RELATION = "any two datasets of one user: measurements and location (local: each upload is seen on its own)"
 
 
@@ -136,9 +138,17 @@ def guarantee(scheme: str, mu: float, M: int, delta: float, epochs: int, theta: 
     neighbouring dataset whose gradient is small gets almost no noise, so no (epsilon, delta) holds
     (audited: tests/test_radiomap_audit.py).
     """
+
     def none(note: str) -> dict:
-        return Guarantee(model="none", epsilon=None, delta=None, relation=RELATION,
-                         covers="nothing formally", discretisation=DISCRETISATION, note=note).as_dict()
+        return Guarantee(
+            model="none",
+            epsilon=None,
+            delta=None,
+            relation=RELATION,
+            covers="nothing formally",
+            discretisation=DISCRETISATION,
+            note=note,
+        ).as_dict()
 
     if scheme not in SCHEMES:
         raise ValueError(f"scheme: got {scheme!r}; allowed: {sorted(SCHEMES)}")
@@ -147,28 +157,37 @@ def guarantee(scheme: str, mu: float, M: int, delta: float, epochs: int, theta: 
     if scheme == "radio_fedavg":
         return none("no noise: the clipped gradients are uploaded as they are; no DP guarantee")
     if scheme == "radio_geo":
-        return none("noise is allocated from the user's own gradient and location; sigma_m = 0 on cells "
-                    "above the plane, so a change of the user's data can be seen exactly there: no "
-                    "(epsilon, delta) guarantee holds, whatever the calibration")
+        return none(
+            "noise is allocated from the user's own gradient and location; sigma_m = 0 on cells "
+            "above the plane, so a change of the user's data can be seen exactly there: no "
+            "(epsilon, delta) guarantee holds, whatever the calibration"
+        )
     if mu <= 0:
         return none("mu = 0: no noise")
     if calibration == "paper":
-        return none("calibration 'paper': the noise energy is mu ||g_bar_i||^2, set by the user's own gradient, "
-                    "so a neighbouring dataset with a small gradient gets almost no noise: no (epsilon, delta) "
-                    "holds (use calibration: clip)")
+        return none(
+            "calibration 'paper': the noise energy is mu ||g_bar_i||^2, set by the user's own gradient, "
+            "so a neighbouring dataset with a small gradient gets almost no noise: no (epsilon, delta) "
+            "holds (use calibration: clip)"
+        )
     if theta != "frozen":
-        return none("theta's gradient is uploaded unclipped and without noise every epoch: no guarantee "
-                    "(set training.theta: frozen to keep theta public and unuploaded)")
+        return none(
+            "theta's gradient is uploaded unclipped and without noise every epoch: no guarantee "
+            "(set training.theta: frozen to keep theta public and unuploaded)"
+        )
     # discrete Gaussian of std sqrt(mu/M) C on integer vectors whose L2 distance is at most 2C + sqrt(M) step
     # (rounding): rho per epoch = (2C + sqrt(M) step)^2 / (2 (mu/M) C^2) <= (2M/mu) (1 + 1/GRID_CELLS)^2
     rho = epochs * 2.0 * M / mu * (1.0 + 1.0 / GRID_CELLS) ** 2
     eps = rho + 2 * np.sqrt(rho * np.log(1 / delta))
     return Guarantee(
-        model="(epsilon, delta)-LDP per user, Gaussian mechanism under zCDP composition", epsilon=float(eps),
-        delta=float(delta), relation=RELATION,
+        model="(epsilon, delta)-LDP per user, Gaussian mechanism under zCDP composition",
+        epsilon=float(eps),
+        delta=float(delta),
+        relation=RELATION,
         covers="the user's measurements and location through its h-gradient uploads over all epochs; theta is "
-               "public and frozen",
+        "public and frozen",
         discretisation=DISCRETISATION,
         note=f"noise calibrated to the clip bound: std sqrt(mu/M) C = {np.sqrt(mu / M):.4g} C per cell whatever the "
-             f"gradient; L2 sensitivity 2C (2C (1 + 2^-20) after rounding to the grid); rho = {rho:.4g} over "
-             f"{epochs} epochs").as_dict()
+        f"gradient; L2 sensitivity 2C (2C (1 + 2^-20) after rounding to the grid); rho = {rho:.4g} over "
+        f"{epochs} epochs",
+    ).as_dict()

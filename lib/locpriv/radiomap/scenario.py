@@ -24,20 +24,29 @@ def make_environment(cfg: dict, rng: np.random.Generator) -> dict:
     users = place_users(cfg["n_users"], heights, grid, rng)
     stations = place_stations(cfg["n_stations"], env["bs_altitude"], grid.size, rng)
     pick = pick_stations(cfg["n_users"], cfg["n_stations"], cfg["n_measurements"], rng)
-    meas = pd.DataFrame({"user": np.repeat(np.arange(cfg["n_users"]), cfg["n_measurements"]).astype(np.int32),
-                         "station": pick.ravel().astype(np.int32)})
+    meas = pd.DataFrame(
+        {
+            "user": np.repeat(np.arange(cfg["n_users"]), cfg["n_measurements"]).astype(np.int32),
+            "station": pick.ravel().astype(np.int32),
+        }
+    )
     ev = cfg["evaluation"]
     c = grid.centres()
-    idx = np.arange(grid.M).reshape(grid.n, grid.n)[::ev["stride"], ::ev["stride"]].ravel()
+    idx = np.arange(grid.M).reshape(grid.n, grid.n)[:: ev["stride"], :: ev["stride"]].ravel()
     outdoor = idx[heights[idx] == 0]
     points = pd.DataFrame({"x": c[outdoor, 0], "y": c[outdoor, 1]})
-    return {"buildings": buildings, "heights": heights, "users": pd.DataFrame(users, columns=["x", "y"]),
-            "stations": pd.DataFrame(stations, columns=["x", "y", "z"]), "measurements": meas,
-            "eval_points": points, "n_eval_indoor_dropped": int(len(idx) - len(outdoor))}
+    return {
+        "buildings": buildings,
+        "heights": heights,
+        "users": pd.DataFrame(users, columns=["x", "y"]),
+        "stations": pd.DataFrame(stations, columns=["x", "y", "z"]),
+        "measurements": meas,
+        "eval_points": points,
+        "n_eval_indoor_dropped": int(len(idx) - len(outdoor)),
+    }
 
 
-def measurement_endpoints(users: pd.DataFrame, stations: pd.DataFrame, meas: pd.DataFrame,
-                          user_height: float):
+def measurement_endpoints(users: pd.DataFrame, stations: pd.DataFrame, meas: pd.DataFrame, user_height: float):
     u = users[["x", "y"]].to_numpy()[meas["user"].to_numpy()]
     start = np.column_stack([u, np.full(len(u), user_height)])
     return start, stations[["x", "y", "z"]].to_numpy()[meas["station"].to_numpy()]
@@ -55,8 +64,7 @@ def link_geometry(cfg: dict, env: dict) -> tuple[Links, Links]:
     """Measurement links and evaluation links (the expensive, deterministic step)."""
     grid, uh = grid_of(cfg), cfg["environment"]["user_height"]
     meas = traverse(grid, *measurement_endpoints(env["users"], env["stations"], env["measurements"], uh))
-    ev = traverse(grid, *evaluation_endpoints(env["eval_points"], env["stations"],
-                                              cfg["evaluation"]["n_stations"], uh))
+    ev = traverse(grid, *evaluation_endpoints(env["eval_points"], env["stations"], cfg["evaluation"]["n_stations"], uh))
     return meas, ev
 
 
@@ -70,6 +78,13 @@ def measure(cfg: dict, links: Links, heights: np.ndarray, rng: np.random.Generat
 def problem(cfg: dict, env: dict, links: Links, eval_links: Links, y: np.ndarray) -> Problem:
     grid = grid_of(cfg)
     truth, _ = hard_gain(eval_links, env["heights"], np.asarray(cfg["channel"]["theta_true"], float))
-    return Problem(links=links, user=env["measurements"]["user"].to_numpy().astype(np.int64), y=y,
-                   users=env["users"][["x", "y"]].to_numpy(), centres=grid.centres(), size=grid.size,
-                   eval_links=eval_links, eval_truth=truth)
+    return Problem(
+        links=links,
+        user=env["measurements"]["user"].to_numpy().astype(np.int64),
+        y=y,
+        users=env["users"][["x", "y"]].to_numpy(),
+        centres=grid.centres(),
+        size=grid.size,
+        eval_links=eval_links,
+        eval_truth=truth,
+    )

@@ -33,14 +33,20 @@ def ingest(cfg: dict, rng, out: dict) -> None:
     io.write_parquet(env["buildings"], out["buildings"], metadata={"n": len(env["buildings"])})
     # cells are row-major (m = iy * n + ix): the heights reshape to (y, x)
     heights = {"long_name": "true building height over each cell (0: open ground)", "units": "m"}
-    io.write_netcdf(xr.Dataset({"h_true": (("y", "x"), env["heights"].reshape(grid.n, grid.n), heights)},
-                               coords=cf.coordinates(c, c, "m", projected=False),
-                               attrs={"cell": grid.cell, "projection": cf.NO_PROJECTION}), out["heights"])
+    io.write_netcdf(
+        xr.Dataset(
+            {"h_true": (("y", "x"), env["heights"].reshape(grid.n, grid.n), heights)},
+            coords=cf.coordinates(c, c, "m", projected=False),
+            attrs={"cell": grid.cell, "projection": cf.NO_PROJECTION},
+        ),
+        out["heights"],
+    )
     io.write_parquet(env["users"], out["users"])
     io.write_parquet(env["stations"], out["stations"])
     io.write_parquet(env["measurements"], out["pairs"])
-    io.write_parquet(env["eval_points"], out["eval_points"],
-                     metadata={"indoor_points_dropped": env["n_eval_indoor_dropped"]})
+    io.write_parquet(
+        env["eval_points"], out["eval_points"], metadata={"indoor_points_dropped": env["n_eval_indoor_dropped"]}
+    )
 
 
 def _read(path, columns):
@@ -52,16 +58,20 @@ def _read(path, columns):
 
 
 def load_env(cfg: dict, paths) -> dict:
-    heights = io.read_netcdf(paths["heights"])["h_true"].transpose("y", "x").to_numpy().ravel()   # m = iy * n + ix
-    return {"heights": heights, "users": _read(paths["users"], ["x", "y"]),
-            "stations": _read(paths["stations"], ["x", "y", "z"]),
-            "measurements": _read(paths["pairs"], ["user", "station"]),
-            "eval_points": _read(paths["eval_points"], ["x", "y"])}
+    heights = io.read_netcdf(paths["heights"])["h_true"].transpose("y", "x").to_numpy().ravel()  # m = iy * n + ix
+    return {
+        "heights": heights,
+        "users": _read(paths["users"], ["x", "y"]),
+        "stations": _read(paths["stations"], ["x", "y", "z"]),
+        "measurements": _read(paths["pairs"], ["user", "station"]),
+        "eval_points": _read(paths["eval_points"], ["x", "y"]),
+    }
 
 
 def _write_links(links: Links, entries_path, dist_path) -> None:
-    io.write_parquet(links.to_frame(), entries_path, metadata={"n_links": links.matrix.shape[0],
-                                                               "M": links.matrix.shape[1]})
+    io.write_parquet(
+        links.to_frame(), entries_path, metadata={"n_links": links.matrix.shape[0], "M": links.matrix.shape[1]}
+    )
     io.write_parquet(pd.DataFrame({"log10_distance": links.log10_distance}), dist_path)
 
 
@@ -97,10 +107,21 @@ def load_problem(cfg: dict, paths):
 
 def settings(cfg: dict, run: dict) -> Settings:
     tr, mo = cfg["training"], cfg["model"]
-    return Settings(epochs=tr["epochs"], eta_h=tr["eta_h"], eta_theta=tr["eta_theta"], clip=tr["clip"],
-                    psi_scale=mo["psi_scale"], h_init=mo["h_init"],
-                    theta_init=tuple(mo["theta_init"]), scheme=run["scheme"], mu=run["mu"], rho=run["rho"],
-                    geo=GeoSettings(**cfg["geo"]), theta=tr["theta"], calibration=tr["calibration"])
+    return Settings(
+        epochs=tr["epochs"],
+        eta_h=tr["eta_h"],
+        eta_theta=tr["eta_theta"],
+        clip=tr["clip"],
+        psi_scale=mo["psi_scale"],
+        h_init=mo["h_init"],
+        theta_init=tuple(mo["theta_init"]),
+        scheme=run["scheme"],
+        mu=run["mu"],
+        rho=run["rho"],
+        geo=GeoSettings(**cfg["geo"]),
+        theta=tr["theta"],
+        calibration=tr["calibration"],
+    )
 
 
 def train_run(cfg: dict, run: dict, paths, rng, out: dict) -> None:
@@ -120,8 +141,11 @@ def attack(cfg: dict, paths, transcript_path, out_path) -> None:
     grid = scenario.grid_of(cfg)
     frame = _read(transcript_path, ["epoch", "user", "cell", "gradient"])
     epochs, uploads = uploads_from_frame(frame, len(users), grid.M)
-    io.write_parquet(attack_frame(epochs, uploads, grid.centres(), users, cfg["attack"]["nu"]), out_path,
-                     metadata=io.read_parquet_metadata(transcript_path))
+    io.write_parquet(
+        attack_frame(epochs, uploads, grid.centres(), users, cfg["attack"]["nu"]),
+        out_path,
+        metadata=io.read_parquet_metadata(transcript_path),
+    )
 
 
 def setup_stage(*, cfg: dict, seed: int, out: dict) -> None:
@@ -156,9 +180,15 @@ def run_rows(run: dict, guarantee: dict, attack: pd.DataFrame, history: pd.DataF
     """One run's tidy summary rows: method is the scheme, epsilon and delta its guarantee's (NaN: none)."""
     rows = _long(rmse_table(attack), ATTACK_METRICS) + _long(history, {m: m for m in HISTORY_METRICS})
     none = lambda v: math.nan if v is None else float(v)  # noqa: E731
-    return STUDY.run_table([{"method": run["scheme"], **row} for row in rows], epsilon=none(guarantee["epsilon"]),
-                           n=n_users, rep=0, mu=float(run["mu"]), rho=float(run["rho"]),
-                           delta=none(guarantee["delta"]))
+    return STUDY.run_table(
+        [{"method": run["scheme"], **row} for row in rows],
+        epsilon=none(guarantee["epsilon"]),
+        n=n_users,
+        rep=0,
+        mu=float(run["mu"]),
+        rho=float(run["rho"]),
+        delta=none(guarantee["delta"]),
+    )
 
 
 def summarise(*, cfg: dict, runs: list[dict], attack_paths, history_paths, transcripts, out: dict) -> None:
@@ -168,12 +198,23 @@ def summarise(*, cfg: dict, runs: list[dict], attack_paths, history_paths, trans
         g = io.read_parquet_metadata(h_path)["guarantee"]
         guarantees[run_dir(run)] = g
         parts.append(run_rows(run, g, pd.read_parquet(a_path), pd.read_parquet(h_path), cfg["n_users"]))
-    STUDY.write_summary(pd.concat(parts, ignore_index=True), out_parquet=out["parquet"], out_csv=out["csv"],
-                        metadata={"guarantees": guarantees})
+    STUDY.write_summary(
+        pd.concat(parts, ignore_index=True),
+        out_parquet=out["parquet"],
+        out_csv=out["csv"],
+        metadata={"guarantees": guarantees},
+    )
     maps, titles = gradient_maps(cfg, runs, transcripts)
-    io.write_parquet(maps, out["gradient_maps"],
-                     metadata={"titles": titles, "epoch": min(cfg["attack"]["epochs"]),
-                               "user": cfg["plots"]["example_user"], "n": scenario.grid_of(cfg).n})
+    io.write_parquet(
+        maps,
+        out["gradient_maps"],
+        metadata={
+            "titles": titles,
+            "epoch": min(cfg["attack"]["epochs"]),
+            "user": cfg["plots"]["example_user"],
+            "n": scenario.grid_of(cfg).n,
+        },
+    )
 
 
 def gradient_maps(cfg: dict, runs: list[dict], transcripts) -> tuple[pd.DataFrame, list[str]]:
@@ -190,14 +231,25 @@ def gradient_maps(cfg: dict, runs: list[dict], transcripts) -> tuple[pd.DataFram
         if run["scheme"] == "radio_fedavg" or (run["scheme"] == "radio_geo" and run["rho"] != geo_rho):
             continue
         frame = pd.read_parquet(path, filters=[("epoch", "==", first), ("user", "==", user)])
-        parts.append(pd.DataFrame({"panel": np.full(len(frame), len(titles), np.int32),
-                                   "cell": frame["cell"].to_numpy(np.int32),
-                                   "gradient": frame["gradient"].to_numpy(float)}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "panel": np.full(len(frame), len(titles), np.int32),
+                    "cell": frame["cell"].to_numpy(np.int32),
+                    "gradient": frame["gradient"].to_numpy(float),
+                }
+            )
+        )
         titles.append(f"{LABEL[run['scheme']]} mu={run['mu']:g}")
     empty = pd.DataFrame({"panel": np.zeros(0, np.int32), "cell": np.zeros(0, np.int32), "gradient": np.zeros(0)})
     return (pd.concat(parts, ignore_index=True) if parts else empty), titles
 
 
 # radiomap has no repetitions (rep 0); nu is "" on the training rows, which have no attack
-STUDY = Study(name="radiomap", validate=validate_config, runs=run_list, run_dir=run_dir,
-              identity={"mu": "float64", "rho": "float64", "delta": "float64", "epoch": "int64", "nu": "str"})
+STUDY = Study(
+    name="radiomap",
+    validate=validate_config,
+    runs=run_list,
+    run_dir=run_dir,
+    identity={"mu": "float64", "rho": "float64", "delta": "float64", "epoch": "int64", "nu": "str"},
+)

@@ -17,8 +17,14 @@ def transcript_frame(uploads: dict) -> pd.DataFrame:
     epochs = sorted(uploads)
     G = np.stack([uploads[e] for e in epochs])
     k, user, cell = np.nonzero(G)
-    return pd.DataFrame({"epoch": np.asarray(epochs, np.int32)[k], "user": user.astype(np.int32),
-                         "cell": cell.astype(np.int32), "gradient": G[k, user, cell]})
+    return pd.DataFrame(
+        {
+            "epoch": np.asarray(epochs, np.int32)[k],
+            "user": user.astype(np.int32),
+            "cell": cell.astype(np.int32),
+            "gradient": G[k, user, cell],
+        }
+    )
 
 
 def uploads_from_frame(frame: pd.DataFrame, n_users: int, M: int) -> tuple[np.ndarray, np.ndarray]:
@@ -33,8 +39,13 @@ def model_frame(heights: list) -> pd.DataFrame:
     """The aggregate obstacle map h after every epoch."""
     H = np.asarray(heights)
     T, M = H.shape
-    return pd.DataFrame({"epoch": np.repeat(np.arange(1, T + 1, dtype=np.int32), M),
-                         "cell": np.tile(np.arange(M, dtype=np.int32), T), "h": H.ravel()})
+    return pd.DataFrame(
+        {
+            "epoch": np.repeat(np.arange(1, T + 1, dtype=np.int32), M),
+            "cell": np.tile(np.arange(M, dtype=np.int32), T),
+            "h": H.ravel(),
+        }
+    )
 
 
 def history_frame(hist) -> pd.DataFrame:
@@ -47,18 +58,29 @@ def history_frame(hist) -> pd.DataFrame:
     return frame
 
 
-def attack_frame(epochs: np.ndarray, uploads: np.ndarray, centres: np.ndarray, users: np.ndarray,
-                 nus: list) -> pd.DataFrame:
+def attack_frame(
+    epochs: np.ndarray, uploads: np.ndarray, centres: np.ndarray, users: np.ndarray, nus: list
+) -> pd.DataFrame:
     """WCL error (metres) per epoch, nu and user, from the uploads (E, N, M) of the epochs (E,)."""
-    err = np.stack([localisation_error(uploads, centres, users, float(nu)) for nu in nus], axis=1)   # (E, nu, N)
+    err = np.stack([localisation_error(uploads, centres, users, float(nu)) for nu in nus], axis=1)  # (E, nu, N)
     E, K, N = err.shape
-    return pd.DataFrame({"epoch": np.repeat(np.asarray(epochs, np.int32), K * N),
-                         "nu": np.tile(np.repeat(np.array([str(nu) for nu in nus], dtype=object), N), E),
-                         "user": np.tile(np.arange(N, dtype=np.int32), E * K), "error_m": err.ravel()})
+    return pd.DataFrame(
+        {
+            "epoch": np.repeat(np.asarray(epochs, np.int32), K * N),
+            "nu": np.tile(np.repeat(np.array([str(nu) for nu in nus], dtype=object), N), E),
+            "user": np.tile(np.arange(N, dtype=np.int32), E * K),
+            "error_m": err.ravel(),
+        }
+    )
 
 
 def rmse_table(attack: pd.DataFrame) -> pd.DataFrame:
     """RMSE over users per (epoch, nu); users without an estimate are counted, not dropped silently."""
     g = attack.groupby(["epoch", "nu"], sort=True)["error_m"]
-    return pd.DataFrame({"rmse_m": g.apply(lambda e: float(np.sqrt(np.nanmean(e ** 2)))),
-                         "n_users": g.size(), "n_no_estimate": g.apply(lambda e: int(e.isna().sum()))}).reset_index()
+    return pd.DataFrame(
+        {
+            "rmse_m": g.apply(lambda e: float(np.sqrt(np.nanmean(e**2)))),
+            "n_users": g.size(),
+            "n_no_estimate": g.apply(lambda e: int(e.isna().sum())),
+        }
+    ).reset_index()

@@ -31,13 +31,13 @@ from .noise import aggregate, clip, noise_budget, noise_variance, upload
 class Problem:
     """Everything the protocol needs: the measurement links and the evaluation links."""
 
-    links: Links            # one link per measurement
-    user: np.ndarray        # (L,) owner of each measurement
-    y: np.ndarray           # (L,) measured RSS, dB
-    users: np.ndarray       # (N, 2) true user positions (used by Alg. 1 locally, and to score)
-    centres: np.ndarray     # (M, 2) cell centres
-    size: float             # side W of the area
-    eval_links: Links       # links on which the map is scored
+    links: Links  # one link per measurement
+    user: np.ndarray  # (L,) owner of each measurement
+    y: np.ndarray  # (L,) measured RSS, dB
+    users: np.ndarray  # (N, 2) true user positions (used by Alg. 1 locally, and to score)
+    centres: np.ndarray  # (M, 2) cell centres
+    size: float  # side W of the area
+    eval_links: Links  # links on which the map is scored
     eval_truth: np.ndarray  # true gain of each evaluation link (eq. 1 with h*, theta*)
 
     @property
@@ -58,19 +58,19 @@ class Settings:
     mu: float = 0.0
     rho: float = 0.0
     geo: GeoSettings = field(default_factory=GeoSettings)
-    theta: str = "learned"      # or "frozen": theta public, its gradient never uploaded
-    calibration: str = "clip"   # noise budget mu C^2 ("clip") or mu ||g_bar||^2 ("paper", no guarantee)
+    theta: str = "learned"  # or "frozen": theta public, its gradient never uploaded
+    calibration: str = "clip"  # noise budget mu C^2 ("clip") or mu ||g_bar||^2 ("paper", no guarantee)
 
 
 @dataclass
 class History:
-    mae: list = field(default_factory=list)             # per epoch, after its update
-    loss: list = field(default_factory=list)            # global loss F (eq. 5) before the update
-    clipped: list = field(default_factory=list)         # fraction of users clipped per epoch
-    heights: list = field(default_factory=list)         # h after each epoch
-    theta: list = field(default_factory=list)           # theta after each epoch
-    uploads: dict = field(default_factory=dict)         # epoch -> (N, M) noisy gradients
-    clean: dict = field(default_factory=dict)           # epoch -> (N, M) clipped gradients
+    mae: list = field(default_factory=list)  # per epoch, after its update
+    loss: list = field(default_factory=list)  # global loss F (eq. 5) before the update
+    clipped: list = field(default_factory=list)  # fraction of users clipped per epoch
+    heights: list = field(default_factory=list)  # h after each epoch
+    theta: list = field(default_factory=list)  # theta after each epoch
+    uploads: dict = field(default_factory=dict)  # epoch -> (N, M) noisy gradients
+    clean: dict = field(default_factory=dict)  # epoch -> (N, M) clipped gradients
 
 
 def mae(problem: Problem, heights: np.ndarray, theta: np.ndarray, scale: float) -> float:
@@ -90,22 +90,22 @@ def train(problem: Problem, s: Settings, rng: np.random.Generator, keep_epochs=(
     index = entry_index(problem.links, problem.user)
     work = tuple(np.empty(problem.links.matrix.nnz) for _ in range(3))
     for epoch in range(1, s.epochs + 1):
-        loss, g, g_theta = local_gradients(problem.links, problem.user, problem.y, h, theta,
-                                           s.psi_scale, problem.n_users, index, work)
+        loss, g, g_theta = local_gradients(
+            problem.links, problem.user, problem.y, h, theta, s.psi_scale, problem.n_users, index, work
+        )
         gbar, was_clipped = clip(g, s.clip)
         budget = noise_budget(gbar, s.mu, s.clip, s.calibration)
-        s2, _ = noise_variance(s.scheme, gbar, budget, problem.centres, problem.users, problem.size,
-                               s.rho, s.geo)
+        s2, _ = noise_variance(s.scheme, gbar, budget, problem.centres, problem.users, problem.size, s.rho, s.geo)
         if epoch in keep:
-            sent = upload(gbar, s2, s.clip, rng)                       # on a grid, discrete Gaussian noise
+            sent = upload(gbar, s2, s.clip, rng)  # on a grid, discrete Gaussian noise
             hist.uploads[epoch] = sent
             hist.clean[epoch] = gbar
             mean = weight @ sent
         else:
             mean = aggregate(gbar, s2, weight, s.clip, rng)
-        h = h - s.eta_h * mean                                         # eq. (10)
+        h = h - s.eta_h * mean  # eq. (10)
         if s.theta == "learned":
-            theta = theta - s.eta_theta * (weight @ g_theta)         # eq. (11)
+            theta = theta - s.eta_theta * (weight @ g_theta)  # eq. (11)
         hist.loss.append(float(weight @ loss))
         hist.clipped.append(float(np.mean(was_clipped)))
         hist.mae.append(mae(problem, h, theta, s.psi_scale))

@@ -29,7 +29,7 @@ def wcl(G: np.ndarray, centres: np.ndarray, nu: float) -> np.ndarray:
     top = A.max(axis=-1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         rel = np.divide(A, top, out=A)
-        w = (rel == 1.0).astype(float) if np.isinf(nu) else rel ** nu
+        w = (rel == 1.0).astype(float) if np.isinf(nu) else rel**nu
         return (w @ centres) / w.sum(axis=-1, keepdims=True)
 
 

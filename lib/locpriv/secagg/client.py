@@ -36,10 +36,19 @@ STEPS = ("advertise_keys", "share_keys", "masked_input", "consistency", "unmaski
 
 
 class Client:
-    def __init__(self, cid: int, graph: Graph, neighbours: np.ndarray, params: ProtocolParams, context: bytes,
-                 entropy, identity=None, directory: list[bytes] | None = None):
+    def __init__(
+        self,
+        cid: int,
+        graph: Graph,
+        neighbours: np.ndarray,
+        params: ProtocolParams,
+        context: bytes,
+        entropy,
+        identity=None,
+        directory: list[bytes] | None = None,
+    ):
         self.id, self.graph, self.params, self.context = cid, graph, params, context
-        self.neighbours = np.asarray(neighbours, dtype=np.int64)     # public: this client's row of the graph
+        self.neighbours = np.asarray(neighbours, dtype=np.int64)  # public: this client's row of the graph
         self.t = params.t_for(graph.n)
         self._entropy = entropy
         self._identity, self._directory = identity, directory
@@ -48,10 +57,10 @@ class Client:
         self._done: set[str] = set()
         self._c, self._s = (crypto.private_key(r.tobytes()) for r in crypto.random_bytes(entropy, 2))
         self._b = crypto.random_bytes(entropy, 1)[0].tobytes()
-        self._session = context                   # honest-but-curious: the context; active: bound to the key set
-        self._peers: dict[int, tuple[bytes, bytes]] = {}      # v -> (c_v, s_v) of neighbours with keys
-        self._channel: dict[int, bytes] = {}                  # v -> X25519(c_u, c_v), computed once
-        self._held: dict[int, np.ndarray] = {}                # owner -> its (2, L) shares this client holds
+        self._session = context  # honest-but-curious: the context; active: bound to the key set
+        self._peers: dict[int, tuple[bytes, bytes]] = {}  # v -> (c_v, s_v) of neighbours with keys
+        self._channel: dict[int, bytes] = {}  # v -> X25519(c_u, c_v), computed once
+        self._held: dict[int, np.ndarray] = {}  # owner -> its (2, L) shares this client holds
         self._masked_with: set[int] = set()
         self._signed: np.ndarray | None = None
 
@@ -63,7 +72,7 @@ class Client:
         """Each step once, in order (the consistency step only in the active variant)."""
         if step in self._done:
             raise self._error(f"asked for step {step!r} a second time; it answers each step once")
-        needed = [s for s in STEPS[:STEPS.index(step)] if s != "consistency" or self.params.active]
+        needed = [s for s in STEPS[: STEPS.index(step)] if s != "consistency" or self.params.active]
         missing = [s for s in needed if s not in self._done]
         if missing:
             raise self._error(f"asked for step {step!r} before step {missing[0]!r}")
@@ -75,16 +84,14 @@ class Client:
     def advertise_keys(self) -> bytes:
         """c_u || s_u || commitment to b_u (|| Ed25519 signature over the session context, active)."""
         self._step("advertise_keys")
-        public = (crypto.public_bytes(self._c) + crypto.public_bytes(self._s)
-                  + commitment(self._b, self.context))
+        public = crypto.public_bytes(self._c) + crypto.public_bytes(self._s) + commitment(self._b, self.context)
         if self.params.active:
             public += crypto.sign(self._identity, keys_message(self.context, self.id, public))
         self._advert = public
         return public
 
     # ---- step 1 -------------------------------------------------------------------------------------
-    def _check_keys(self, adverts: dict[int, bytes], proofs: dict[int, list[bytes]] | None,
-                    own: bytes) -> None:
+    def _check_keys(self, adverts: dict[int, bytes], proofs: dict[int, list[bytes]] | None, own: bytes) -> None:
         """Active: every advertisement signed by its owner's identity key, every proof (own included)
         leading to one Merkle root, which fixes the session id."""
         if proofs is None:
@@ -93,7 +100,7 @@ class Client:
             raise self._error("the key set the server committed to holds other keys for this client")
         roots = set()
         for v, advert in {**adverts, self.id: own}.items():
-            body, signature = advert[:-crypto.SIGNATURE_BYTES], advert[-crypto.SIGNATURE_BYTES:]
+            body, signature = advert[: -crypto.SIGNATURE_BYTES], advert[-crypto.SIGNATURE_BYTES :]
             if not crypto.verify(self._directory[v], signature, keys_message(self.context, v, body)):
                 raise self._error(f"the keys of client {v} are not signed by its identity key (substituted?)")
             if v not in proofs:
@@ -103,8 +110,9 @@ class Client:
             raise self._error("the Merkle proofs of its neighbours' keys lead to different key sets")
         self._session = pki.session_id(self.context, roots.pop())
 
-    def share_keys(self, adverts: dict[int, bytes], proofs: dict[int, list[bytes]] | None = None,
-                   own: bytes | None = None) -> dict[int, bytes]:
+    def share_keys(
+        self, adverts: dict[int, bytes], proofs: dict[int, list[bytes]] | None = None, own: bytes | None = None
+    ) -> dict[int, bytes]:
         """Seal a share of s_u^SK and b_u for each neighbour that advertised: {v: AES-GCM bundle}."""
         self._step("share_keys")
         size = advert_bytes(self.params)
@@ -113,23 +121,29 @@ class Client:
             raise self._error(f"sent the keys of client {min(strangers)}, which is not its neighbour")
         short = [v for v, a in adverts.items() if len(a) != size]
         if short:
-            raise self._error(f"the advertisement of client {short[0]} has {len(adverts[short[0]])} bytes, "
-                              f"not {size}")
+            raise self._error(f"the advertisement of client {short[0]} has {len(adverts[short[0]])} bytes, not {size}")
         if self.params.active:
             self._check_keys(adverts, proofs, own)
-        publics = [a[:crypto.KEY_BYTES] + a[crypto.KEY_BYTES:2 * crypto.KEY_BYTES] for a in adverts.values()]
+        publics = [a[: crypto.KEY_BYTES] + a[crypto.KEY_BYTES : 2 * crypto.KEY_BYTES] for a in adverts.values()]
         if len(set(publics)) != len(publics):
             raise self._error("two neighbours advertised the same public keys")
         if len(adverts) + 1 < self.t:
-            raise self._error(f"{len(adverts)} neighbours advertised keys: with itself fewer than t = {self.t} "
-                              "holders, its secrets could not be rebuilt")
-        self._peers = {v: (a[:crypto.KEY_BYTES], a[crypto.KEY_BYTES:2 * crypto.KEY_BYTES])
-                       for v, a in sorted(adverts.items())}
+            raise self._error(
+                f"{len(adverts)} neighbours advertised keys: with itself fewer than t = {self.t} "
+                "holders, its secrets could not be rebuilt"
+            )
+        self._peers = {
+            v: (a[: crypto.KEY_BYTES], a[crypto.KEY_BYTES : 2 * crypto.KEY_BYTES]) for v, a in sorted(adverts.items())
+        }
         holders = np.array([self.id, *self._peers], dtype=np.int64)
         secrets = np.stack([np.frombuffer(self._s.private_bytes_raw(), np.uint8), np.frombuffer(self._b, np.uint8)])
-        shares = shamir.share(secrets, np.tile(holders + 1, (2, 1)), self.t,
-                              lambda shape: crypto.random_field(self._entropy, shape, shamir.PRIME))
-        bundles = shares.transpose(1, 0, 2).astype("<i4")               # (holders, 2 secrets, limbs)
+        shares = shamir.share(
+            secrets,
+            np.tile(holders + 1, (2, 1)),
+            self.t,
+            lambda shape: crypto.random_field(self._entropy, shape, shamir.PRIME),
+        )
+        bundles = shares.transpose(1, 0, 2).astype("<i4")  # (holders, 2 secrets, limbs)
         self._held[self.id] = bundles[0].astype(np.int64)
         out = {}
         for v, bundle in zip(self._peers, bundles[1:], strict=True):
@@ -161,8 +175,9 @@ class Client:
             self._held[v] = np.frombuffer(plain, dtype="<i4").astype(np.int64).reshape(2, SHARE_LIMBS)
         y = x.astype(np.uint64) + crypto.expand(self_mask_seed(self._b, self._session), x.size, bits)
         for v in sorted(sealed):
-            mask = crypto.expand(pair_seed(crypto.exchange(self._s, self._peers[v][1]), self.id, v, self._session),
-                                 x.size, bits)
+            mask = crypto.expand(
+                pair_seed(crypto.exchange(self._s, self._peers[v][1]), self.id, v, self._session), x.size, bits
+            )
             y = y + mask if self.id < v else y - mask
             self._masked_with.add(v)
         return y & np.uint64((1 << bits) - 1)
@@ -173,16 +188,20 @@ class Client:
         if alive.shape != (n,) or alive.dtype != bool or (dropped is not None and dropped.shape != (n,)):
             raise self._error(f"the survivor and dropped sets must be boolean vectors over the {n} slots")
         if dropped is not None and (alive & dropped).any():
-            raise self._error(f"client {int(np.flatnonzero(alive & dropped)[0])} is listed both as a survivor "
-                              "and as dropped: answering would reveal both of its secrets")
+            raise self._error(
+                f"client {int(np.flatnonzero(alive & dropped)[0])} is listed both as a survivor "
+                "and as dropped: answering would reveal both of its secrets"
+            )
         if not alive[self.id]:
             raise self._error("asked to answer although the request lists it as dropped")
         if int(alive.sum()) < self.t:
             raise self._error(f"{int(alive.sum())} survivors, fewer than t = {self.t}")
         parts = self.graph.components(alive)
         if parts > 1:
-            raise self._error(f"the survivors' graph has {parts} connected components: the server would learn "
-                              "the sum of each; refusing")
+            raise self._error(
+                f"the survivors' graph has {parts} connected components: the server would learn "
+                "the sum of each; refusing"
+            )
 
     # ---- step 2b (active) ---------------------------------------------------------------------------
     def consistency(self, alive: np.ndarray) -> bytes:
@@ -198,17 +217,23 @@ class Client:
         if self._signed is None or not np.array_equal(self._signed, alive):
             raise self._error("the unmasking request names a survivor set other than the one it signed")
         message = consistency_message(self._session, pki.alive_digest(alive))
-        valid = {w for w, sig in (signatures or {}).items()
-                 if 0 <= w < self.graph.n and alive[w] and crypto.verify(self._directory[w], sig, message)}
+        valid = {
+            w
+            for w, sig in (signatures or {}).items()
+            if 0 <= w < self.graph.n and alive[w] and crypto.verify(self._directory[w], sig, message)
+        }
         for owner in self._held:
             holders = set(self.graph.holders(owner).tolist()) & valid
             if len(holders) < self.t:
-                raise self._error(f"only {len(holders)} of client {owner}'s holders signed the survivor set "
-                                  f"(t = {self.t} needed): the server may be showing different sets")
+                raise self._error(
+                    f"only {len(holders)} of client {owner}'s holders signed the survivor set "
+                    f"(t = {self.t} needed): the server may be showing different sets"
+                )
 
     # ---- step 3 -------------------------------------------------------------------------------------
-    def unmasking(self, request: UnmaskingRequest,
-                  signatures: dict[int, bytes] | None = None) -> dict[tuple[int, str], np.ndarray]:
+    def unmasking(
+        self, request: UnmaskingRequest, signatures: dict[int, bytes] | None = None
+    ) -> dict[tuple[int, str], np.ndarray]:
         """{(owner, "self_seed" | "mask_key"): share} for the owners it holds shares of that survived or
         dropped after sharing; never both kinds for one owner."""
         self._step("unmasking")

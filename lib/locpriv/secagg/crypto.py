@@ -42,7 +42,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 KEY_BYTES = 32
 SIGNATURE_BYTES = 64
 _ZERO_NONCE = bytes(16)
-_HKDF_NO_SALT = bytes(32)          # RFC 5869 §2.2: an absent salt is HashLen zero bytes
+_HKDF_NO_SALT = bytes(32)  # RFC 5869 §2.2: an absent salt is HashLen zero bytes
 
 
 def random_bytes(entropy: np.random.Generator | None, rows: int, width: int = KEY_BYTES) -> np.ndarray:

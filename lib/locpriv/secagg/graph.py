@@ -46,19 +46,23 @@ from dataclasses import dataclass
 import numpy as np
 
 GRAPHS = ("complete", "harary")
-DISCONNECT_BITS = 40          # P(survivors' graph disconnected) < 2^-40 (fcp/secagg's security parameter)
-CORRECTNESS_FAILURE = 1e-6    # n · P(a dropped client keeps < t surviving holders) at most this
+DISCONNECT_BITS = 40  # P(survivors' graph disconnected) < 2^-40 (fcp/secagg's security parameter)
+CORRECTNESS_FAILURE = 1e-6  # n · P(a dropped client keeps < t surviving holders) at most this
 
 
 def threshold(holders: int, fraction: float) -> int:
     """Shares needed to reconstruct: ⌊fraction · holders⌋ + 1, a strict majority for fraction >= 1/2."""
     if not 0.5 <= fraction < 1:
-        raise ValueError(f"threshold fraction must be in [0.5, 1), got {fraction}: below 1/2 a server that "
-                         "tells two halves of a client's holders different survivor lists rebuilds both its secrets")
+        raise ValueError(
+            f"threshold fraction must be in [0.5, 1), got {fraction}: below 1/2 a server that "
+            "tells two halves of a client's holders different survivor lists rebuilds both its secrets"
+        )
     t = min(holders, math.floor(fraction * holders) + 1)
     if t < 2:
-        raise ValueError(f"threshold t = {t} of {holders} holders: one share would be the secret itself; "
-                         "a shard needs at least 2 clients")
+        raise ValueError(
+            f"threshold t = {t} of {holders} holders: one share would be the secret itself; "
+            "a shard needs at least 2 clients"
+        )
     return t
 
 
@@ -67,11 +71,18 @@ def log_p_disconnected(n: int, k: int, dropped: int) -> float:
     at layout-independent positions (module doc); -inf when fewer than k drop."""
     if dropped < k or n - k - 1 <= 0:
         return -math.inf
-    return (math.log(n) + math.log(n - k - 1) - math.log(2) + math.lgamma(dropped + 1)
-            + math.lgamma(n - k + 1) - math.lgamma(n + 1) - math.lgamma(dropped - k + 1))
+    return (
+        math.log(n)
+        + math.log(n - k - 1)
+        - math.log(2)
+        + math.lgamma(dropped + 1)
+        + math.lgamma(n - k + 1)
+        - math.lgamma(n + 1)
+        - math.lgamma(dropped - k + 1)
+    )
 
 
-@functools.lru_cache(maxsize=256)   # every client and the server ask for the same shard size
+@functools.lru_cache(maxsize=256)  # every client and the server ask for the same shard size
 def auto_degree(n: int, dropout: float, fraction: float, failure: float = CORRECTNESS_FAILURE) -> int:
     """Smallest even k >= ⌈log2 n⌉ meeting the disconnection and correctness targets (module doc)."""
     if n <= 3:
@@ -101,7 +112,7 @@ class Graph:
     def __post_init__(self):
         where = np.empty(self.n, dtype=np.int64)
         where[self.position] = np.arange(self.n)
-        object.__setattr__(self, "where", where)        # cycle position of each client
+        object.__setattr__(self, "where", where)  # cycle position of each client
 
     @classmethod
     def build(cls, n: int, kind: str, degree: int | None, layout: np.random.Generator) -> Graph:

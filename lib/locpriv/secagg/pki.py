@@ -79,5 +79,6 @@ def root_from(u: int, entry: bytes, proof: list[bytes], n: int) -> bytes:
 
 def alive_digest(alive: np.ndarray) -> bytes:
     """What a consistency signature covers of a survivor set (bool per slot)."""
-    return crypto.digest(b"alive", np.packbits(np.asarray(alive, dtype=bool)).tobytes(),
-                         len(alive).to_bytes(4, "little"))
+    return crypto.digest(
+        b"alive", np.packbits(np.asarray(alive, dtype=bool)).tobytes(), len(alive).to_bytes(4, "little")
+    )

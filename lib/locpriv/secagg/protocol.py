@@ -75,7 +75,7 @@ from . import crypto, graph, shamir
 VARIANTS = ("honest_but_curious", "active")
 SECRETS = ("mask_key", "self_seed")
 SHARE_LIMBS = shamir.n_limbs(crypto.KEY_BYTES)
-SHARE_BYTES = 4 * SHARE_LIMBS             # one Shamir share of a 32-byte secret (int32 limbs)
+SHARE_BYTES = 4 * SHARE_LIMBS  # one Shamir share of a 32-byte secret (int32 limbs)
 GCM_TAG_BYTES = 16
 
 
@@ -134,8 +134,11 @@ def client_bytes(n: int, dim: int, params: ProtocolParams) -> dict[str, int]:
     bytes per entry; (active) one signature; one share for each of its k + 1 owners (its neighbours
     and itself).  Bonawitz et al.: O(n + K) on the complete graph (k = n − 1); Bell et al.: O(log n + K)."""
     k = params.degree_for(n)
-    out = {"advertise_keys": advert_bytes(params), "share_keys": k * (2 * SHARE_BYTES + GCM_TAG_BYTES),
-           "masked_input": dim * ((params.bits + 7) // 8)}
+    out = {
+        "advertise_keys": advert_bytes(params),
+        "share_keys": k * (2 * SHARE_BYTES + GCM_TAG_BYTES),
+        "masked_input": dim * ((params.bits + 7) // 8),
+    }
     if params.active:
         out["consistency"] = crypto.SIGNATURE_BYTES
     out["unmasking"] = (k + 1) * SHARE_BYTES

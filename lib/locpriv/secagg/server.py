@@ -29,8 +29,14 @@ from .protocol import (
     self_mask_seed,
 )
 
-TRANSCRIPT_COLUMNS = {"step": object, "sender": np.int64, "owner": np.int64, "kind": object, "items": np.int64,
-                      "bytes": np.int64}
+TRANSCRIPT_COLUMNS = {
+    "step": object,
+    "sender": np.int64,
+    "owner": np.int64,
+    "kind": object,
+    "items": np.int64,
+    "bytes": np.int64,
+}
 
 
 class Transcript:
@@ -55,17 +61,17 @@ class Server:
         self.graph, self.neighbours, self.params, self.context, self.dim = graph, neighbours, params, context, dim
         self.n, self.t = graph.n, params.t_for(graph.n)
         self.transcript = Transcript()
-        self.adverts: dict[int, bytes] = {}                     # U1
-        self.bundles: dict[int, int] = {}                       # U2: sender -> bundles sent
-        self.mailbox: dict[int, dict[int, bytes]] = {}          # recipient -> sender -> sealed shares
-        self.delivered: dict[int, set[int]] = {}                # recipient -> senders whose bundles it got
+        self.adverts: dict[int, bytes] = {}  # U1
+        self.bundles: dict[int, int] = {}  # U2: sender -> bundles sent
+        self.mailbox: dict[int, dict[int, bytes]] = {}  # recipient -> sender -> sealed shares
+        self.delivered: dict[int, set[int]] = {}  # recipient -> senders whose bundles it got
         self.total = np.zeros(dim, dtype=np.uint64)
-        self.arrived: set[int] = set()                          # U3
-        self.signatures: dict[int, bytes] = {}                  # U4 (active)
-        self.answered: set[int] = set()                         # U5
+        self.arrived: set[int] = set()  # U3
+        self.signatures: dict[int, bytes] = {}  # U4 (active)
+        self.answered: set[int] = set()  # U5
         self.shares: dict[str, dict[int, list[tuple[int, np.ndarray]]]] = {s: {} for s in SECRETS}
         self.keyset: pki.KeySet | None = None
-        self.session = context      # the masks' HKDF context; active: bound to the committed key set
+        self.session = context  # the masks' HKDF context; active: bound to the committed key set
         self.request: UnmaskingRequest | None = None
 
     def check_id(self, u, what: str) -> int:
@@ -127,8 +133,9 @@ class Server:
             raise ProtocolError(f"client {u} sent its masked input twice (a replay); refusing to add it again")
         y = np.asarray(y)
         if y.shape != (self.dim,) or not np.issubdtype(y.dtype, np.integer):
-            raise ProtocolError(f"client {u} sent a masked vector of shape {y.shape} and type {y.dtype}, "
-                                f"not {self.dim} integers")
+            raise ProtocolError(
+                f"client {u} sent a masked vector of shape {y.shape} and type {y.dtype}, not {self.dim} integers"
+            )
         if y.size and (int(y.min()) < 0 or int(y.max()) >= 1 << self.params.bits):
             raise ProtocolError(f"client {u} sent a masked vector with entries outside Z_m, m = 2^{self.params.bits}")
         self.total += y.astype(np.uint64)
@@ -136,8 +143,9 @@ class Server:
         self.transcript.add("masked_input", u, u, "masked_vector", self.dim, self.dim * ((self.params.bits + 7) // 8))
 
     def _holders_alive(self, owner: int, alive: np.ndarray) -> int:
-        return int(alive[owner]) + sum(1 for v in self.neighbours[owner]
-                                       if alive[v] and owner in self.delivered.get(int(v), ()))
+        return int(alive[owner]) + sum(
+            1 for v in self.neighbours[owner] if alive[v] and owner in self.delivered.get(int(v), ())
+        )
 
     def unmasking_request(self) -> UnmaskingRequest:
         """Survivors U3 and dropped U2 \\ U3 — after checking that unmasking is safe and possible."""
@@ -146,16 +154,22 @@ class Server:
         dropped = np.zeros(self.n, dtype=bool)
         dropped[[u for u in self.bundles if u not in self.arrived]] = True
         if alive.sum() < self.t:
-            raise ProtocolError(f"{int(alive.sum())} of {self.n} clients sent masked input, fewer than the "
-                                f"threshold t = {self.t}: the shard cannot be unmasked and yields no output")
+            raise ProtocolError(
+                f"{int(alive.sum())} of {self.n} clients sent masked input, fewer than the "
+                f"threshold t = {self.t}: the shard cannot be unmasked and yields no output"
+            )
         parts = self.graph.components(alive)
         if parts > 1:
-            raise ProtocolError(f"the survivors' graph has {parts} connected components: unmasking would reveal "
-                                "the sum of each; refusing (the shard yields no output)")
+            raise ProtocolError(
+                f"the survivors' graph has {parts} connected components: unmasking would reveal "
+                "the sum of each; refusing (the shard yields no output)"
+            )
         for owner in np.flatnonzero(alive | dropped):
             if self._holders_alive(int(owner), alive) < self.t:
-                raise ProtocolError(f"client {owner} has fewer than t = {self.t} surviving holders of its shares: "
-                                    "the shard yields no output")
+                raise ProtocolError(
+                    f"client {owner} has fewer than t = {self.t} surviving holders of its shares: "
+                    "the shard yields no output"
+                )
         self.request = UnmaskingRequest(alive, dropped)
         return self.request
 
@@ -194,8 +208,9 @@ class Server:
                 raise ProtocolError(f"client {v} sent a share of client {owner}'s secret but is not its holder")
             expected = "self_seed" if self.request.alive[owner] else "mask_key" if self.request.dropped[owner] else None
             if kind != expected:
-                raise ProtocolError(f"client {v} sent a {kind!r} share of client {owner}, whose status allows "
-                                    f"{expected!r} only")
+                raise ProtocolError(
+                    f"client {v} sent a {kind!r} share of client {owner}, whose status allows {expected!r} only"
+                )
             if not (isinstance(share, np.ndarray) and share.shape == (SHARE_LIMBS,) and share.dtype.kind in "iu"):
                 raise ProtocolError(f"client {v} sent a malformed share of client {owner}'s {kind}")
         stacked = np.stack(list(response.values())) if response else np.zeros((0, SHARE_LIMBS), np.int64)
@@ -214,11 +229,13 @@ class Server:
         held = [self.shares[kind].get(u, []) for u in owners]
         short = [u for u, h in zip(owners, held, strict=True) if len(h) < self.t]
         if short:
-            raise ProtocolError(f"client {short[0]} (and {len(short) - 1} more) has fewer than t = {self.t} "
-                                f"answering holders of its {kind} shares: the shard yields no output")
+            raise ProtocolError(
+                f"client {short[0]} (and {len(short) - 1} more) has fewer than t = {self.t} "
+                f"answering holders of its {kind} shares: the shard yields no output"
+            )
         out = np.empty((len(owners), crypto.KEY_BYTES), dtype=np.uint8)
         counts = np.array([len(h) for h in held])
-        for count in np.unique(counts):           # owners with as many shares are rebuilt together
+        for count in np.unique(counts):  # owners with as many shares are rebuilt together
             rows = np.flatnonzero(counts == count)
             xs = np.array([[holder + 1 for holder, _ in held[i]] for i in rows])
             ys = np.array([[share for _, share in held[i]] for i in rows])
@@ -233,9 +250,11 @@ class Server:
         out = np.zeros(self.dim, dtype=np.uint64)
         for u, seed in zip(owners, self._rebuild("self_seed", owners), strict=True):
             seed = seed.tobytes()
-            if commitment(seed, self.context) != self.adverts[u][2 * crypto.KEY_BYTES:3 * crypto.KEY_BYTES]:
-                raise ProtocolError(f"inconsistent self_seed shares: the seed rebuilt for client {u} does not match "
-                                    "its commitment (a holder sent a wrong share)")
+            if commitment(seed, self.context) != self.adverts[u][2 * crypto.KEY_BYTES : 3 * crypto.KEY_BYTES]:
+                raise ProtocolError(
+                    f"inconsistent self_seed shares: the seed rebuilt for client {u} does not match "
+                    "its commitment (a holder sent a wrong share)"
+                )
             out += crypto.expand(self_mask_seed(seed, self.session), self.dim, self.params.bits)
         return out
 
@@ -244,13 +263,15 @@ class Server:
         out = np.zeros(self.dim, dtype=np.uint64)
         for d, raw in zip(dropped, self._rebuild("mask_key", dropped), strict=True):
             secret = crypto.private_key(raw.tobytes())
-            if crypto.public_bytes(secret) != self.adverts[d][crypto.KEY_BYTES:2 * crypto.KEY_BYTES]:
-                raise ProtocolError(f"inconsistent mask_key shares: the secret rebuilt for client {d} does not "
-                                    "match its advertised public key")
+            if crypto.public_bytes(secret) != self.adverts[d][crypto.KEY_BYTES : 2 * crypto.KEY_BYTES]:
+                raise ProtocolError(
+                    f"inconsistent mask_key shares: the secret rebuilt for client {d} does not "
+                    "match its advertised public key"
+                )
             for v in self.neighbours[d]:
                 v = int(v)
-                if v in self.arrived and d in self.delivered.get(v, ()):   # v added sign(v, d) mask(v, d) to y_v
-                    exchanged = crypto.exchange(secret, self.adverts[v][crypto.KEY_BYTES:2 * crypto.KEY_BYTES])
+                if v in self.arrived and d in self.delivered.get(v, ()):  # v added sign(v, d) mask(v, d) to y_v
+                    exchanged = crypto.exchange(secret, self.adverts[v][crypto.KEY_BYTES : 2 * crypto.KEY_BYTES])
                     mask = crypto.expand(pair_seed(exchanged, v, d, self.session), self.dim, self.params.bits)
                     out = out + mask if v < d else out - mask
         return out

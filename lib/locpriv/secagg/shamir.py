@@ -83,7 +83,7 @@ def share(secrets: np.ndarray, xs: np.ndarray, threshold: int, random_field) -> 
         raise ShareError(f"threshold must be in [1, {xs.shape[1]}] (holders per owner), got {threshold}")
     if (xs < 1).any() or (xs >= PRIME).any():
         raise ShareError(f"x-coordinates must be in [1, {PRIME})")
-    limbs = to_limbs(secrets)                                       # (R, L)
+    limbs = to_limbs(secrets)  # (R, L)
     coeffs = np.asarray(random_field((threshold - 1, *limbs.shape)), dtype=np.int64)
     # Horner from the top coefficient down: a loop over the degree only
     acc = np.zeros((xs.shape[0], xs.shape[1], limbs.shape[1]), dtype=np.int64)
@@ -99,7 +99,7 @@ def lagrange_at_zero(xs: np.ndarray) -> np.ndarray:
     num = np.ones_like(xs)
     den = np.ones_like(xs)
     for i in range(t):  # a loop over the threshold, vectorised over owners and j
-        other = xs[:, i:i + 1]
+        other = xs[:, i : i + 1]
         mask = np.arange(t) != i
         num = np.where(mask, _mulmod(num, other), num)
         den = np.where(mask, _mulmod(den, (other - xs) % PRIME), den)
@@ -136,6 +136,8 @@ def reconstruct(xs: np.ndarray, ys: np.ndarray, threshold: int, n_bytes: int, ve
             expected = interpolate_at(base_x, base_y, xs[:, j])
             bad = (expected != ys[:, j]).any(axis=1)
             if bad.any():
-                raise ShareError(f"{int(bad.sum())} owners have a share off their polynomial "
-                                 f"(holder x = {int(xs[np.flatnonzero(bad)[0], j])})")
+                raise ShareError(
+                    f"{int(bad.sum())} owners have a share off their polynomial "
+                    f"(holder x = {int(xs[np.flatnonzero(bad)[0], j])})"
+                )
     return from_limbs(limbs, n_bytes)

@@ -29,8 +29,8 @@ class Dropouts:
 
     advertise_keys: frozenset = frozenset()
     share_keys: frozenset = frozenset()
-    consistency: frozenset = frozenset()      # active variant: sent its masked input, never signs
-    unmasking: frozenset = frozenset()        # sent its masked input (and signed), never answers
+    consistency: frozenset = frozenset()  # active variant: sent its masked input, never signs
+    unmasking: frozenset = frozenset()  # sent its masked input (and signed), never answers
 
     def __post_init__(self):
         for name in ("advertise_keys", "share_keys", "consistency", "unmasking"):
@@ -42,19 +42,37 @@ def _streams(entropy, n: int) -> list:
     return entropy.spawn(n) if entropy is not None else [None] * n
 
 
-def shard(n_clients: int, dim: int, params: ProtocolParams, entropy: np.random.Generator | None,
-          context: bytes, layout: np.random.Generator | None = None) -> tuple[list[Client], Server]:
+def shard(
+    n_clients: int,
+    dim: int,
+    params: ProtocolParams,
+    entropy: np.random.Generator | None,
+    context: bytes,
+    layout: np.random.Generator | None = None,
+) -> tuple[list[Client], Server]:
     """The n clients and the server of one shard, before step 0 (``aggregate`` for the arguments)."""
     if n_clients < 2:
-        raise ProtocolError(f"a shard of {n_clients} client cannot hide its input; choose users per round and "
-                            "shard size so that every shard has at least 2 clients")
+        raise ProtocolError(
+            f"a shard of {n_clients} client cannot hide its input; choose users per round and "
+            "shard size so that every shard has at least 2 clients"
+        )
     layout = layout if layout is not None else np.random.default_rng(crypto.random_int(entropy))
     public = Graph.build(n_clients, params.graph, params.degree_for(n_clients), layout)
     table = public.neighbour_table()
     directory = pki.Directory(n_clients, entropy) if params.active else None
-    clients = [Client(u, public, table[u], params, context, stream,
-                      directory.secrets[u] if directory else None, directory.public if directory else None)
-               for u, stream in enumerate(_streams(entropy, n_clients))]
+    clients = [
+        Client(
+            u,
+            public,
+            table[u],
+            params,
+            context,
+            stream,
+            directory.secrets[u] if directory else None,
+            directory.public if directory else None,
+        )
+        for u, stream in enumerate(_streams(entropy, n_clients))
+    ]
     return clients, Server(public, table, params, context, dim)
 
 
@@ -76,10 +94,17 @@ def _untimed(side: str, method, *args):
     return method(*args)
 
 
-def aggregate(vectors: np.ndarray, senders: np.ndarray, n_clients: int, params: ProtocolParams,
-              entropy: np.random.Generator | None, context: bytes = b"", dropouts: Dropouts | None = None,
-              layout: np.random.Generator | None = None, clock: CpuClock | None = None
-              ) -> tuple[np.ndarray, pd.DataFrame]:
+def aggregate(
+    vectors: np.ndarray,
+    senders: np.ndarray,
+    n_clients: int,
+    params: ProtocolParams,
+    entropy: np.random.Generator | None,
+    context: bytes = b"",
+    dropouts: Dropouts | None = None,
+    layout: np.random.Generator | None = None,
+    clock: CpuClock | None = None,
+) -> tuple[np.ndarray, pd.DataFrame]:
     """Run the protocol on one shard: (Σ of the senders' vectors mod m, the server's transcript).
 
     vectors: (len(senders), K) integers in [0, m), the inputs of the clients that send a masked

@@ -47,22 +47,42 @@ def load_housing(path: str, lonlat_bbox) -> tuple[np.ndarray, np.ndarray, dict]:
     try:
         table = pd.read_csv(path, usecols=columns)
     except ValueError as exc:
-        raise InputError(path, ", ".join(columns), f"cannot read the columns: {exc}",
-                         "give the California housing CSV with these columns") from None
+        raise InputError(
+            path,
+            ", ".join(columns),
+            f"cannot read the columns: {exc}",
+            "give the California housing CSV with these columns",
+        ) from None
     complete = table[columns].notna().all(axis=1)
     table = table[complete]
     xy = table[["longitude", "latitude"]].to_numpy(dtype=float)
     lo, hi = np.array(lonlat_bbox[0::2], dtype=float), np.array(lonlat_bbox[1::2], dtype=float)
     outside = ((xy < lo) | (xy > hi)).any(axis=1)
     value = table["median_house_value"].to_numpy(dtype=float)
-    return ((np.clip(xy, lo, hi) - lo) / (hi - lo), (value > np.median(value)).astype(int),
-            {"rows_read": len(complete), "rows_dropped_missing": int((~complete).sum()),
-             "rows_clamped_to_box": int(outside.sum())})
+    return (
+        (np.clip(xy, lo, hi) - lo) / (hi - lo),
+        (value > np.median(value)).astype(int),
+        {
+            "rows_read": len(complete),
+            "rows_dropped_missing": int((~complete).sum()),
+            "rows_clamped_to_box": int(outside.sum()),
+        },
+    )
 
 
 def _regions(X, epsilon, cfg, rng):
-    part = run_protocol(X, UNIT, epsilon, cfg["threshold"], cfg["max_depth"], cfg["delta"], rng,
-                        split_rule=cfg["split_rule"], keep_reports=False, calibration=cfg["calibration"])
+    part = run_protocol(
+        X,
+        UNIT,
+        epsilon,
+        cfg["threshold"],
+        cfg["max_depth"],
+        cfg["delta"],
+        rng,
+        split_rule=cfg["split_rule"],
+        keep_reports=False,
+        calibration=cfg["calibration"],
+    )
     return cell_box(part.user_cell["level"].to_numpy(), part.user_cell["code"].to_numpy(), UNIT)
 
 
@@ -93,9 +113,11 @@ def classifiers(seed: int) -> dict:
     from sklearn.linear_model import LogisticRegression
     from sklearn.neighbors import KNeighborsClassifier
 
-    return {"random_forest": RandomForestClassifier(n_estimators=50, max_depth=8, random_state=seed, n_jobs=1),
-            "knn": KNeighborsClassifier(n_neighbors=15, weights="distance"),
-            "logistic": LogisticRegression()}
+    return {
+        "random_forest": RandomForestClassifier(n_estimators=50, max_depth=8, random_state=seed, n_jobs=1),
+        "knn": KNeighborsClassifier(n_neighbors=15, weights="distance"),
+        "logistic": LogisticRegression(),
+    }
 
 
 def _split(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -104,26 +126,30 @@ def _split(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     return order[:cut], order[cut:]
 
 
-def f1_scores(X: np.ndarray, y: np.ndarray, mechanism: str, epsilon: float, cfg: dict,
-              rng: np.random.Generator) -> dict[str, float]:
+def f1_scores(
+    X: np.ndarray, y: np.ndarray, mechanism: str, epsilon: float, cfg: dict, rng: np.random.Generator
+) -> dict[str, float]:
     """70/30 split, mechanism on the training features, F1 per classifier on the test set."""
     from sklearn.metrics import f1_score
 
     train, test = _split(len(X), rng)
     X_train = privatise(mechanism, X[train], epsilon, cfg, rng)
-    seed = int(rng.integers(2 ** 31))
-    return {name: float(f1_score(y[test], model.fit(X_train, y[train]).predict(X[test])))
-            for name, model in classifiers(seed).items()}
+    seed = int(rng.integers(2**31))
+    return {
+        name: float(f1_score(y[test], model.fit(X_train, y[train]).predict(X[test])))
+        for name, model in classifiers(seed).items()
+    }
 
 
-def k_sensitivity(X: np.ndarray, y: np.ndarray, epsilon: float, k: float, cfg: dict,
-                  rng: np.random.Generator) -> dict[str, float]:
+def k_sensitivity(
+    X: np.ndarray, y: np.ndarray, epsilon: float, k: float, cfg: dict, rng: np.random.Generator
+) -> dict[str, float]:
     """App. A.1 (Fig. 6): random-forest precision and recall on SLDP-Quantization data when
     every privacy region must hold at least k users (the split threshold Q = k)."""
     from sklearn.metrics import precision_score, recall_score
 
     train, test = _split(len(X), rng)
     X_train = privatise("sldp_quantization", X[train], epsilon, {**cfg, "threshold": float(k)}, rng)
-    model = classifiers(int(rng.integers(2 ** 31)))["random_forest"].fit(X_train, y[train])
+    model = classifiers(int(rng.integers(2**31)))["random_forest"].fit(X_train, y[train])
     pred = model.predict(X[test])
     return {"precision": float(precision_score(y[test], pred)), "recall": float(recall_score(y[test], pred))}

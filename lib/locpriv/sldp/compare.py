@@ -49,9 +49,16 @@ from .protocol import COUNTS, LEAVES, run_protocol
 GEOLIFE_BBOX = [116.15, 116.60, 39.75, 40.10]
 
 
-def leaves_table(n: int, epsilons: list[float], reps: int, seed: int, path: str | None = None,
-                 calibration: str = "sensitivity2", counts: str = "regions",
-                 child_shares: tuple[float, ...] = (0.0,)) -> pd.DataFrame:
+def leaves_table(
+    n: int,
+    epsilons: list[float],
+    reps: int,
+    seed: int,
+    path: str | None = None,
+    calibration: str = "sensitivity2",
+    counts: str = "regions",
+    child_shares: tuple[float, ...] = (0.0,),
+) -> pd.DataFrame:
     """Paired MREs per leaves option; under counts "regions", "children" once per child share (the
     partition at (1 - share) eps, the child cells re-released at share eps)."""
     given = {"range": {"n": [n], "epsilon": epsilons}, "reps": reps, "calibration": calibration}
@@ -63,20 +70,46 @@ def leaves_table(n: int, epsilons: list[float], reps: int, seed: int, path: str 
         for rep in range(reps):
             run = {"task": "range", "n": n, "epsilon": eps, "rep": rep}
             pts = study.client_points(run, cfg, seed)
-            q = range_queries.anchored_workload(pts, study.UNIT, cfg["range"]["queries"],
-                                                make_rng(seed, "sldp-evaluate", "range", n, eps, rep))
+            q = range_queries.anchored_workload(
+                pts, study.UNIT, cfg["range"]["queries"], make_rng(seed, "sldp-evaluate", "range", n, eps, rep)
+            )
             truth = range_queries.true_counts(q, pts)
-            options = [(leaves, share) for leaves in LEAVES
-                       for share in (child_shares if (leaves, counts) == ("children", "regions") else (0.0,))]
+            options = [
+                (leaves, share)
+                for leaves in LEAVES
+                for share in (child_shares if (leaves, counts) == ("children", "regions") else (0.0,))
+            ]
             for leaves, share in options:
-                part = run_protocol(pts, study.UNIT, eps * (1 - share), cfg["range"]["threshold"], cfg["max_depth"],
-                                    cfg["delta"], make_rng(seed, "sldp-protocol", "range", n, eps, rep),
-                                    split_rule=cfg["split_rule"], keep_reports=False, calibration=cfg["calibration"],
-                                    leaves=leaves, counts=counts, child_epsilon=eps * share).cells
+                part = run_protocol(
+                    pts,
+                    study.UNIT,
+                    eps * (1 - share),
+                    cfg["range"]["threshold"],
+                    cfg["max_depth"],
+                    cfg["delta"],
+                    make_rng(seed, "sldp-protocol", "range", n, eps, rep),
+                    split_rule=cfg["split_rule"],
+                    keep_reports=False,
+                    calibration=cfg["calibration"],
+                    leaves=leaves,
+                    counts=counts,
+                    child_epsilon=eps * share,
+                ).cells
                 mre = range_queries.mean_relative_error(range_queries.answer(q, part, study.UNIT), truth, n)
-                rows.append({"dataset": "geolife" if path else "synthetic_clusters", "n": n, "epsilon": eps,
-                             "rep": rep, "calibration": calibration, "counts": counts, "leaves": leaves,
-                             "child_share": share, "cells": len(part), "mre": mre})
+                rows.append(
+                    {
+                        "dataset": "geolife" if path else "synthetic_clusters",
+                        "n": n,
+                        "epsilon": eps,
+                        "rep": rep,
+                        "calibration": calibration,
+                        "counts": counts,
+                        "leaves": leaves,
+                        "child_share": share,
+                        "cells": len(part),
+                        "mre": mre,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -89,19 +122,29 @@ def methods_table(n: int, epsilons: list[float], reps: int, seed: int, path: str
     with tempfile.TemporaryDirectory() as tmp:
         for run in (r for r in study.runs(cfg) if r["task"] == "range"):
             out = [str(Path(tmp) / f"{name}.parquet") for name in ("partition", "rounds", "reports", "regions", "eval")]
-            study.protocol_stage(run=run, cfg=cfg, seed=seed, out_partition=out[0], out_rounds=out[1],
-                                 out_reports=out[2], out_regions=out[3])
+            study.protocol_stage(
+                run=run,
+                cfg=cfg,
+                seed=seed,
+                out_partition=out[0],
+                out_rounds=out[1],
+                out_reports=out[2],
+                out_regions=out[3],
+            )
             study.evaluate_stage(run=run, cfg=cfg, seed=seed, partition_path=out[0], regions_path=out[3], out=out[4])
             # range queries have no classifier or k (the summary's classification columns)
-            tables.append(pd.read_parquet(out[4]).drop(columns=["classifier", "k"])
-                          .assign(dataset="geolife" if path else "synthetic_clusters"))
+            tables.append(
+                pd.read_parquet(out[4])
+                .drop(columns=["classifier", "k"])
+                .assign(dataset="geolife" if path else "synthetic_clusters")
+            )
     return pd.concat(tables, ignore_index=True)
 
 
 # cells of the authors' range notebook run as they are: 1 the clustered generator, 2 the synopses
 # (their cell 0 holds imports and an IPython magic, cell 3 the answering: ours is the same sum)
 AUTHORS_NOTEBOOK, AUTHORS_CELLS = "Appendix_spatial_queries_synthetic.ipynb", (1, 2)
-AUTHORS_COST = 1.5    # their true total per printed epsilon (module docstring)
+AUTHORS_COST = 1.5  # their true total per printed epsilon (module docstring)
 
 
 def _authors_namespace(directory: str) -> dict:
@@ -110,32 +153,36 @@ def _authors_namespace(directory: str) -> dict:
     import sys
 
     import numpy as np
+
     notebook = Path(directory) / AUTHORS_NOTEBOOK
     if not notebook.exists():
         raise SystemExit(f"--authors {directory}: no {AUTHORS_NOTEBOOK}; give a checkout of asuvor/privacy")
     sys.path.insert(0, str(Path(directory)))
     from sldp_opt_utils import run_dp_quadtree_optimized  # their module, from their checkout
+
     namespace = {"np": np, "run_dp_quadtree_optimized": run_dp_quadtree_optimized}
     cells = json.loads(notebook.read_text())["cells"]
     for i in AUTHORS_CELLS:
-        exec("".join(cells[i]["source"]), namespace)        # their code, run as published
+        exec("".join(cells[i]["source"]), namespace)  # their code, run as published
     return namespace
 
 
 def _points(dataset: str, n: int, rep: int, seed: int, path: str | None, authors: dict):
     """Each dataset's points for (N, rep): the study's own streams, or the authors' generator."""
     if dataset == "authors_clusters":
-        authors["rng"] = make_rng(seed, "authors-data", n, rep)   # their generator reads a global rng
+        authors["rng"] = make_rng(seed, "authors-data", n, rep)  # their generator reads a global rng
         return authors["generate_clustered_data"](n_samples=n, bounds=(0, 0, 1, 1))
     given = {"range": {"n": [n], "epsilon": [1.0]}}
     if dataset == "geolife":
         given["range"].update(path=path, lonlat_bbox=GEOLIFE_BBOX)
-    return study.client_points({"task": "range", "n": n, "epsilon": 1.0, "rep": rep}, study.validate_config(given),
-                               seed)
+    return study.client_points(
+        {"task": "range", "n": n, "epsilon": 1.0, "rep": rep}, study.validate_config(given), seed
+    )
 
 
-def authors_table(ns: list[int], epsilons: list[float], reps: int, seed: int, directory: str,
-                  path: str | None = None) -> pd.DataFrame:
+def authors_table(
+    ns: list[int], epsilons: list[float], reps: int, seed: int, directory: str, path: str | None = None
+) -> pd.DataFrame:
     """Paired MREs: locpriv's SLDP at eps (default settings, and counts "noisy") and the authors'
     code at eps (printed) and eps / 1.5 (equal true cost), on the same points and queries."""
     authors = _authors_namespace(directory)
@@ -147,25 +194,46 @@ def authors_table(ns: list[int], epsilons: list[float], reps: int, seed: int, di
             for rep in range(reps):
                 pts = _points(dataset, n, rep, seed, path, authors)
                 for eps in epsilons:
-                    q = range_queries.anchored_workload(pts, study.UNIT, cfg["range"]["queries"],
-                                                        make_rng(seed, "sldp-evaluate", dataset, n, eps, rep))
+                    q = range_queries.anchored_workload(
+                        pts, study.UNIT, cfg["range"]["queries"], make_rng(seed, "sldp-evaluate", dataset, n, eps, rep)
+                    )
                     truth = range_queries.true_counts(q, pts)
                     answers = {}
                     for counts in COUNTS:
-                        part = run_protocol(pts, study.UNIT, eps, cfg["range"]["threshold"], cfg["max_depth"],
-                                            cfg["delta"], make_rng(seed, "sldp-protocol", dataset, n, eps, rep),
-                                            split_rule=cfg["split_rule"], keep_reports=False,
-                                            calibration=cfg["calibration"], leaves=cfg["leaves"], counts=counts).cells
+                        part = run_protocol(
+                            pts,
+                            study.UNIT,
+                            eps,
+                            cfg["range"]["threshold"],
+                            cfg["max_depth"],
+                            cfg["delta"],
+                            make_rng(seed, "sldp-protocol", dataset, n, eps, rep),
+                            split_rule=cfg["split_rule"],
+                            keep_reports=False,
+                            calibration=cfg["calibration"],
+                            leaves=cfg["leaves"],
+                            counts=counts,
+                        ).cells
                         answers[f"locpriv_{counts}"] = range_queries.answer(q, part, study.UNIT)
                     for label, printed in (("authors_printed", eps), ("authors_equal_cost", eps / AUTHORS_COST)):
                         authors["rng"] = make_rng(seed, "authors-sldp", dataset, n, eps, rep, label)
                         cells, counts = authors["build_quadtree_synopsis"](pts, printed, bounds=(0, 0, 1, 1))
-                        answers[label] = range_queries.answer(q, pd.DataFrame(cells[:, [0, 2, 1, 3]],
-                                                                              columns=["x0", "x1", "y0", "y1"])
-                                                              .assign(count=counts), study.UNIT)
-                    rows += [{"dataset": dataset, "n": n, "epsilon": eps, "rep": rep, "method": method,
-                              "mre": range_queries.mean_relative_error(est, truth, n)}
-                             for method, est in answers.items()]
+                        answers[label] = range_queries.answer(
+                            q,
+                            pd.DataFrame(cells[:, [0, 2, 1, 3]], columns=["x0", "x1", "y0", "y1"]).assign(count=counts),
+                            study.UNIT,
+                        )
+                    rows += [
+                        {
+                            "dataset": dataset,
+                            "n": n,
+                            "epsilon": eps,
+                            "rep": rep,
+                            "method": method,
+                            "mre": range_queries.mean_relative_error(est, truth, n),
+                        }
+                        for method, est in answers.items()
+                    ]
     return pd.DataFrame(rows)
 
 
@@ -180,21 +248,37 @@ def main(argv=None) -> None:
     parser.add_argument("--geolife", help="Geolife CSV (each GPS point a user); synthetic clusters are always run")
     parser.add_argument("--calibration", nargs="+", default=["sensitivity2", "paper"])
     parser.add_argument("--counts", nargs="+", default=list(COUNTS), help="leaves: the count options compared")
-    parser.add_argument("--child-share", type=float, nargs="+", default=[0.0],
-                        help="leaves: shares of eps re-releasing the child cells (children, counts regions)")
+    parser.add_argument(
+        "--child-share",
+        type=float,
+        nargs="+",
+        default=[0.0],
+        help="leaves: shares of eps re-releasing the child cells (children, counts regions)",
+    )
     parser.add_argument("--authors", help="authors: a checkout of asuvor/privacy (their code is run, never copied)")
     args = parser.parse_args(argv)
     paths = [None] + ([args.geolife] if args.geolife else [])
     if args.table == "leaves":
-        table = pd.concat([leaves_table(n, args.epsilon, args.reps, args.seed, path, calibration, counts,
-                                        tuple(args.child_share))
-                           for n in args.n for calibration in args.calibration for counts in args.counts
-                           for path in paths], ignore_index=True)
-        wide = table.pivot_table(index=["calibration", "counts", "dataset", "n", "epsilon"],
-                                 columns=["leaves", "child_share"], values=["mre", "cells"])
+        table = pd.concat(
+            [
+                leaves_table(n, args.epsilon, args.reps, args.seed, path, calibration, counts, tuple(args.child_share))
+                for n in args.n
+                for calibration in args.calibration
+                for counts in args.counts
+                for path in paths
+            ],
+            ignore_index=True,
+        )
+        wide = table.pivot_table(
+            index=["calibration", "counts", "dataset", "n", "epsilon"],
+            columns=["leaves", "child_share"],
+            values=["mre", "cells"],
+        )
     elif args.table == "methods":
-        table = pd.concat([methods_table(n, args.epsilon, args.reps, args.seed, path) for n in args.n
-                           for path in paths], ignore_index=True)
+        table = pd.concat(
+            [methods_table(n, args.epsilon, args.reps, args.seed, path) for n in args.n for path in paths],
+            ignore_index=True,
+        )
         wide = table.pivot_table(index=["dataset", "n", "epsilon"], columns="method", values="value")
     else:
         if not args.authors:

@@ -58,9 +58,9 @@ import numpy as np
 from ..dp.grid import finite
 from .ldp_grid import granularity_2d, oue_bits, oue_probabilities, round_granularity
 
-ALPHA_1 = 0.7            # privmdr choose_granularity.py (alpha_2: ldp_grid.ALPHA_2)
-ITERATIONS = 100         # privmdr consistency_iteration_num_max and weighted_update_iteration_num_max
-DEFAULT_RESOLUTION = 256   # fine grid: the SLDP range workload's smallest query side is 1/256
+ALPHA_1 = 0.7  # privmdr choose_granularity.py (alpha_2: ldp_grid.ALPHA_2)
+ITERATIONS = 100  # privmdr consistency_iteration_num_max and weighted_update_iteration_num_max
+DEFAULT_RESOLUTION = 256  # fine grid: the SLDP range workload's smallest query side is 1/256
 VARIANTS = ("hdg", "tdg")
 # attribute groups per variant: the 1-D grids of x and y, the 2-D grid of (x, y)
 GROUPS = {"hdg": ("x", "y", "xy"), "tdg": ("xy",)}
@@ -69,11 +69,12 @@ GROUPS = {"hdg": ("x", "y", "xy"), "tdg": ("xy",)}
 def granularity_1d(n: int, epsilon: float, groups: int) -> float:
     """The guideline's 1-D granularity (unrounded)."""
     e = math.exp(epsilon)
-    return (n * (e - 1) ** 2 * ALPHA_1 ** 2 / (2 * groups * e)) ** (1 / 3)
+    return (n * (e - 1) ** 2 * ALPHA_1**2 / (2 * groups * e)) ** (1 / 3)
 
 
-def granularities(n: int, epsilon: float, variant: str = "hdg",
-                  resolution: int = DEFAULT_RESOLUTION) -> tuple[int, int]:
+def granularities(
+    n: int, epsilon: float, variant: str = "hdg", resolution: int = DEFAULT_RESOLUTION
+) -> tuple[int, int]:
     """(g1, g2) of ``variant`` for N users (g1 = g2 for TDG, which has no 1-D grid)."""
     _check(variant, resolution)
     k = len(GROUPS[variant])
@@ -91,6 +92,7 @@ def _check(variant: str, resolution: int) -> None:
 
 
 # --- client side -------------------------------------------------------------------------------
+
 
 def assign_groups(users: np.ndarray, n_groups: int) -> np.ndarray:
     """Each user's group from its id alone (public, data-independent; shard-independent).
@@ -126,8 +128,9 @@ def domain_size(group: str, g1: int, g2: int) -> int:
     return g2 * g2 if group == "xy" else g1
 
 
-def client_reports(xy: np.ndarray, group: np.ndarray, box, variant: str, g1: int, g2: int, epsilon: float,
-                   rng: np.random.Generator) -> list[np.ndarray]:
+def client_reports(
+    xy: np.ndarray, group: np.ndarray, box, variant: str, g1: int, g2: int, epsilon: float, rng: np.random.Generator
+) -> list[np.ndarray]:
     """Every user's OUE bits over its group's grid: one (N_j, domain) bool array per group, each
     in user order (``group`` indexes ``GROUPS[variant]``)."""
     xy = finite(xy, "HDG locations")
@@ -139,6 +142,7 @@ def client_reports(xy: np.ndarray, group: np.ndarray, box, variant: str, g1: int
 
 
 # --- server side -------------------------------------------------------------------------------
+
 
 def norm_sub(estimates: np.ndarray, total: float, tolerance: float = 1.0) -> np.ndarray:
     """privmdr's Norm-Sub: negatives to 0 and the positive cells shifted equally, until the
@@ -196,7 +200,7 @@ def weighted_update(grids: dict[str, np.ndarray], n: int, g1: int, g2: int, reso
     (privmdr ``get_weight_update_for_2_way_group``; HDG) or uniform within the 2-D cells (TDG)."""
     if "x" not in grids:
         return np.kron(grids["xy"].reshape(g2, g2), np.ones((resolution // g2,) * 2)) / (resolution // g2) ** 2
-    m = np.full((resolution, resolution), n / resolution ** 2)
+    m = np.full((resolution, resolution), n / resolution**2)
     s1, s2 = resolution // g1, resolution // g2
     for _ in range(ITERATIONS):
         before = m.copy()
@@ -218,19 +222,26 @@ def weighted_update(grids: dict[str, np.ndarray], n: int, g1: int, g2: int, reso
 
 @dataclass(frozen=True)
 class HDGResult:
-    matrix: np.ndarray                 # (resolution, resolution) estimated counts, [x index, y index]
+    matrix: np.ndarray  # (resolution, resolution) estimated counts, [x index, y index]
     g1: int
     g2: int
 
 
-def release(ones: dict[str, np.ndarray], sizes: dict[str, int], n: int, epsilon: float, g1: int,
-            g2: int) -> dict[str, np.ndarray]:
+def release(
+    ones: dict[str, np.ndarray], sizes: dict[str, int], n: int, epsilon: float, g1: int, g2: int
+) -> dict[str, np.ndarray]:
     """The server's consistent grids from each group's column sums of OUE bits and its size."""
     return consistent({k: debiased(ones[k], sizes[k], n, epsilon) for k in ones}, n, g1, g2)
 
 
-def hdg(points: np.ndarray, box, epsilon: float, rng: np.random.Generator, variant: str = "hdg",
-        resolution: int = DEFAULT_RESOLUTION) -> HDGResult:
+def hdg(
+    points: np.ndarray,
+    box,
+    epsilon: float,
+    rng: np.random.Generator,
+    variant: str = "hdg",
+    resolution: int = DEFAULT_RESOLUTION,
+) -> HDGResult:
     """HDG (or TDG) of ``points`` (N, 2) in ``box``: the whole protocol, users split into the
     groups uniformly at random (sizes differ by at most one, as privmdr's), the reports' column
     sums drawn directly (Bin(n_v, p) + Bin(N_j - n_v, q) per cell: the law of the per-user bits,
@@ -253,11 +264,16 @@ def hdg(points: np.ndarray, box, epsilon: float, rng: np.random.Generator, varia
 
 # --- answers -----------------------------------------------------------------------------------
 
+
 def overlap_fractions(lo: np.ndarray, hi: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """(K, B): the fraction of each bin [edges[b], edges[b + 1]] inside each interval [lo_k, hi_k]."""
     edges = np.asarray(edges, dtype=float)
-    width = np.clip(np.minimum(np.asarray(hi, dtype=float)[:, None], edges[None, 1:])
-                    - np.maximum(np.asarray(lo, dtype=float)[:, None], edges[None, :-1]), 0, None)
+    width = np.clip(
+        np.minimum(np.asarray(hi, dtype=float)[:, None], edges[None, 1:])
+        - np.maximum(np.asarray(lo, dtype=float)[:, None], edges[None, :-1]),
+        0,
+        None,
+    )
     return width / np.diff(edges)[None, :]
 
 

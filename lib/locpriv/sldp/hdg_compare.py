@@ -52,11 +52,12 @@ def workload(dataset: str, n: int, rep: int, seed: int, path: str | None):
     pts = study.client_points({"task": "range", "n": n, "rep": rep}, study.validate_config(given), seed)
     cells = np.minimum((pts * RESOLUTION).astype(np.int64), RESOLUTION - 1)
     centres = (cells + 0.5) / RESOLUTION
-    q = range_queries.anchored_workload(pts, study.UNIT, QUERIES,
-                                        make_rng(seed, "hdg-compare-queries", dataset, n, rep))
+    q = range_queries.anchored_workload(
+        pts, study.UNIT, QUERIES, make_rng(seed, "hdg-compare-queries", dataset, n, rep)
+    )
     lo = np.clip(np.rint(q[:, [0, 2]] * RESOLUTION), 0, RESOLUTION - 1).astype(np.int64)
     hi = np.clip(np.rint(q[:, [1, 3]] * RESOLUTION) - 1, lo, RESOLUTION - 1).astype(np.int64)
-    integer = np.stack([lo[:, 0], hi[:, 0], lo[:, 1], hi[:, 1]], axis=1)          # inclusive cell ranges
+    integer = np.stack([lo[:, 0], hi[:, 0], lo[:, 1], hi[:, 1]], axis=1)  # inclusive cell ranges
     boxes = np.stack([lo[:, 0], hi[:, 0] + 1, lo[:, 1], hi[:, 1] + 1], axis=1) / RESOLUTION
     return cells, centres, boxes, integer, range_queries.true_counts(boxes, centres)
 
@@ -71,19 +72,27 @@ def _import_privmdr(path: str) -> dict:
     return {name: importlib.import_module(name) for name in ("HDG", "TDG", "generate_query")}
 
 
-def privmdr(path: str, variant: str, cells: np.ndarray, integer_queries: np.ndarray, epsilon: float,
-            seed: int) -> tuple[np.ndarray, int, int]:
+def privmdr(
+    path: str, variant: str, cells: np.ndarray, integer_queries: np.ndarray, epsilon: float, seed: int
+) -> tuple[np.ndarray, int, int]:
     """The authors' HDG or TDG on integer records: (answers, g1, g2)."""
     mods = _import_privmdr(path)
     n = len(cells)
-    args = Namespace(user_num=n, attribute_num=2, domain_size=RESOLUTION, epsilon=epsilon,
-                     consistency_iteration_num_max=hdg.ITERATIONS, weighted_update_iteration_num_max=hdg.ITERATIONS)
+    args = Namespace(
+        user_num=n,
+        attribute_num=2,
+        domain_size=RESOLUTION,
+        epsilon=epsilon,
+        consistency_iteration_num_max=hdg.ITERATIONS,
+        weighted_update_iteration_num_max=hdg.ITERATIONS,
+    )
     random.seed(seed)
     np.random.seed(seed)
     records = cells.tolist()
     np.random.shuffle(records)
     algo = (mods["HDG"].AG_Uniform_Grid_1_2_way_optimal if variant == "hdg" else mods["TDG"].AG_Uniform_Grid_optimal)(
-        args=args)
+        args=args
+    )
     queries = []
     for x0, x1, y0, y1 in integer_queries.tolist():
         rq = mods["generate_query"].RangeQuery(query_dimension=2, attribute_num=2, args=args)
@@ -92,7 +101,7 @@ def privmdr(path: str, variant: str, cells: np.ndarray, integer_queries: np.ndar
         for node, (lo, hi) in zip(rq.query_attribute_node_list, ((x0, x1), (y0, y1)), strict=True):
             node.left_interval, node.right_interval = lo, hi
         queries.append(rq)
-    with contextlib.redirect_stdout(io.StringIO()):   # the classes print progress
+    with contextlib.redirect_stdout(io.StringIO()):  # the classes print progress
         algo.group_attribute()
         algo.construct_Grid_set()
         algo.get_LDP_Grid_set_divide_user(records)
@@ -114,7 +123,7 @@ def _answers(method: str, centres, boxes, epsilon: float, rng: np.random.Generat
         return range_queries.answer(boxes, tree.leaves, study.UNIT), {}
     level = {"ldp_oue_grid": 4, "oue_8x8": 3, "oue_rule": ldp_grid.grid_level(n, epsilon)}[method]
     cells = ldp_grid.oue_grid(centres, study.UNIT, epsilon, level, rng)
-    return range_queries.answer(boxes, cells, study.UNIT), {"g2": 2 ** level}
+    return range_queries.answer(boxes, cells, study.UNIT), {"g2": 2**level}
 
 
 def table(privmdr_path: str, n_values, epsilons, reps: int, seed: int, geolife: str | None) -> pd.DataFrame:
@@ -130,13 +139,21 @@ def table(privmdr_path: str, n_values, epsilons, reps: int, seed: int, geolife: 
                         rng = make_rng(seed, "hdg-compare", method, dataset, n, eps, rep)
                         if method in OURS.values():
                             variant = method.split("_")[1]
-                            est, g1, g2 = privmdr(privmdr_path, variant, cells, integer, eps,
-                                                  int(rng.integers(2 ** 31)))
+                            est, g1, g2 = privmdr(privmdr_path, variant, cells, integer, eps, int(rng.integers(2**31)))
                             extra = {"g1": g1, "g2": g2}
                         else:
                             est, extra = _answers(method, centres, boxes, eps, rng)
-                        rows.append({"dataset": dataset, "n": n, "epsilon": eps, "rep": rep, "method": method,
-                                     "mre": range_queries.mean_relative_error(est, truth, n), **extra})
+                        rows.append(
+                            {
+                                "dataset": dataset,
+                                "n": n,
+                                "epsilon": eps,
+                                "rep": rep,
+                                "method": method,
+                                "mre": range_queries.mean_relative_error(est, truth, n),
+                                **extra,
+                            }
+                        )
                 print(f"{dataset} N={n} rep {rep} done", file=sys.stderr, flush=True)
     return pd.DataFrame(rows)
 
@@ -162,9 +179,19 @@ def summaries(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
         for ours, theirs in OURS.items():
             g = rows[(rows.dataset == dataset) & (rows.n == n) & (rows.epsilon == eps) & (rows.method == ours)]
             ratio = grp[ours].mean() / grp[theirs].mean()
-            check.append({"dataset": dataset, "N": n, "ε": eps, "variant": ours, "g1, g2": f"{g.g1.iloc[0]:.0f}, "
-                          f"{g.g2.iloc[0]:.0f}", "ours": _mean_se(grp[ours]), "privmdr": _mean_se(grp[theirs]),
-                          "ratio": f"{ratio:.3f}", "within ±5 %": "yes" if abs(ratio - 1) <= 0.05 else "NO"})
+            check.append(
+                {
+                    "dataset": dataset,
+                    "N": n,
+                    "ε": eps,
+                    "variant": ours,
+                    "g1, g2": f"{g.g1.iloc[0]:.0f}, {g.g2.iloc[0]:.0f}",
+                    "ours": _mean_se(grp[ours]),
+                    "privmdr": _mean_se(grp[theirs]),
+                    "ratio": f"{ratio:.3f}",
+                    "within ±5 %": "yes" if abs(ratio - 1) <= 0.05 else "NO",
+                }
+            )
     out["privmdr"] = pd.DataFrame(check)
     versus = []
     for (dataset, n, eps), grp in wide.groupby(level=[0, 1, 2]):
@@ -177,11 +204,19 @@ def summaries(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
     rule = []
     for (dataset, n, eps), grp in wide.groupby(level=[0, 1, 2]):
         level = ldp_grid.grid_level(n, eps)
-        rule.append({"dataset": dataset, "N": n, "ε": eps, "rule level": f"{level} ({2 ** level} × {2 ** level})",
-                     "rule": _mean_se(grp["oue_rule"]), "16 × 16": _mean_se(grp["ldp_oue_grid"]),
-                     "8 × 8": _mean_se(grp["oue_8x8"]),
-                     "rule vs 16 × 16": f"{grp['oue_rule'].mean() / grp['ldp_oue_grid'].mean() - 1:+.0%}, "
-                                        f"wins {int((grp['oue_rule'] < grp['ldp_oue_grid']).sum())}/{len(grp)}"})
+        rule.append(
+            {
+                "dataset": dataset,
+                "N": n,
+                "ε": eps,
+                "rule level": f"{level} ({2**level} × {2**level})",
+                "rule": _mean_se(grp["oue_rule"]),
+                "16 × 16": _mean_se(grp["ldp_oue_grid"]),
+                "8 × 8": _mean_se(grp["oue_8x8"]),
+                "rule vs 16 × 16": f"{grp['oue_rule'].mean() / grp['ldp_oue_grid'].mean() - 1:+.0%}, "
+                f"wins {int((grp['oue_rule'] < grp['ldp_oue_grid']).sum())}/{len(grp)}",
+            }
+        )
     out["rule"] = pd.DataFrame(rule)
     return out
 

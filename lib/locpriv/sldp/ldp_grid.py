@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..quadtree import cell_codes
 
-ALPHA_2 = 0.03    # privmdr choose_granularity.py, alpha_2
+ALPHA_2 = 0.03  # privmdr choose_granularity.py, alpha_2
 
 
 def round_granularity(g: float, cap: int) -> int:
@@ -40,15 +40,16 @@ def round_granularity(g: float, cap: int) -> int:
 def granularity_2d(n: int, epsilon: float, groups: int = 1) -> float:
     """The guideline's cells per side (unrounded) of a 2-D OUE grid reported by N / ``groups`` users."""
     if not (n >= 1 and math.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"the granularity rule needs N >= 1 users and a finite epsilon > 0, got N = {n}, "
-                         f"epsilon = {epsilon}")
+        raise ValueError(
+            f"the granularity rule needs N >= 1 users and a finite epsilon > 0, got N = {n}, epsilon = {epsilon}"
+        )
     e = math.exp(epsilon)
     return math.sqrt(2 * ALPHA_2 * (e - 1) * math.sqrt(n / (groups * e)))
 
 
 def grid_level(n: int, epsilon: float, max_level: int = 6) -> int:
     """The OUE grid's level by the guideline: 2^level cells per side (1 <= level <= max_level)."""
-    return int(round_granularity(granularity_2d(n, epsilon), 2 ** max_level)).bit_length() - 1
+    return int(round_granularity(granularity_2d(n, epsilon), 2**max_level)).bit_length() - 1
 
 
 def oue_probabilities(epsilon: float) -> tuple[float, float]:
@@ -73,6 +74,6 @@ def oue_grid(points: np.ndarray, box, epsilon: float, level: int, rng: np.random
     p, q = oue_probabilities(epsilon)
     codes = cell_codes(points, box, level)
     n = len(codes)
-    true = np.bincount(codes, minlength=4 ** level)
+    true = np.bincount(codes, minlength=4**level)
     ones = rng.binomial(true, p) + rng.binomial(n - true, q)
-    return pd.DataFrame({"level": level, "code": np.arange(4 ** level), "count": (ones - n * q) / (p - q)})
+    return pd.DataFrame({"level": level, "code": np.arange(4**level), "count": (ones - n * q) / (p - q)})

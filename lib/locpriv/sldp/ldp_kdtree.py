@@ -37,7 +37,7 @@ import pandas as pd
 from ..dp.grid import finite
 from .ldp_grid import oue_bits, oue_probabilities
 
-DEFAULT_BUCKETS = 20     # the transcribed CALC_MED's bucket count
+DEFAULT_BUCKETS = 20  # the transcribed CALC_MED's bucket count
 # Measured on anchored range queries (synthetic clusters, N = 20,000; docs/results/sldp_range_methods.md):
 # height 5 is best at epsilon 2, worse at epsilon <= 1; deeper trees lose (smaller groups, wider
 # domains).  The notebook uses 5.
@@ -46,11 +46,11 @@ DEFAULT_HEIGHT = 4
 
 @dataclass(frozen=True)
 class KDTreeResult:
-    leaves: pd.DataFrame           # x0, x1, y0, y1, count (scaled to the whole population)
-    splits: list[np.ndarray]       # splits[l][i]: split coordinate of node i at depth l (axis l mod 2)
-    group: np.ndarray              # each user's group = the depth it reported at
-    reports: list[np.ndarray]      # per depth: the group's OUE bits (N_l, 2^l x buckets), in user order
-    members: list[np.ndarray]      # per depth: who reported (the server knows whose report is whose)
+    leaves: pd.DataFrame  # x0, x1, y0, y1, count (scaled to the whole population)
+    splits: list[np.ndarray]  # splits[l][i]: split coordinate of node i at depth l (axis l mod 2)
+    group: np.ndarray  # each user's group = the depth it reported at
+    reports: list[np.ndarray]  # per depth: the group's OUE bits (N_l, 2^l x buckets), in user order
+    members: list[np.ndarray]  # per depth: who reported (the server knows whose report is whose)
 
 
 def node_boxes(splits: list[np.ndarray], box) -> np.ndarray:
@@ -59,7 +59,7 @@ def node_boxes(splits: list[np.ndarray], box) -> np.ndarray:
     for level, cut in enumerate(splits):
         axis = level % 2
         low, high = boxes.copy(), boxes.copy()
-        low[:, 2 * axis + 1] = cut        # lower child: the axis' upper edge moves to the split
+        low[:, 2 * axis + 1] = cut  # lower child: the axis' upper edge moves to the split
         high[:, 2 * axis] = cut
         boxes = np.stack([low, high], axis=1).reshape(-1, 4)
     return boxes
@@ -94,9 +94,9 @@ def calc_median(counts: np.ndarray, lo: np.ndarray, hi: np.ndarray):
     buckets = counts.shape[1]
     total = counts.sum(axis=1)
     cum = np.cumsum(counts, axis=1)
-    crossing = np.argmax(cum >= total[:, None] / 2, axis=1)   # first bucket reaching half
+    crossing = np.argmax(cum >= total[:, None] / 2, axis=1)  # first bucket reaching half
     usable = total > 0
-    crossing = np.where(usable, crossing, buckets // 2)       # no mass: split at the middle
+    crossing = np.where(usable, crossing, buckets // 2)  # no mass: split at the middle
     width = (hi - lo) / buckets
     split = np.where(usable, lo + (crossing + 0.5) * width, (lo + hi) / 2)
     at = np.arange(len(counts))
@@ -131,8 +131,15 @@ def level_members(group: np.ndarray, level: int) -> np.ndarray:
     return np.flatnonzero(group == level)
 
 
-def ldp_kdtree(points: np.ndarray, box, epsilon: float, height: int, rng: np.random.Generator,
-               buckets: int = DEFAULT_BUCKETS, keep_reports: bool = False) -> KDTreeResult:
+def ldp_kdtree(
+    points: np.ndarray,
+    box,
+    epsilon: float,
+    height: int,
+    rng: np.random.Generator,
+    buckets: int = DEFAULT_BUCKETS,
+    keep_reports: bool = False,
+) -> KDTreeResult:
     """The released kd-tree of ``points`` (N, 2) in ``box``: 2^height leaves with counts."""
     if not (isinstance(height, (int, np.integer)) and 1 <= height <= 12):
         raise ValueError(f"height must be an integer in [1, 12], got {height!r}")
@@ -140,23 +147,30 @@ def ldp_kdtree(points: np.ndarray, box, epsilon: float, height: int, rng: np.ran
         raise ValueError(f"buckets must be an integer >= 2, got {buckets!r}")
     points = finite(points, "LDP-KDTree locations")
     n = len(points)
-    group = rng.permutation(n) % height            # public and data-independent
+    group = rng.permutation(n) % height  # public and data-independent
     splits, reports, who = [], [], []
     for level in range(height):
         members = level_members(group, level)
         who.append(members)
         # client side: each member encodes its (node, bucket) under the public tree so far
-        bits = oue_bits(values(points[members], splits, box, buckets), (2 ** level) * buckets, epsilon, rng)
+        bits = oue_bits(values(points[members], splits, box, buckets), (2**level) * buckets, epsilon, rng)
         if keep_reports:
             reports.append(bits)
         # server side: debiased histogram per node, scaled to the population, then CALC_MED
-        counts = debiased(bits.sum(axis=0), len(members), epsilon).reshape(2 ** level, buckets)
+        counts = debiased(bits.sum(axis=0), len(members), epsilon).reshape(2**level, buckets)
         counts = counts * (n / max(len(members), 1))
         axis = level % 2
         extent = node_boxes(splits, box)[:, [2 * axis, 2 * axis + 1]]
         split, c1, c2, _ = calc_median(counts, extent[:, 0], extent[:, 1])
         splits.append(split)
     boxes = node_boxes(splits, box)
-    leaves = pd.DataFrame({"x0": boxes[:, 0], "x1": boxes[:, 1], "y0": boxes[:, 2], "y1": boxes[:, 3],
-                           "count": np.stack([c1, c2], axis=1).ravel()})
+    leaves = pd.DataFrame(
+        {
+            "x0": boxes[:, 0],
+            "x1": boxes[:, 1],
+            "y0": boxes[:, 2],
+            "y1": boxes[:, 3],
+            "count": np.stack([c1, c2], axis=1).ravel(),
+        }
+    )
     return KDTreeResult(leaves=leaves, splits=splits, group=group, reports=reports, members=who)

@@ -49,11 +49,11 @@ from scipy.special import gammainc, gammaincc
 from ..dp.sampling import exact_scale
 
 BINS = 1024
-HOEFFDING_SHARE = 1e-3      # delta_2 / delta: the discretisation term's share of delta
-MIN_DELTA = 1e-9            # exclusive
-_GRID_EXACT = 64            # every n up to this is its own grid point
+HOEFFDING_SHARE = 1e-3  # delta_2 / delta: the discretisation term's share of delta
+MIN_DELTA = 1e-9  # exclusive
+_GRID_EXACT = 64  # every n up to this is its own grid point
 _GRID_RATIO = 1.02
-_CACHE: dict[tuple[float, int], float] = {}   # (delta_1, grid n) -> c: standardised quantile
+_CACHE: dict[tuple[float, int], float] = {}  # (delta_1, grid n) -> c: standardised quantile
 
 
 class LaplaceSumTail:
@@ -74,8 +74,11 @@ class LaplaceSumTail:
     def bound(self, c) -> np.ndarray:
         c = np.asarray(c, dtype=float)[..., None]
         tails = gammaincc(self.n, c + self.edges[..., :-1])
-        bound = (self.mass * tails).sum(axis=-1) + self.below * gammaincc(self.n, c)[..., 0] \
+        bound = (
+            (self.mass * tails).sum(axis=-1)
+            + self.below * gammaincc(self.n, c)[..., 0]
             + self.above * gammaincc(self.n, c + self.hi)[..., 0]
+        )
         return np.minimum(bound, 1.0)
 
 
@@ -116,6 +119,6 @@ def split_margin(n_parent, scale: float, delta: float, step: float) -> np.ndarra
         for g, c in zip(missing, _standardised_quantiles(missing.astype(float), delta_1), strict=True):
             _CACHE[(delta_1, int(g))] = float(c)
     c = np.array([_CACHE[(delta_1, int(g))] for g in grid.ravel()]).reshape(grid.shape)
-    t = exact_scale(scale / step)                 # steps; the sampler's exact scale
-    u = np.sqrt(2 * grid * math.log(1 / delta_2))           # steps; Hoeffding for the rounding
+    t = exact_scale(scale / step)  # steps; the sampler's exact scale
+    u = np.sqrt(2 * grid * math.log(1 / delta_2))  # steps; Hoeffding for the rounding
     return np.where(n > 0, step * (t * c + u), 0.0)

@@ -29,7 +29,7 @@ def squared_norm_range(boxes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     hi = boxes[:, [1, 3]]
     far = np.maximum(np.abs(lo), np.abs(hi))
     near = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(np.abs(lo), np.abs(hi)))
-    return (near ** 2).sum(axis=1), (far ** 2).sum(axis=1)
+    return (near**2).sum(axis=1), (far**2).sum(axis=1)
 
 
 def squared_norm_oscillation(boxes: np.ndarray) -> np.ndarray:
@@ -47,18 +47,18 @@ def sldp_mean(points: np.ndarray, user_cell, box, epsilon: float, rng: np.random
     """Ex. 3.1 with regions from the protocol's ``user_cell`` (user order = points order)."""
     regions = cell_box(user_cell["level"].to_numpy(), user_cell["code"].to_numpy(), box)
     low, high = squared_norm_range(regions)
-    return float(np.mean(release((points ** 2).sum(axis=1), low, high, epsilon, rng)))
+    return float(np.mean(release((points**2).sum(axis=1), low, high, epsilon, rng)))
 
 
 def ldp_mean(points: np.ndarray, box, epsilon: float, rng: np.random.Generator) -> float:
     low, high = squared_norm_range(np.asarray([box], dtype=float))
-    return float(np.mean(release((points ** 2).sum(axis=1), low[0], high[0], epsilon, rng)))
+    return float(np.mean(release((points**2).sum(axis=1), low[0], high[0], epsilon, rng)))
 
 
 def central_mean(points: np.ndarray, box, epsilon: float, rng: np.random.Generator) -> float:
     low, high = squared_norm_range(np.asarray([box], dtype=float))
     n = len(points)
-    sensitivity = (high[0] - low[0]) / n        # replacing one user moves the mean by at most this
+    sensitivity = (high[0] - low[0]) / n  # replacing one user moves the mean by at most this
     step = grid_step(sensitivity)
-    k = np.rint((np.mean((points ** 2).sum(axis=1)) - low[0]) / step)
+    k = np.rint((np.mean((points**2).sum(axis=1)) - low[0]) / step)
     return float(release_on_grid(k, low[0], step, rounded_sensitivity(sensitivity, step), epsilon, rng))

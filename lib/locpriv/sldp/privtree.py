@@ -38,9 +38,9 @@ from ..dp.grid import release_on_grid
 from ..dp.sampling import discrete_laplace, exact_scale
 from ..quadtree import cell_codes
 
-STEP = 2.0 ** -8
-UNIT = round(1 / STEP)      # grid steps per count
-MAX_DEPTH = 20              # code width (PrivTree stops long before: the bias grows by δ per level)
+STEP = 2.0**-8
+UNIT = round(1 / STEP)  # grid steps per count
+MAX_DEPTH = 20  # code width (PrivTree stops long before: the bias grows by δ per level)
 
 
 def constants(epsilon_tree: float) -> tuple[float, float]:
@@ -60,12 +60,12 @@ def grid_constants(epsilon_tree: float) -> tuple[float, int]:
 
 def biased_steps(count, depth, theta_steps: int, delta_steps: int) -> np.ndarray:
     """b(v) = max(c(v) − d(v) δ, θ − δ) in integer grid steps (c(v) counts, δ and θ in steps)."""
-    return np.maximum(np.asarray(count, dtype=np.int64) * UNIT - np.asarray(depth) * delta_steps,
-                      theta_steps - delta_steps)
+    return np.maximum(
+        np.asarray(count, dtype=np.int64) * UNIT - np.asarray(depth) * delta_steps, theta_steps - delta_steps
+    )
 
 
-def noise_parameters(epsilon_tree: float, epsilon_count: float, theta: float = 0.0,
-                     max_depth: int = MAX_DEPTH) -> dict:
+def noise_parameters(epsilon_tree: float, epsilon_count: float, theta: float = 0.0, max_depth: int = MAX_DEPTH) -> dict:
     """What the curator's noise is drawn with, in integer grid steps of STEP (published with the release).
 
     ``split_scale``: the split noise's discrete Laplace scale as the sampler uses it
@@ -80,12 +80,26 @@ def noise_parameters(epsilon_tree: float, epsilon_count: float, theta: float = 0
     theta_steps = theta / STEP
     if theta_steps != round(theta_steps):
         raise ValueError(f"theta must be a multiple of {STEP}, got {theta}")
-    return {"split_scale": exact_scale(lam_steps), "count_scale": exact_scale(UNIT / epsilon_count),
-            "delta": delta_steps, "theta": int(theta_steps), "unit": UNIT, "step": STEP, "max_depth": max_depth}
+    return {
+        "split_scale": exact_scale(lam_steps),
+        "count_scale": exact_scale(UNIT / epsilon_count),
+        "delta": delta_steps,
+        "theta": int(theta_steps),
+        "unit": UNIT,
+        "step": STEP,
+        "max_depth": max_depth,
+    }
 
 
-def privtree(points: np.ndarray, box, epsilon_tree: float, epsilon_count: float, rng: np.random.Generator,
-             theta: float = 0.0, max_depth: int = MAX_DEPTH) -> pd.DataFrame:
+def privtree(
+    points: np.ndarray,
+    box,
+    epsilon_tree: float,
+    epsilon_count: float,
+    rng: np.random.Generator,
+    theta: float = 0.0,
+    max_depth: int = MAX_DEPTH,
+) -> pd.DataFrame:
     """Leaves (level, code, count) with discrete-Laplace-noised counts on the grid STEP.
 
     ``max_depth`` only bounds the code width (PrivTree stops with probability 1
@@ -102,13 +116,20 @@ def privtree(points: np.ndarray, box, epsilon_tree: float, epsilon_count: float,
         prefix = path >> (2 * (max_depth - level))
         in_open_node = np.isin(prefix, nodes)  # points of finished leaves drop out
         counts = np.bincount(np.searchsorted(nodes, prefix[in_open_node]), minlength=nodes.size)
-        noisy = (biased_steps(counts, level, theta_steps, delta_steps)
-                 + discrete_laplace(lam_steps, rng, size=nodes.size))
+        noisy = biased_steps(counts, level, theta_steps, delta_steps) + discrete_laplace(
+            lam_steps, rng, size=nodes.size
+        )
         split = (noisy > theta_steps) & (level < max_depth)
         leaf = ~split
-        leaves.append(pd.DataFrame({"level": level, "code": nodes[leaf],
-                                    "count": release_on_grid(counts[leaf] * UNIT, 0.0, STEP, UNIT,
-                                                             epsilon_count, rng)}))
+        leaves.append(
+            pd.DataFrame(
+                {
+                    "level": level,
+                    "code": nodes[leaf],
+                    "count": release_on_grid(counts[leaf] * UNIT, 0.0, STEP, UNIT, epsilon_count, rng),
+                }
+            )
+        )
         if not split.any():
             break
         nodes = np.sort(((nodes[split] << 2)[:, None] | np.arange(4)).ravel())
@@ -120,10 +141,14 @@ def privtree(points: np.ndarray, box, epsilon_tree: float, epsilon_count: float,
 def guarantee(epsilon_tree: float, epsilon_count: float) -> Guarantee:
     eps = epsilon_tree + epsilon_count
     return Guarantee(
-        model="epsilon-DP (central, trusted curator)", epsilon=2 * eps, delta=0.0,
-        relation=REPLACE_ONE, other_relations={ADD_REMOVE: eps},
+        model="epsilon-DP (central, trusted curator)",
+        epsilon=2 * eps,
+        delta=0.0,
+        relation=REPLACE_ONE,
+        other_relations={ADD_REMOVE: eps},
         covers="every user's location; the curator sees raw locations",
         discretisation=f"counts, bias and noise in integer steps of {STEP:g}; exact discrete Laplace split "
-                       f"noise and leaf-count noise (Canonne, Kamath & Steinke 2020); bias rounded up",
+        f"noise and leaf-count noise (Canonne, Kamath & Steinke 2020); bias rounded up",
         note=f"PrivTree (Zhang et al. 2016), lambda = 7/(3 eps_tree), delta >= lambda ln 4, theta = 0; "
-             f"eps_tree = {epsilon_tree:g} for the tree, eps_count = {epsilon_count:g} for the leaf counts")
+        f"eps_tree = {epsilon_tree:g} for the tree, eps_count = {epsilon_count:g} for the leaf counts",
+    )

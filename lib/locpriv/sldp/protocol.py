@@ -85,10 +85,10 @@ from ..quadtree import cell_codes
 from .margin import split_margin
 
 CALIBRATIONS = ("sensitivity2", "paper")
-INDICATOR_STEP = 2.0 ** -8       # reports lie on this grid; rounding the 0/1 indicators is exact
+INDICATOR_STEP = 2.0**-8  # reports lie on this grid; rounding the 0/1 indicators is exact
 # Q: least users per privacy region, as the paper and its notebooks set it
-DEFAULT_THRESHOLD = 20.0         # range queries and classification ([SLDP] §5.2, App. A.1/A.2)
-MEAN_THRESHOLD = 100.0           # mean estimation (§5.1, the authors' mean-estimation notebook)
+DEFAULT_THRESHOLD = 20.0  # range queries and classification ([SLDP] §5.2, App. A.1/A.2)
+MEAN_THRESHOLD = 100.0  # mean estimation (§5.1, the authors' mean-estimation notebook)
 
 
 def _calibration(calibration: str) -> float:
@@ -110,8 +110,9 @@ def round_cost(epsilon: float, calibration: str = "sensitivity2") -> float:
     return 2.0 / noise_scale(epsilon, calibration)
 
 
-def child_reports(child_index: np.ndarray, epsilon: float, rng: np.random.Generator,
-                  calibration: str = "sensitivity2") -> np.ndarray:
+def child_reports(
+    child_index: np.ndarray, epsilon: float, rng: np.random.Generator, calibration: str = "sensitivity2"
+) -> np.ndarray:
     """One round's noisy one-hot 4-vectors (n, 4) for users in children ``child_index`` (n,) of 0..3.
 
     The discrete Laplace is drawn in grid steps of INDICATOR_STEP with scale b / INDICATOR_STEP,
@@ -137,11 +138,11 @@ class UserReports:
 
 @dataclass(frozen=True)
 class PartitionResult:
-    cells: pd.DataFrame        # the private partition: level, code, count (the server's estimate)
-    user_cell: pd.DataFrame    # user -> (level, code) of its privacy region, round it was fixed in
-    rounds: pd.DataFrame       # per round and parent: n_parent, n_hat of the 4 children, margin, split
-    reports: pd.DataFrame      # every noisy report: round, user, level, code (child), y
-    user_reports: UserReports | None = None   # the same reports per user, compactly (keep_user_reports)
+    cells: pd.DataFrame  # the private partition: level, code, count (the server's estimate)
+    user_cell: pd.DataFrame  # user -> (level, code) of its privacy region, round it was fixed in
+    rounds: pd.DataFrame  # per round and parent: n_parent, n_hat of the 4 children, margin, split
+    reports: pd.DataFrame  # every noisy report: round, user, level, code (child), y
+    user_reports: UserReports | None = None  # the same reports per user, compactly (keep_user_reports)
 
 
 def _user_reports(answered: list[tuple[np.ndarray, np.ndarray]], n: int, scale: float) -> UserReports:
@@ -158,11 +159,22 @@ LEAVES = ("children", "merge")
 COUNTS = ("regions", "noisy")
 
 
-def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_depth: int,
-                 delta: float, rng: np.random.Generator, split_rule: str = "all_children",
-                 keep_reports: bool = True, calibration: str = "sensitivity2", leaves: str = "merge",
-                 counts: str = "regions", child_epsilon: float = 0.0,
-                 keep_user_reports: bool = False) -> PartitionResult:
+def run_protocol(
+    points: np.ndarray,
+    box,
+    epsilon: float,
+    threshold: float,
+    max_depth: int,
+    delta: float,
+    rng: np.random.Generator,
+    split_rule: str = "all_children",
+    keep_reports: bool = True,
+    calibration: str = "sensitivity2",
+    leaves: str = "merge",
+    counts: str = "regions",
+    child_epsilon: float = 0.0,
+    keep_user_reports: bool = False,
+) -> PartitionResult:
     """The private partition F_hat(X) of ``points`` (N, 2) in ``box`` and its transcript.
 
     epsilon: budget of the partition (each user's reports cost ``round_cost(epsilon,
@@ -177,24 +189,26 @@ def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_
     if counts not in COUNTS:
         raise ValueError(f"counts must be one of {COUNTS}, got {counts!r}")
     if child_epsilon and (leaves, counts) != ("children", "regions"):
-        raise ValueError("child_epsilon > 0 releases the child cells inside regions: it needs leaves 'children' "
-                         f"and counts 'regions' (got leaves {leaves!r}, counts {counts!r})")
+        raise ValueError(
+            "child_epsilon > 0 releases the child cells inside regions: it needs leaves 'children' "
+            f"and counts 'regions' (got leaves {leaves!r}, counts {counts!r})"
+        )
     if not 1 <= max_depth <= 28:
         raise ValueError(f"max_depth must be in [1, 28], got {max_depth}")
     if split_rule not in SPLIT_RULES:
         raise ValueError(f"split_rule must be one of {SPLIT_RULES}, got {split_rule!r}")
     if leaves not in LEAVES:
         raise ValueError(f"leaves must be one of {LEAVES}, got {leaves!r}")
-    path = cell_codes(points, box, max_depth)   # clients' private data; used only client-side below
+    path = cell_codes(points, box, max_depth)  # clients' private data; used only client-side below
     n = len(path)
     users = np.arange(n)
-    current = np.zeros(n, dtype=np.int64)        # code of each user's current cell (Alg. 1's U_t);
+    current = np.zeros(n, dtype=np.int64)  # code of each user's current cell (Alg. 1's U_t);
     #                                              frozen where the user stopped
     active = np.ones(n, dtype=bool)
     final_level = np.full(n, -1, dtype=np.int64)
     fixed_round = np.full(n, max_depth, dtype=np.int64)  # the last round a user answers
     cells, rounds, reports, inner, answered = [], [], [], [], []
-    for level in range(max_depth):               # round t refines level -> level + 1
+    for level in range(max_depth):  # round t refines level -> level + 1
         idx = np.flatnonzero(active)
         if idx.size == 0:
             break
@@ -211,34 +225,64 @@ def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_
         if split_rule == "all_children":
             above = np.repeat(above.all(axis=1, keepdims=True), 4, axis=1)
         split = above.all(axis=1)
-        rounds.append(pd.DataFrame({"round": level + 1, "level": level, "code": parents, "n_parent": n_parent,
-                                    **{f"n_hat_{c}": n_hat[:, c] for c in range(4)},
-                                    "margin": margin, "split": split,
-                                    "children_split": above.sum(axis=1)}))
+        rounds.append(
+            pd.DataFrame(
+                {
+                    "round": level + 1,
+                    "level": level,
+                    "code": parents,
+                    "n_parent": n_parent,
+                    **{f"n_hat_{c}": n_hat[:, c] for c in range(4)},
+                    "margin": margin,
+                    "split": split,
+                    "children_split": above.sum(axis=1),
+                }
+            )
+        )
         if keep_user_reports:
             answered.append((idx, np.rint(y / INDICATOR_STEP).astype(np.int64)))
         if keep_reports:
-            reports.append(pd.DataFrame({
-                "round": level + 1, "user": np.repeat(users[idx], 4), "level": level + 1,
-                "code": (np.repeat(current[idx], 4) << 2) | np.tile(np.arange(4), idx.size),
-                "y": y.ravel()}))
+            reports.append(
+                pd.DataFrame(
+                    {
+                        "round": level + 1,
+                        "user": np.repeat(users[idx], 4),
+                        "level": level + 1,
+                        "code": (np.repeat(current[idx], 4) << 2) | np.tile(np.arange(4), idx.size),
+                        "y": y.ravel(),
+                    }
+                )
+            )
         # partition cells carry the server's count: n(parent) is known exactly (who
         # answered), a child's only as n_hat.  Stopped children are cells, except that
         # "merge" releases a parent whose children all stopped (printed rule: any child)
         # as one cell instead of its four children.
         whole = ~above.any(axis=1)
         if leaves == "merge":
-            cells.append(pd.DataFrame({"level": level, "code": parents[whole],
-                                       "count": n_parent[whole].astype(float)}))
-        else:   # the four children of a whole parent lie inside their users' region (the parent)
-            inner.append(pd.DataFrame({"level": level + 1, "code": np.repeat(parents[whole] << 2, 4)
-                                       | np.tile(np.arange(4), int(whole.sum()))}))
+            cells.append(pd.DataFrame({"level": level, "code": parents[whole], "count": n_parent[whole].astype(float)}))
+        else:  # the four children of a whole parent lie inside their users' region (the parent)
+            inner.append(
+                pd.DataFrame(
+                    {
+                        "level": level + 1,
+                        "code": np.repeat(parents[whole] << 2, 4) | np.tile(np.arange(4), int(whole.sum())),
+                    }
+                )
+            )
         part_parent, part_child = np.nonzero(~above & ~(whole[:, None] & (leaves == "merge")))
-        cells.append(pd.DataFrame({"level": level + 1, "code": (parents[part_parent] << 2) | part_child,
-                                   "count": n_hat[part_parent, part_child]}))
+        cells.append(
+            pd.DataFrame(
+                {
+                    "level": level + 1,
+                    "code": (parents[part_parent] << 2) | part_child,
+                    "count": n_hat[part_parent, part_child],
+                }
+            )
+        )
         go_parent, go_child = np.nonzero(above)
-        last_children = pd.DataFrame({"level": level + 1, "code": (parents[go_parent] << 2) | go_child,
-                                      "count": n_hat[go_parent, go_child]})
+        last_children = pd.DataFrame(
+            {"level": level + 1, "code": (parents[go_parent] << 2) | go_child, "count": n_hat[go_parent, go_child]}
+        )
         # users fix their region (parent or child) and stop answering; the others move down
         goes_on = above[inverse, child_digit]
         stop_at_parent = whole[inverse]
@@ -248,30 +292,51 @@ def run_protocol(points: np.ndarray, box, epsilon: float, threshold: float, max_
         final_level[idx[moved & ~goes_on]] = level + 1
         active[idx[~goes_on]] = False
         fixed_round[idx[~goes_on]] = level + 1
-    remaining = np.flatnonzero(active)           # reached max_depth: leaves of the partition
+    remaining = np.flatnonzero(active)  # reached max_depth: leaves of the partition
     final_level[remaining] = max_depth
     if remaining.size:
         cells.append(last_children)
     part = pd.concat(cells, ignore_index=True).sort_values(["level", "code"], ignore_index=True)
     if counts == "regions":
         region = pd.DataFrame({"level": final_level, "code": current})
-        part = _region_counts(part, region, pd.concat(inner, ignore_index=True) if inner else None,
-                              path, max_depth, (scale, child_epsilon), rng, calibration)
-    empty_reports = pd.DataFrame({"round": pd.Series(dtype="int64"), "user": pd.Series(dtype="int64"),
-                                  "level": pd.Series(dtype="int64"), "code": pd.Series(dtype="int64"),
-                                  "y": pd.Series(dtype="float64")})
+        part = _region_counts(
+            part,
+            region,
+            pd.concat(inner, ignore_index=True) if inner else None,
+            path,
+            max_depth,
+            (scale, child_epsilon),
+            rng,
+            calibration,
+        )
+    empty_reports = pd.DataFrame(
+        {
+            "round": pd.Series(dtype="int64"),
+            "user": pd.Series(dtype="int64"),
+            "level": pd.Series(dtype="int64"),
+            "code": pd.Series(dtype="int64"),
+            "y": pd.Series(dtype="float64"),
+        }
+    )
     return PartitionResult(
         cells=part,
-        user_cell=pd.DataFrame({"user": users, "level": final_level, "code": current,
-                                "fixed_round": fixed_round}),
+        user_cell=pd.DataFrame({"user": users, "level": final_level, "code": current, "fixed_round": fixed_round}),
         rounds=pd.concat(rounds, ignore_index=True),
         reports=pd.concat(reports, ignore_index=True) if reports else empty_reports,
-        user_reports=_user_reports(answered, n, exact_scale(scale / INDICATOR_STEP)) if keep_user_reports else None)
+        user_reports=_user_reports(answered, n, exact_scale(scale / INDICATOR_STEP)) if keep_user_reports else None,
+    )
 
 
-def _region_counts(part: pd.DataFrame, region: pd.DataFrame, inner: pd.DataFrame | None, path: np.ndarray,
-                   max_depth: int, scales: tuple[float, float], rng: np.random.Generator,
-                   calibration: str) -> pd.DataFrame:
+def _region_counts(
+    part: pd.DataFrame,
+    region: pd.DataFrame,
+    inner: pd.DataFrame | None,
+    path: np.ndarray,
+    max_depth: int,
+    scales: tuple[float, float],
+    rng: np.random.Generator,
+    calibration: str,
+) -> pd.DataFrame:
     """``part`` with each cell's count replaced by the exact number of users located in it, except
     for ``inner`` cells (children inside a region, ``region`` the users' (level, code)): the
     transcript's n_hat, combined with a fresh child release at ``scales[1]`` = child_epsilon (> 0)
@@ -283,20 +348,25 @@ def _region_counts(part: pd.DataFrame, region: pd.DataFrame, inner: pd.DataFrame
         return part.assign(count=exact)
     is_inner = keys.isin(pd.MultiIndex.from_frame(inner))
     level, code = part["level"].to_numpy()[is_inner], part["code"].to_numpy()[is_inner]
-    estimate = part["count"].to_numpy(dtype=float)[is_inner]          # n_hat from the transcript
+    estimate = part["count"].to_numpy(dtype=float)[is_inner]  # n_hat from the transcript
     scale, child_epsilon = scales
     if child_epsilon > 0:
         # client side: each user of a whole parent reports its child again (4 noisy indicators)
         lvl, cod = region["level"].to_numpy(), region["code"].to_numpy()
-        mine = np.flatnonzero(pd.MultiIndex.from_arrays([lvl, cod]).isin(
-            pd.MultiIndex.from_arrays([level - 1, code >> 2])))
+        mine = np.flatnonzero(
+            pd.MultiIndex.from_arrays([lvl, cod]).isin(pd.MultiIndex.from_arrays([level - 1, code >> 2]))
+        )
         digit = (path[mine] >> (2 * (max_depth - lvl[mine] - 1))) & 3
         y = child_reports(digit, child_epsilon, rng, calibration)
-        fresh = pd.Series(y.ravel(), index=pd.MultiIndex.from_arrays([
-            np.repeat(lvl[mine] + 1, 4), (np.repeat(cod[mine], 4) << 2) | np.tile(np.arange(4), mine.size)]))
+        fresh = pd.Series(
+            y.ravel(),
+            index=pd.MultiIndex.from_arrays(
+                [np.repeat(lvl[mine] + 1, 4), (np.repeat(cod[mine], 4) << 2) | np.tile(np.arange(4), mine.size)]
+            ),
+        )
         fresh = fresh.groupby(level=[0, 1]).sum().reindex(pd.MultiIndex.from_arrays([level, code]), fill_value=0.0)
         fresh_scale = noise_scale(child_epsilon, calibration)
-        weight = fresh_scale ** 2 / (scale ** 2 + fresh_scale ** 2)   # per-user variances 2 b^2 each
+        weight = fresh_scale**2 / (scale**2 + fresh_scale**2)  # per-user variances 2 b^2 each
         estimate = weight * estimate + (1 - weight) * fresh.to_numpy()
     parent = pd.MultiIndex.from_arrays([level - 1, code >> 2])
     total = located.reindex(parent, fill_value=0).to_numpy(dtype=float)
@@ -305,8 +375,16 @@ def _region_counts(part: pd.DataFrame, region: pd.DataFrame, inner: pd.DataFrame
     return part.assign(count=exact)
 
 
-def guarantee(epsilon: float, delta: float, threshold: float, split_rule: str, calibration: str,
-              task_epsilon: float = 0.0, task: str = "", child_epsilon: float = 0.0) -> Guarantee:
+def guarantee(
+    epsilon: float,
+    delta: float,
+    threshold: float,
+    split_rule: str,
+    calibration: str,
+    task_epsilon: float = 0.0,
+    task: str = "",
+    child_epsilon: float = 0.0,
+) -> Guarantee:
     """The record of a protocol run with partition budget ``epsilon`` (plus a fresh release of the
     child cells inside regions at ``child_epsilon``, and a task spending ``task_epsilon``-LDP among
     locations of the user's region, if any).
@@ -321,19 +399,26 @@ def guarantee(epsilon: float, delta: float, threshold: float, split_rule: str, c
     children = round_cost(child_epsilon, calibration) if child_epsilon else 0.0
     cost = round_cost(epsilon, calibration) + children
     proven = split_rule == "all_children"
-    spent = (f"partition {round_cost(epsilon, calibration):g} (calibration {calibration})"
-             + (f" + child cells {children:g}" if children else "") + (f" + {task} {task_epsilon:g}" if task else ""))
+    spent = (
+        f"partition {round_cost(epsilon, calibration):g} (calibration {calibration})"
+        + (f" + child cells {children:g}" if children else "")
+        + (f" + {task} {task_epsilon:g}" if task else "")
+    )
     return Guarantee(
         model="(epsilon, delta)-SLDP (semi-local DP)" if proven else "none proven (per_child split rule)",
-        epsilon=cost + task_epsilon if proven else None, delta=delta if proven else None,
+        epsilon=cost + task_epsilon if proven else None,
+        delta=delta if proven else None,
         relation="replace one user's location by another inside its privacy region U*(X) (the ideal "
-                 f"partition's cell holding it, >= Q = {threshold:g} users)",
+        f"partition's cell holding it, >= Q = {threshold:g} users)",
         covers="the location inside its privacy region only; the region and the exact number of users in each "
-               "released region are revealed to the server (free: invariant under the relation)",
+        "released region are revealed to the server (free: invariant under the relation)",
         discretisation=f"indicators (and task values) released on public power-of-two grids (indicators: "
-                       f"{INDICATOR_STEP:g}) with exact discrete Laplace noise (Canonne, Kamath & Steinke 2020)",
-        note=(f"Kroshnin & Suvorikova 2025 Thm 4.1 at the true cost: {spent}; the 4 indicators have L1 "
-              "sensitivity 2; split margin: the sum of the report noises' exact-tail (1 - delta) quantile bound"
-              if proven else
-              "the authors' per-child split rule is not covered by Thm 4.1 and no proof is known to us, so "
-              f"no epsilon is claimed (budget as configured: {spent})"))
+        f"{INDICATOR_STEP:g}) with exact discrete Laplace noise (Canonne, Kamath & Steinke 2020)",
+        note=(
+            f"Kroshnin & Suvorikova 2025 Thm 4.1 at the true cost: {spent}; the 4 indicators have L1 "
+            "sensitivity 2; split margin: the sum of the report noises' exact-tail (1 - delta) quantile bound"
+            if proven
+            else "the authors' per-child split rule is not covered by Thm 4.1 and no proof is known to us, so "
+            f"no epsilon is claimed (budget as configured: {spent})"
+        ),
+    )

@@ -27,8 +27,11 @@ from .prepare import load_grid
 from .run import check_views, configured, n_users_of, shard_size
 
 # the attack-bayes file, per target: the population adversary's metrics, the informed adversary's beside them
-BAYES_COLUMNS = {**bayes.RESULT_COLUMNS, **{f"informed_{c}": t for c, t in bayes.RESULT_COLUMNS.items() if c != "user"},
-                 "informed_max_log_ratio": "float64"}
+BAYES_COLUMNS = {
+    **bayes.RESULT_COLUMNS,
+    **{f"informed_{c}": t for c, t in bayes.RESULT_COLUMNS.items() if c != "user"},
+    "informed_max_log_ratio": "float64",
+}
 
 
 def attack_sample(dataset: str, n_users: int, size: int, seed: int) -> np.ndarray:
@@ -61,8 +64,12 @@ def _groups(path: str, columns: list[str], wanted) -> Iterator[pd.DataFrame]:
 
 def _rows_of_users(path: str, users: np.ndarray) -> pd.DataFrame:
     """user, x, y of a few users (sorted ids), sorted by user; only row groups holding one of them are read."""
-    parts = [frame[np.isin(frame["user"].to_numpy(), users)] for frame in _groups(
-        path, ["user", "x", "y"], lambda lo, hi: users.searchsorted(lo) < users.searchsorted(hi, "right"))]
+    parts = [
+        frame[np.isin(frame["user"].to_numpy(), users)]
+        for frame in _groups(
+            path, ["user", "x", "y"], lambda lo, hi: users.searchsorted(lo) < users.searchsorted(hi, "right")
+        )
+    ]
     return pd.concat(parts, ignore_index=True).sort_values("user", ignore_index=True)
 
 
@@ -72,14 +79,22 @@ def _rows_of_persons(path: str, n: int, dataset: str, size: int, seed: int) -> t
     Two passes, so memory follows the number of persons and the sample, not N: the
     persons present, then the rows of the chosen ones.
     """
+
     def below_n(lo, hi):
         return lo < n
 
-    present = reduce(np.union1d, (f["source_user"].to_numpy()[f["user"].to_numpy() < n]
-                                  for f in _groups(path, ["user", "source_user"], below_n)))
+    present = reduce(
+        np.union1d,
+        (
+            f["source_user"].to_numpy()[f["user"].to_numpy() < n]
+            for f in _groups(path, ["user", "source_user"], below_n)
+        ),
+    )
     chosen = person_sample(dataset, np.unique(present), size, seed)  # unique: a single group is not reduced
-    parts = [f[(f["user"].to_numpy() < n) & np.isin(f["source_user"].to_numpy(), chosen)]
-             for f in _groups(path, ["user", "x", "y", "source_user"], below_n)]
+    parts = [
+        f[(f["user"].to_numpy() < n) & np.isin(f["source_user"].to_numpy(), chosen)]
+        for f in _groups(path, ["user", "x", "y", "source_user"], below_n)
+    ]
     return chosen, pd.concat(parts, ignore_index=True).sort_values("user", ignore_index=True)
 
 
@@ -105,36 +120,45 @@ def _view_of(users: np.ndarray, run: dict, users_per_shard: int, view_paths: lis
     parts = [pd.read_parquet(view_paths[s], filters=[("user", "in", users.tolist())]) for s in shards]
     noise = {json.dumps(part.attrs.get("noise"), sort_keys=True) for part in parts}
     if len(noise) > 1:
-        raise ValueError(f"{view_paths[shards[0]]}: the shards of one run record different noise parameters "
-                         f"({sorted(noise)}); delete the run's view folder and rerun")
+        raise ValueError(
+            f"{view_paths[shards[0]]}: the shards of one run record different noise parameters "
+            f"({sorted(noise)}); delete the run's view folder and rerun"
+        )
     view = pd.concat(parts, ignore_index=True).sort_values("user", ignore_index=True)
     view.attrs = dict(parts[0].attrs) if parts else {}
     return view
 
 
-def sampled_targets(run: dict, seed: int, size: int, users_per_shard: int, view_paths: list[str],
-                    points_path: str, meta_json: str) -> Targets:
+def sampled_targets(
+    run: dict, seed: int, size: int, users_per_shard: int, view_paths: list[str], points_path: str, meta_json: str
+) -> Targets:
     """The sampled users, or with a person column the sampled persons with all their rows."""
     n = n_users_of(run["params"], meta_json)
     if "source_user" not in pq.read_schema(points_path).names:
         users = attack_sample(run["dataset"], n, size, seed)
         truth = _rows_of_users(points_path, users)
-        return Targets(_view_of(users, run, users_per_shard, view_paths), None, truth[["x", "y"]].to_numpy(),
-                       pd.DataFrame({"user": users}))
+        return Targets(
+            _view_of(users, run, users_per_shard, view_paths),
+            None,
+            truth[["x", "y"]].to_numpy(),
+            pd.DataFrame({"user": users}),
+        )
     chosen, rows = _rows_of_persons(points_path, n, run["dataset"], size, seed)
     owner_of_user = pd.Series(np.searchsorted(chosen, rows["source_user"].to_numpy()), index=rows["user"].to_numpy())
     view = _view_of(rows["user"].to_numpy(), run, users_per_shard, view_paths)
     owner = owner_of_user.loc[view["user"].to_numpy()].to_numpy(dtype=np.int64)
     groups = rows.groupby("source_user", sort=True)
-    ids = pd.DataFrame({"user": groups["user"].min().to_numpy(), "person": chosen,
-                        "points": groups.size().to_numpy()})
+    ids = pd.DataFrame({"user": groups["user"].min().to_numpy(), "person": chosen, "points": groups.size().to_numpy()})
     truth = attacks.PersonTargets([g[["x", "y"]].to_numpy() for _, g in groups])
     return Targets(view, owner, truth, ids)
 
 
 def _write_refused(columns: dict, out: str, metadata: dict) -> None:
-    io.write_parquet(pd.DataFrame({c: pd.Series(dtype=t) for c, t in columns.items()}), out,
-                     metadata={**metadata, "note": "no user answered"})
+    io.write_parquet(
+        pd.DataFrame({c: pd.Series(dtype=t) for c, t in columns.items()}),
+        out,
+        metadata={**metadata, "note": "no user answered"},
+    )
 
 
 def _row_batches(targets: Targets, batch: int, per_row):
@@ -155,21 +179,30 @@ def _target_meta(targets: Targets) -> dict:
     return {} if targets.owner is None else {"target": "person: all their points, distances to the nearest"}
 
 
-def attack(*, run: dict, seed: int, attack_cfg: dict, users_per_shard: int, view_paths: list[str],
-           points_path: str, meta_json: str, grid_path: str, bandwidth_json: str | None,
-           out_attack: str) -> None:
+def attack(
+    *,
+    run: dict,
+    seed: int,
+    attack_cfg: dict,
+    users_per_shard: int,
+    view_paths: list[str],
+    points_path: str,
+    meta_json: str,
+    grid_path: str,
+    bandwidth_json: str | None,
+    out_attack: str,
+) -> None:
     """[RFF-KDE]'s local-maxima attack on the sampled users or persons (see :mod:`locpriv.adversary.local_maxima`)."""
     mech = configured(run, bandwidth_json)
     grid = load_grid(grid_path)
-    targets = sampled_targets(run, seed, int(attack_cfg["users"]), users_per_shard, view_paths, points_path,
-                              meta_json)
+    targets = sampled_targets(run, seed, int(attack_cfg["users"]), users_per_shard, view_paths, points_path, meta_json)
     meta = {"attack": "local_maxima", "ratio": attack_cfg["ratio"], **_target_meta(targets)}
     if targets.view.empty:  # the query was refused: nothing to attack
         _write_refused(attacks.RESULT_COLUMNS, out_attack, meta)
         return
     batch = int(attack_cfg.get("batch", attacks.DEFAULT_BATCH))
     surfaces = _row_batches(targets, batch, lambda rows: mech.surfaces(rows, grid))
-    if targets.owner is not None:   # a person's surface: the sum of their reports' surfaces
+    if targets.owner is not None:  # a person's surface: the sum of their reports' surfaces
         total = np.zeros((len(targets.ids), *grid.shape))
         for sl, part in surfaces:
             attacks.add_rows(total, targets.owner[sl], part)
@@ -181,7 +214,8 @@ def attack(*, run: dict, seed: int, attack_cfg: dict, users_per_shard: int, view
 def _run_points(points_path: str, n: int) -> pd.DataFrame:
     """user, x, y of every user of the run (users 0..n-1), sorted by user: what the informed adversary knows."""
     return pd.read_parquet(points_path, columns=["user", "x", "y"], filters=[("user", "<", n)]).sort_values(
-        "user", ignore_index=True)
+        "user", ignore_index=True
+    )
 
 
 def _whole_view(view_paths: list[str]) -> pd.DataFrame:
@@ -205,28 +239,56 @@ def _adversary(targets: Targets, batch: int, log_lik_of, prior: np.ndarray, grid
     return bayes.bayes_attack(log_liks, prior, grid, _ids(targets), targets.truth, radius), mixture, person_range
 
 
-def _check_invariant(mech, run: dict, record, targets: Targets, row_stat: np.ndarray,
-                     person_stat: np.ndarray | None, meta_json: str) -> float | None:
+def _check_invariant(
+    mech, run: dict, record, targets: Targets, row_stat: np.ndarray, person_stat: np.ndarray | None, meta_json: str
+) -> float | None:
     """The invariant (``adversary.informed``): every attacked row's statistic within the recorded epsilon,
     every person's within the person-level epsilon where one holds.  Returns the person-level epsilon."""
-    name = f"{run['dataset']}/{run['mechanism']}/" + ",".join(f"{k}={v}" for k, v in run["params"].items()) + \
-        f"/rep~{run['rep']}"
+    name = (
+        f"{run['dataset']}/{run['mechanism']}/"
+        + ",".join(f"{k}={v}" for k, v in run["params"].items())
+        + f"/rep~{run['rep']}"
+    )
     if record.epsilon is not None:
-        informed.check(row_stat, record.epsilon, mechanism=mech.name, run=name,
-                       users=targets.view["user"].to_numpy(), relation=record.relation)
+        informed.check(
+            row_stat,
+            record.epsilon,
+            mechanism=mech.name,
+            run=name,
+            users=targets.view["user"].to_numpy(),
+            relation=record.relation,
+        )
     if person_stat is None:
         return None
-    person_eps = person_level_epsilon(record.epsilon if not record.delta else None,
-                                      io.read_json(meta_json).get("person_cap"))
+    person_eps = person_level_epsilon(
+        record.epsilon if not record.delta else None, io.read_json(meta_json).get("person_cap")
+    )
     if person_eps is not None:
-        informed.check(person_stat, person_eps, mechanism=mech.name, run=name, users=targets.ids["user"].to_numpy(),
-                       relation=f"{record.relation}, every row of one person (person-level)")
+        informed.check(
+            person_stat,
+            person_eps,
+            mechanism=mech.name,
+            run=name,
+            users=targets.ids["user"].to_numpy(),
+            relation=f"{record.relation}, every row of one person (person-level)",
+        )
     return person_eps
 
 
-def bayes_attack(*, run: dict, seed: int, adversary_cfg: dict, users_per_shard: int, view_paths: list[str],
-                 points_path: str, meta_json: str, grid_path: str, truth_path: str,
-                 bandwidth_json: str | None, out_attack: str) -> None:
+def bayes_attack(
+    *,
+    run: dict,
+    seed: int,
+    adversary_cfg: dict,
+    users_per_shard: int,
+    view_paths: list[str],
+    points_path: str,
+    meta_json: str,
+    grid_path: str,
+    truth_path: str,
+    bandwidth_json: str | None,
+    out_attack: str,
+) -> None:
     """The two Bayes-optimal adversaries (Shokri et al. 2011) on the same sampled users (or persons) as the
     local maxima, and the invariant that ties the informed one to the guarantee.
 
@@ -246,13 +308,22 @@ def bayes_attack(*, run: dict, seed: int, adversary_cfg: dict, users_per_shard: 
     """
     mech = configured(run, bandwidth_json)
     grid = load_grid(grid_path)
-    targets = sampled_targets(run, seed, int(adversary_cfg["users"]), users_per_shard, view_paths, points_path,
-                              meta_json)
+    targets = sampled_targets(
+        run, seed, int(adversary_cfg["users"]), users_per_shard, view_paths, points_path, meta_json
+    )
     radius = float(adversary_cfg["r"]) * max(grid.x[1] - grid.x[0], grid.y[1] - grid.y[0])
     record = mech.run_guarantee(run["params"])
-    meta = {"attack": "bayes", "prior": adversary_cfg["prior"], "r": radius, "r_cells": adversary_cfg["r"],
-            "aggregate_only": mech.aggregate_only, "informed_is_population": mech.informed_is_population,
-            "informed_epsilon": record.epsilon, "informed_relation": record.relation, **_target_meta(targets)}
+    meta = {
+        "attack": "bayes",
+        "prior": adversary_cfg["prior"],
+        "r": radius,
+        "r_cells": adversary_cfg["r"],
+        "aggregate_only": mech.aggregate_only,
+        "informed_is_population": mech.informed_is_population,
+        "informed_epsilon": record.epsilon,
+        "informed_relation": record.relation,
+        **_target_meta(targets),
+    }
     if targets.view.empty:
         _write_refused(BAYES_COLUMNS, out_attack, meta)
         return
@@ -277,14 +348,15 @@ def bayes_attack(*, run: dict, seed: int, adversary_cfg: dict, users_per_shard: 
         informed_result, informed_range = result, person_range
     else:
         informed_result, meta["informed_persons_mixture"], informed_range = _adversary(
-            targets, batch, informed_adversary, prior, grid, radius)
+            targets, batch, informed_adversary, prior, grid, radius
+        )
     columns = {f"informed_{c}": informed_result[c].to_numpy() for c in bayes.RESULT_COLUMNS if c != "user"}
     if targets.owner is None:
         columns["informed_max_log_ratio"] = row_stat
         person_stat = None
-    else:   # a person: the largest of their rows'; the person-level statistic over their joint likelihood
+    else:  # a person: the largest of their rows'; the person-level statistic over their joint likelihood
         columns["informed_max_log_ratio"] = pd.Series(row_stat).groupby(targets.owner).max().to_numpy()
-        metric = record.relation.startswith("metric")   # metric: the per-row Lipschitz constants add up
+        metric = record.relation.startswith("metric")  # metric: the per-row Lipschitz constants add up
         person_stat = np.bincount(targets.owner, weights=row_stat) if metric else informed_range
         columns["informed_max_log_ratio_person"] = person_stat
     meta["informed_epsilon_person"] = _check_invariant(mech, run, record, targets, row_stat, person_stat, meta_json)
@@ -292,12 +364,32 @@ def bayes_attack(*, run: dict, seed: int, adversary_cfg: dict, users_per_shard: 
     io.write_parquet(_with_ids(out, targets), out_attack, metadata=meta)
 
 
-def attacks_of_run(*, run: dict, seed: int, attack_cfg: dict, adversary_cfg: dict, users_per_shard: int,
-                   view_paths: list[str], points_path: str, meta_json: str, grid_path: str, truth_path: str,
-                   bandwidth_json: str | None, out_local_maxima: str, out_bayes: str) -> None:
+def attacks_of_run(
+    *,
+    run: dict,
+    seed: int,
+    attack_cfg: dict,
+    adversary_cfg: dict,
+    users_per_shard: int,
+    view_paths: list[str],
+    points_path: str,
+    meta_json: str,
+    grid_path: str,
+    truth_path: str,
+    bandwidth_json: str | None,
+    out_local_maxima: str,
+    out_bayes: str,
+) -> None:
     """Both adversaries of one run in one job: the local maxima, then the Bayes adversary."""
-    common = {"run": run, "seed": seed, "users_per_shard": users_per_shard, "view_paths": check_views(view_paths),
-              "points_path": points_path, "meta_json": meta_json, "grid_path": grid_path,
-              "bandwidth_json": bandwidth_json}
+    common = {
+        "run": run,
+        "seed": seed,
+        "users_per_shard": users_per_shard,
+        "view_paths": check_views(view_paths),
+        "points_path": points_path,
+        "meta_json": meta_json,
+        "grid_path": grid_path,
+        "bandwidth_json": bandwidth_json,
+    }
     attack(attack_cfg=attack_cfg, out_attack=out_local_maxima, **common)
     bayes_attack(adversary_cfg=adversary_cfg, truth_path=truth_path, out_attack=out_bayes, **common)

@@ -13,9 +13,21 @@ from .run import configured, n_users_of
 from .utility import read_workload
 
 
-def run_metrics(*, run: dict, est_path: str, truth_path: str, pooled_path: str | None, attack_path: str,
-                bayes_path: str, workload_path: str, grid_path: str, bandwidth_json: str | None,
-                meta_json: str, hotspot_k: int, out_metrics: str) -> None:
+def run_metrics(
+    *,
+    run: dict,
+    est_path: str,
+    truth_path: str,
+    pooled_path: str | None,
+    attack_path: str,
+    bayes_path: str,
+    workload_path: str,
+    grid_path: str,
+    bandwidth_json: str | None,
+    meta_json: str,
+    hotspot_k: int,
+    out_metrics: str,
+) -> None:
     mech = configured(run, bandwidth_json)
     grid = load_grid(grid_path)
     est = io.read_nc3(est_path)
@@ -23,7 +35,7 @@ def run_metrics(*, run: dict, est_path: str, truth_path: str, pooled_path: str |
     truth_d = io.read_nc3(truth_path)["density"].values
     att = pd.read_parquet(attack_path)
     workload_queries, workload_sha = read_workload(workload_path)
-    g = mech.run_guarantee(run["params"])   # void (no epsilon) if a private input leaked
+    g = mech.run_guarantee(run["params"])  # void (no epsilon) if a private input leaked
     answered = bool(np.isfinite(dens).all())
     # the pooled reference is the same users' exact KDE ([RFF-KDE]'s score); a mechanism
     # without a bandwidth answers a constant, whose rank correlation with anything is 0
@@ -36,14 +48,21 @@ def run_metrics(*, run: dict, est_path: str, truth_path: str, pooled_path: str |
         "ise": metrics.ise(dens, truth_d, grid.cell_area) if answered else nan,
         "privacy_Z": float(att["Z"].mean()),
         "argmax_error": float(att["argmax_error"].mean()),
-        **_utility_and_bayes(dens if answered else None, truth_d, grid, workload_queries,
-                             float(est["density"].attrs["n_users"]), hotspot_k, pd.read_parquet(bayes_path)),
+        **_utility_and_bayes(
+            dens if answered else None,
+            truth_d,
+            grid,
+            workload_queries,
+            float(est["density"].attrs["n_users"]),
+            hotspot_k,
+            pd.read_parquet(bayes_path),
+        ),
         "comm_per_user": mech.communication(grid),
         "n_users": float(est["density"].attrs["n_users"]),
         "guarantee_epsilon": float("nan") if g.epsilon is None else float(g.epsilon),
     }
     meta = io.read_json(meta_json)
-    if "persons" in meta:   # rows come from fewer people: the person-level epsilon beside the row-level one
+    if "persons" in meta:  # rows come from fewer people: the person-level epsilon beside the row-level one
         person = person_level_epsilon(g.epsilon if not g.delta else None, meta.get("person_cap"))
         values["guarantee_epsilon_person"] = nan if person is None else person
     if "h" in mech.settings:
@@ -57,13 +76,20 @@ def run_metrics(*, run: dict, est_path: str, truth_path: str, pooled_path: str |
     # number of users the run used, as in the studies' summaries
     for k, v in {**run["params"], "n": n_users_of(run["params"], meta_json)}.items():
         rows[k] = v
-    for k in ("model", "relation", "non_private_inputs"):   # what guarantee_epsilon means
+    for k in ("model", "relation", "non_private_inputs"):  # what guarantee_epsilon means
         rows[f"guarantee_{k}"] = getattr(g, k)
     io.write_parquet(rows, out_metrics, metadata={"range_workload_sha256": workload_sha})
 
 
-def _utility_and_bayes(dens: np.ndarray | None, truth_d: np.ndarray, grid, queries: np.ndarray, n_users: float,
-                       hotspot_k: int, bayes: pd.DataFrame) -> dict[str, float]:
+def _utility_and_bayes(
+    dens: np.ndarray | None,
+    truth_d: np.ndarray,
+    grid,
+    queries: np.ndarray,
+    n_users: float,
+    hotspot_k: int,
+    bayes: pd.DataFrame,
+) -> dict[str, float]:
     """The shared utility metrics (NaN for a refused query), the Bayes adversaries' means (population:
     ``bayes_*``, informed: ``informed_*``) and the informed adversary's invariant statistic, the largest
     over the attacked users (``informed_max_log_ratio``, beside ``guarantee_epsilon``; with persons
@@ -72,9 +98,11 @@ def _utility_and_bayes(dens: np.ndarray | None, truth_d: np.ndarray, grid, queri
     values = {
         "range_mre": nan if dens is None else metrics.range_mre(dens, truth_d, grid, queries, int(n_users)),
         "hotspot_recall": nan if dens is None else metrics.hotspot_recall(dens, truth_d, int(hotspot_k)),
-        **{f"{prefix}_{m}": float(bayes[f"{column}{m}"].mean()) for prefix, column in (("bayes", ""),
-                                                                                     ("informed", "informed_"))
-           for m in ("expected_error", "guess_error", "hit_r")},
+        **{
+            f"{prefix}_{m}": float(bayes[f"{column}{m}"].mean())
+            for prefix, column in (("bayes", ""), ("informed", "informed_"))
+            for m in ("expected_error", "guess_error", "hit_r")
+        },
         "informed_max_log_ratio": float(bayes["informed_max_log_ratio"].max()),
     }
     if "informed_max_log_ratio_person" in bayes:
@@ -119,7 +147,7 @@ def summary(*, metric_paths: list[str], out_parquet: str, out_csv: str, audit_ta
     for column in params:
         dtype = _column_dtype([f[column].dtype for f in frames if column in f])
         values = table[column]
-        if dtype == "object":   # text: numbers as the config wrote them, missing as None
+        if dtype == "object":  # text: numbers as the config wrote them, missing as None
             values = values.map(lambda v: None if pd.isna(v) else str(v.item() if isinstance(v, np.generic) else v))
         elif dtype == "Int64" and values.notna().all():
             dtype = "int64"
@@ -134,19 +162,46 @@ def summary(*, metric_paths: list[str], out_parquet: str, out_csv: str, audit_ta
 # Units of the tidy metrics, "{u}" standing for the dataset's distance unit; metrics not listed keep
 # their bare name.
 METRIC_UNITS = {
-    "spearman": "rank corr.", "spearman_pooled": "rank corr.", "ise": "1/{u}^2",
-    "privacy_Z": "{u}", "argmax_error": "{u}", "bayes_expected_error": "{u}", "bayes_guess_error": "{u}",
-    "bayes_hit_r": "probability", "informed_expected_error": "{u}", "informed_guess_error": "{u}",
-    "informed_hit_r": "probability", "informed_max_log_ratio": "nats, per {u} if metric",
+    "spearman": "rank corr.",
+    "spearman_pooled": "rank corr.",
+    "ise": "1/{u}^2",
+    "privacy_Z": "{u}",
+    "argmax_error": "{u}",
+    "bayes_expected_error": "{u}",
+    "bayes_guess_error": "{u}",
+    "bayes_hit_r": "probability",
+    "informed_expected_error": "{u}",
+    "informed_guess_error": "{u}",
+    "informed_hit_r": "probability",
+    "informed_max_log_ratio": "nats, per {u} if metric",
     "informed_max_log_ratio_person": "nats, per {u} if metric",
-    "range_mre": "fraction", "hotspot_recall": "fraction",
-    "comm_per_user": "numbers sent", "n_users": "users", "answered": "fraction of reps", "bandwidth": "{u}",
+    "range_mre": "fraction",
+    "hotspot_recall": "fraction",
+    "comm_per_user": "numbers sent",
+    "n_users": "users",
+    "answered": "fraction of reps",
+    "bandwidth": "{u}",
 }
 # the decision columns first: utility, then the adversary's error, then cost
-METRIC_ORDER = ["spearman", "range_mre", "hotspot_recall", "ise", "informed_expected_error", "informed_guess_error",
-                "informed_hit_r", "informed_max_log_ratio", "informed_max_log_ratio_person", "bayes_expected_error",
-                "bayes_guess_error", "bayes_hit_r", "privacy_Z", "argmax_error", "comm_per_user", "n_users",
-                "answered"]
+METRIC_ORDER = [
+    "spearman",
+    "range_mre",
+    "hotspot_recall",
+    "ise",
+    "informed_expected_error",
+    "informed_guess_error",
+    "informed_hit_r",
+    "informed_max_log_ratio",
+    "informed_max_log_ratio_person",
+    "bayes_expected_error",
+    "bayes_guess_error",
+    "bayes_hit_r",
+    "privacy_Z",
+    "argmax_error",
+    "comm_per_user",
+    "n_users",
+    "answered",
+]
 
 
 def per_run(tidy: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
@@ -157,8 +212,7 @@ def per_run(tidy: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """
     params = sorted((c for c in tidy.columns if c not in LEAD + TAIL), key=lambda c: (c != "n", c))
     key = ["dataset", "mechanism", "trust_model", *params, "rep"]
-    return tidy.set_index([*key, "metric"])["value"].unstack("metric").reset_index().rename_axis(
-        columns=None), params
+    return tidy.set_index([*key, "metric"])["value"].unstack("metric").reset_index().rename_axis(columns=None), params
 
 
 def runs_table(*, summary_parquet: str, units: dict[str, str], out_csv: str) -> pd.DataFrame:
@@ -173,13 +227,14 @@ def runs_table(*, summary_parquet: str, units: dict[str, str], out_csv: str) -> 
     """
     tidy = pd.read_parquet(summary_parquet)
     wide, columns = per_run(tidy)
-    info = [c for c in columns if c.startswith("guarantee_")]   # per-run text, not a setting
+    info = [c for c in columns if c.startswith("guarantee_")]  # per-run text, not a setting
     params = [c for c in columns if c not in info]
     key = ["dataset", "mechanism", "trust_model", *params]
     wide = wide.rename(columns={"guarantee_epsilon": "epsilon_guaranteed"})
     metrics = [m for m in METRIC_ORDER if m in wide] + sorted(
-        m for m in wide.columns if m not in METRIC_ORDER and m not in (*key, *info, "rep", "epsilon_guaranteed"))
-    grouped = wide.groupby(key, sort=True, dropna=False)   # a parameter a mechanism lacks is missing
+        m for m in wide.columns if m not in METRIC_ORDER and m not in (*key, *info, "rep", "epsilon_guaranteed")
+    )
+    grouped = wide.groupby(key, sort=True, dropna=False)  # a parameter a mechanism lacks is missing
     table = grouped[[c for c in ("epsilon_guaranteed", *metrics) if c in wide]].mean()
     table.insert(0, "reps", grouped["rep"].nunique())
     if info:
@@ -190,8 +245,7 @@ def runs_table(*, summary_parquet: str, units: dict[str, str], out_csv: str) -> 
     shared = table["distance_unit"].iloc[0] if table["distance_unit"].nunique() == 1 else "distance_unit"
     eps = [c for c in ("epsilon_guaranteed", "epsilon_relation", "epsilon_model") if c in table]
     table = table[["dataset", "mechanism", "trust_model", *params, "reps", "distance_unit", *eps, *metrics]]
-    table = table.rename(columns={m: f"{m} [{METRIC_UNITS[m].format(u=shared)}]"
-                                  for m in metrics if m in METRIC_UNITS})
+    table = table.rename(columns={m: f"{m} [{METRIC_UNITS[m].format(u=shared)}]" for m in metrics if m in METRIC_UNITS})
     with io.atomic_path(out_csv) as tmp:
         table.to_csv(tmp, index=False, float_format="%.6g")
     return table

@@ -22,8 +22,9 @@ POINTS_ROW_GROUP = 65_536
 PROJECTION_WARN = 0.01
 
 
-def ingest(*, name: str, spec: dict, seed: int, out_points: str, out_meta: str,
-           requested: list[tuple[str, int]] = ()) -> None:
+def ingest(
+    *, name: str, spec: dict, seed: int, out_points: str, out_meta: str, requested: list[tuple[str, int]] = ()
+) -> None:
     """Points and metadata of one dataset; ``requested``: the runs' (config key, n), checked against
     the users kept before anything is written (``locpriv.sanity.too_few_users``)."""
     rng = make_rng(seed, "ingest", name)
@@ -43,22 +44,34 @@ def ingest(*, name: str, spec: dict, seed: int, out_points: str, out_meta: str,
 
 def ingest_report(name: str, meta: dict) -> list[str]:
     """The console lines of an ingest: rows read, kept and dropped by reason; persons; projection warning."""
-    lines = [f"ingest {name}: {meta['rows_read']} rows read, {meta['n_users']} kept as users; dropped: "
-             f"{ds_ingest.describe_drops(meta['rows_dropped'])}"
-             + (f"; {meta['rows_over_person_cap']} over the per-person cap {meta['person_cap']}"
-                if meta.get("person_cap") else "")]
-    if "persons" in meta:   # rows come from fewer people: what one row's epsilon means for a person
+    lines = [
+        f"ingest {name}: {meta['rows_read']} rows read, {meta['n_users']} kept as users; dropped: "
+        f"{ds_ingest.describe_drops(meta['rows_dropped'])}"
+        + (
+            f"; {meta['rows_over_person_cap']} over the per-person cap {meta['person_cap']}"
+            if meta.get("person_cap")
+            else ""
+        )
+    ]
+    if "persons" in meta:  # rows come from fewer people: what one row's epsilon means for a person
         persons = meta["persons"]
-        lines.append(f"ingest {name}: {persons:,} person{'s' if persons != 1 else ''}, up to "
-                     f"{meta['max_rows_per_person']:,} rows each; " + (
-                         f"person-level epsilon = {meta['person_cap']} x the row-level epsilon "
-                         "(max_points_per_person, or person_budget: split)" if meta.get("person_cap") else
-                         "person-level epsilon unbounded: set max_points_per_person or person_budget: split"))
+        lines.append(
+            f"ingest {name}: {persons:,} person{'s' if persons != 1 else ''}, up to "
+            f"{meta['max_rows_per_person']:,} rows each; "
+            + (
+                f"person-level epsilon = {meta['person_cap']} x the row-level epsilon "
+                "(max_points_per_person, or person_budget: split)"
+                if meta.get("person_cap")
+                else "person-level epsilon unbounded: set max_points_per_person or person_budget: split"
+            )
+        )
     error = meta.get("projection_max_distance_error", 0.0)
     if error > PROJECTION_WARN:
-        lines.append(f"warning: ingest {name}: the equirectangular projection distorts distances by up to "
-                     f"{error:.1%} over lonlat_bbox {meta['lonlat_bbox']} (> {PROJECTION_WARN:.0%}); "
-                     "use a smaller box, or project the data yourself and give x/y with bbox")
+        lines.append(
+            f"warning: ingest {name}: the equirectangular projection distorts distances by up to "
+            f"{error:.1%} over lonlat_bbox {meta['lonlat_bbox']} (> {PROJECTION_WARN:.0%}); "
+            "use a smaller box, or project the data yourself and give x/y with bbox"
+        )
     return lines
 
 
@@ -68,21 +81,39 @@ def encode_grid(*, spec: dict, grid_spec: dict, out_grid: str) -> None:
     io.write_netcdf(grid.to_dataset(units, ds_ingest.grid_mapping_of(spec)), out_grid)
 
 
-def bandwidth(*, points_path: str, name: str, k: int, seed: int, out_json: str, spec: dict | None = None,
-              limits: dict | None = None) -> None:
+def bandwidth(
+    *,
+    points_path: str,
+    name: str,
+    k: int,
+    seed: int,
+    out_json: str,
+    spec: dict | None = None,
+    limits: dict | None = None,
+) -> None:
     """The kNN bandwidth; with ``spec`` and ``limits`` (``locpriv.sanity``), warn when it is absurdly wide."""
     pts = pd.read_parquet(points_path, columns=["x", "y"]).to_numpy()
     h = kde.knn_bandwidth(pts, int(k), make_rng(seed, "bandwidth", name, int(k)))
     if h <= 0:
-        raise InputError(points_path, "x/y", f"the bandwidth h: knn of dataset '{name}' is 0: the sampled points "
-                         f"each share their location with more than knn_k = {k} others (identical points)",
-                         f"raise datasets.{name}.knn_k above the largest number of identical points, or give a "
-                         "numeric h")
+        raise InputError(
+            points_path,
+            "x/y",
+            f"the bandwidth h: knn of dataset '{name}' is 0: the sampled points "
+            f"each share their location with more than knn_k = {k} others (identical points)",
+            f"raise datasets.{name}.knn_k above the largest number of identical points, or give a numeric h",
+        )
     for line in knn_warnings(name, spec, h, int(k), len(pts), limits) if spec and limits else []:
         warn(line)
-    io.write_json({"h": h, "k": int(k), "sample_fraction": 0.1, "n_points": len(pts),
-                   "rule": "mean distance from a 10% sample to the k-th nearest neighbour ([RFF-KDE] §4.2.4)"},
-                  out_json)
+    io.write_json(
+        {
+            "h": h,
+            "k": int(k),
+            "sample_fraction": 0.1,
+            "n_points": len(pts),
+            "rule": "mean distance from a 10% sample to the k-th nearest neighbour ([RFF-KDE] §4.2.4)",
+        },
+        out_json,
+    )
 
 
 def load_grid(path: str) -> Grid:
@@ -95,16 +126,17 @@ def truth(*, spec: dict, points_path: str, grid_path: str, bandwidth_json: str |
     pts = pd.read_parquet(points_path, columns=["x", "y"]) if spec["source"] != "synthetic" else None
     h = io.read_json(bandwidth_json)["h"] if bandwidth_json else None
     dens, how = ds_ingest.truth_density(spec, grid, pts, h)
-    attrs = {"long_name": "true probability density of the users' locations", "units": density_units(geometry),
-             "truth": how}
+    attrs = {
+        "long_name": "true probability density of the users' locations",
+        "units": density_units(geometry),
+        "truth": how,
+    }
     io.write_netcdf(grid.surface(dens, "density", attrs, geometry), out_truth)
 
 
 def density_units(geometry) -> str:
     """CF units of a density on the grid of the grid file's contents ``geometry``, e.g. 'm-2'."""
     return cf.per_area(geometry["x"].attrs["units"])
-
-
 
 
 def pooled_kde(*, points_path: str, n_users: int, h: float, grid_path: str, out_nc: str) -> None:
@@ -127,7 +159,10 @@ def pooled_kde(*, points_path: str, n_users: int, h: float, grid_path: str, out_
         if seen == n_users:
             break
     dens = total / (seen * kde.normaliser(h))
-    attrs = {"long_name": "exact Gaussian KDE of the users' locations (the non-private reference)",
-             "units": density_units(geometry), "reference": f"exact Gaussian KDE of users 0..{n_users - 1}, h={h}",
-             "n_users": n_users}
+    attrs = {
+        "long_name": "exact Gaussian KDE of the users' locations (the non-private reference)",
+        "units": density_units(geometry),
+        "reference": f"exact Gaussian KDE of users 0..{n_users - 1}, h={h}",
+        "n_users": n_users,
+    }
     io.write_netcdf(grid.surface(dens, "density", attrs, geometry), out_nc)

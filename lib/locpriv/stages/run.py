@@ -41,8 +41,12 @@ def n_users_of(params: dict, meta_json: str) -> int:
     available = int(io.read_json(meta_json)["n_users"])
     n = users_asked(params, available)
     if n > available:
-        raise InputError(meta_json, "n_users", f"the run asks for n={n} users but the dataset has {available}",
-                         "lower the experiment's 'n' for this dataset (or use n: all)")
+        raise InputError(
+            meta_json,
+            "n_users",
+            f"the run asks for n={n} users but the dataset has {available}",
+            "lower the experiment's 'n' for this dataset (or use n: all)",
+        )
     return n
 
 
@@ -86,13 +90,27 @@ def check_views(paths: list[str]) -> list[str]:
     for path in paths:
         if not os.path.exists(path):
             folder = os.path.dirname(path)
-            raise InputError(path, "<file>", "shard view missing from its randomize job's folder",
-                             f"delete {folder} and run the same command again")
+            raise InputError(
+                path,
+                "<file>",
+                "shard view missing from its randomize job's folder",
+                f"delete {folder} and run the same command again",
+            )
     return paths
 
 
-def randomize(*, run: dict, seed: int, shards: list[int], users_per_shard: int, points_path: str,
-              meta_json: str, grid_path: str, bandwidth_json: str | None, out_dir: str) -> None:
+def randomize(
+    *,
+    run: dict,
+    seed: int,
+    shards: list[int],
+    users_per_shard: int,
+    points_path: str,
+    meta_json: str,
+    grid_path: str,
+    bandwidth_json: str | None,
+    out_dir: str,
+) -> None:
     """The client side of ``shards`` (one job may hold several): ``out_dir/shard~{k}.parquet`` each.
 
     Each shard's users and randomness are those of its own index, so a shard's bytes do not
@@ -112,13 +130,14 @@ def randomize(*, run: dict, seed: int, shards: list[int], users_per_shard: int, 
             if "refusal" in view.attrs:
                 logging.warning("users refused the query: %s", view.attrs["refusal"]["reason"])
             # view.attrs carries what the server learns besides the rows, e.g. a refusal
-            io.write_parquet(view, shard_file(tmp, shard),
-                             metadata={"mechanism": mech.name, "params": params, "shard": shard,
-                                       "users": len(view), **view.attrs})
+            io.write_parquet(
+                view,
+                shard_file(tmp, shard),
+                metadata={"mechanism": mech.name, "params": params, "shard": shard, "users": len(view), **view.attrs},
+            )
 
 
-def aggregate(*, run: dict, view_paths: list[str], grid_path: str, bandwidth_json: str | None,
-              out_agg: str) -> None:
+def aggregate(*, run: dict, view_paths: list[str], grid_path: str, bandwidth_json: str | None, out_agg: str) -> None:
     mech = configured(run, bandwidth_json)
     grid = load_grid(grid_path)
     total, n, refusals = None, 0, set()
@@ -130,9 +149,13 @@ def aggregate(*, run: dict, view_paths: list[str], grid_path: str, bandwidth_jso
         if "refusal" in (meta := io.read_parquet_metadata(path)):
             refusals.add(meta["refusal"]["reason"])
     geometry = io.read_nc3(grid_path)
-    attrs = {"long_name": "sum of the users' reports on the grid (the mechanism's aggregate, before normalising)",
-             "units": density_units(geometry) if mech.partial_per_area else "1",
-             "n_users": n, "mechanism": mech.name, **cf.flat("param", mech.explicit_settings())}
+    attrs = {
+        "long_name": "sum of the users' reports on the grid (the mechanism's aggregate, before normalising)",
+        "units": density_units(geometry) if mech.partial_per_area else "1",
+        "n_users": n,
+        "mechanism": mech.name,
+        **cf.flat("param", mech.explicit_settings()),
+    }
     if refusals:
         attrs["refusal"] = "; ".join(sorted(refusals))
     io.write_netcdf(grid.surface(total, "sum", attrs, geometry), out_agg)
@@ -149,19 +172,27 @@ def estimate(*, run: dict, agg_path: str, grid_path: str, bandwidth_json: str | 
     geometry = io.read_nc3(grid_path)
     guarantee = mech.run_guarantee(run["params"]).as_dict()
     # the guarantee as readable attrs (guarantee_epsilon, ...) and, exactly, as the JSON record
-    attrs = {"long_name": f"probability density of the users' locations estimated by {mech.name}",
-             "units": density_units(geometry), "mechanism": mech.name, **cf.flat("param", mech.explicit_settings()),
-             "n_users": n, **cf.flat("guarantee", guarantee), "guarantee": guarantee,
-             **({"refusal": refusal} if refusal else {})}
+    attrs = {
+        "long_name": f"probability density of the users' locations estimated by {mech.name}",
+        "units": density_units(geometry),
+        "mechanism": mech.name,
+        **cf.flat("param", mech.explicit_settings()),
+        "n_users": n,
+        **cf.flat("guarantee", guarantee),
+        "guarantee": guarantee,
+        **({"refusal": refusal} if refusal else {}),
+    }
     io.write_netcdf(grid.surface(dens, "density", attrs, geometry), out_est)
 
 
-def aggregate_estimate(*, run: dict, view_paths: list[str], grid_path: str, bandwidth_json: str | None,
-                       out_agg: str, out_est: str) -> None:
+def aggregate_estimate(
+    *, run: dict, view_paths: list[str], grid_path: str, bandwidth_json: str | None, out_agg: str, out_est: str
+) -> None:
     """The server side of one run in one job: aggregate, then estimate from the written aggregate.
 
     The estimate reads the aggregate back from its file, exactly as a separate job would.
     """
-    aggregate(run=run, view_paths=check_views(view_paths), grid_path=grid_path, bandwidth_json=bandwidth_json,
-              out_agg=out_agg)
+    aggregate(
+        run=run, view_paths=check_views(view_paths), grid_path=grid_path, bandwidth_json=bandwidth_json, out_agg=out_agg
+    )
     estimate(run=run, agg_path=out_agg, grid_path=grid_path, bandwidth_json=bandwidth_json, out_est=out_est)

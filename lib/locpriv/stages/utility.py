@@ -37,8 +37,9 @@ def workload_hash(queries: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(queries, dtype="<f8").tobytes()).hexdigest()
 
 
-def range_workload(*, dataset: str, points_path: str, grid_path: str, utility_cfg: dict, seed: int,
-                   out_parquet: str) -> None:
+def range_workload(
+    *, dataset: str, points_path: str, grid_path: str, utility_cfg: dict, seed: int, out_parquet: str
+) -> None:
     rng = make_rng(seed, "range-workload", dataset)
     n, keep = pq.read_metadata(points_path).num_rows, int(utility_cfg["workload_points"])
     rows = np.sort(rng.choice(n, keep, replace=False)) if n > keep else np.arange(n)
@@ -46,12 +47,22 @@ def range_workload(*, dataset: str, points_path: str, grid_path: str, utility_cf
     try:
         queries = anchored_workload(pts, load_grid(grid_path).domain.as_list(), int(utility_cfg["range_queries"]), rng)
     except ValueError as exc:
-        raise InputError(points_path, "utility.range_queries", str(exc),
-                         "lower utility.range_queries, or use a dataset with more points spread over its box "
-                         "(a query must hold 20 to 5 % of them: 400 points at the very least)") from exc
-    io.write_parquet(pd.DataFrame(queries, columns=COLUMNS), out_parquet,
-                     metadata={"workload_sha256": workload_hash(queries), "points_used": len(pts),
-                               "generator": "anchored (Kroshnin & Suvorikova 2025, App. A.2)"})
+        raise InputError(
+            points_path,
+            "utility.range_queries",
+            str(exc),
+            "lower utility.range_queries, or use a dataset with more points spread over its box "
+            "(a query must hold 20 to 5 % of them: 400 points at the very least)",
+        ) from exc
+    io.write_parquet(
+        pd.DataFrame(queries, columns=COLUMNS),
+        out_parquet,
+        metadata={
+            "workload_sha256": workload_hash(queries),
+            "points_used": len(pts),
+            "generator": "anchored (Kroshnin & Suvorikova 2025, App. A.2)",
+        },
+    )
 
 
 def read_workload(path: str) -> tuple[np.ndarray, str]:
