@@ -18,8 +18,10 @@ def geolife(n=1200):
     lon = np.where(np.arange(n) % 3 == 0, rng.uniform(116.36, 116.46, n), rng.uniform(116.15, 116.60, n))
     lat = np.where(np.arange(n) % 3 == 0, rng.uniform(39.88, 39.95, n), rng.uniform(39.75, 40.10, n))
     user = rng.integers(0, 40, n)
-    rows = [f"{u:03d},2008-10-23 {i // 60 % 24:02d}:{i % 60:02d}:00,{a:.6f},{o:.6f}"
-            for i, (u, a, o) in enumerate(zip(user, lat, lon, strict=True))]
+    rows = [
+        f"{u:03d},2008-10-23 {i // 60 % 24:02d}:{i % 60:02d}:00,{a:.6f},{o:.6f}"
+        for i, (u, a, o) in enumerate(zip(user, lat, lon, strict=True))
+    ]
     (OUT / "geolife_sample.csv").write_text("user,timestamp_utc,lat,lon\n" + "\n".join(rows) + "\n")
 
 
@@ -27,8 +29,9 @@ def housing(n=300):
     """California housing's columns the SLDP classification reads (and a few it does not)."""
     lon, lat = rng.uniform(-124.0, -114.5, n), rng.uniform(32.6, 41.9, n)
     value = rng.uniform(20_000, 500_000, n).round()
-    rows = [f"{o:.2f},{a:.2f},{int(rng.integers(1, 52))},{v:.1f},NEAR BAY"
-            for o, a, v in zip(lon, lat, value, strict=True)]
+    rows = [
+        f"{o:.2f},{a:.2f},{int(rng.integers(1, 52))},{v:.1f},NEAR BAY" for o, a, v in zip(lon, lat, value, strict=True)
+    ]
     header = "longitude,latitude,housing_median_age,median_house_value,ocean_proximity\n"
     (OUT / "housing_sample.csv").write_text(header + "\n".join(rows) + "\n")
 
@@ -46,8 +49,11 @@ def adult(n=200):
     for name, test in (("adult.data", False), ("adult.test", True)):
         edu = rng.integers(1, 17, n)
         label = np.where(rng.random(n) < 0.1 + 0.04 * edu, ">50K", "<=50K")
-        rows = [f"39, Private, 77516, Bachelors, {e}, Never-married, Adm-clerical, Not-in-family, White, Male, "
-                f"0, 0, 40, United-States, {lab}{'.' if test else ''}" for e, lab in zip(edu, label, strict=True)]
+        rows = [
+            f"39, Private, 77516, Bachelors, {e}, Never-married, Adm-clerical, Not-in-family, White, Male, "
+            f"0, 0, 40, United-States, {lab}{'.' if test else ''}"
+            for e, lab in zip(edu, label, strict=True)
+        ]
         head = "|1x3 Cross validator\n" if test else ""
         (OUT / "adult_sample" / name).write_text(head + "\n".join(rows) + "\n")
 
