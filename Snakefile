@@ -27,6 +27,16 @@ warnings.filterwarnings(
 # locpriv, so results always come from the code in this working tree.
 LIB = os.path.join(workflow.basedir, "lib")
 sys.path.insert(0, LIB)
+# The console plugin (lib/snakemake_logger_plugin_locpriv) is loaded before this file and imports
+# locpriv from wherever Python found it first (e.g. another checkout's editable install): forget
+# that copy, so that the rules and the code fingerprints read this working tree's library.
+if not os.path.abspath(
+    getattr(sys.modules.get("locpriv"), "__file__", None) or LIB
+).startswith(LIB + os.sep):
+    for _module in [
+        m for m in sys.modules if m == "locpriv" or m.startswith("locpriv.")
+    ]:
+        del sys.modules[_module]
 os.environ["PYTHONPATH"] = os.pathsep.join(
     filter(None, [LIB, os.environ.get("PYTHONPATH")])
 )

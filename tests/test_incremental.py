@@ -77,7 +77,8 @@ def test_plot_setting_reruns_only_plots(project):
     [
         (
             "mechanisms/zero.py",
-            {"randomize", "aggregate_estimate", "attack", "audit", "audit_table", "metrics", "summary"},
+            # table_html: the audit and runs tables' HTML pages, drawn from the changed tables
+            {"randomize", "aggregate_estimate", "attack", "audit", "audit_table", "metrics", "summary", "table_html"},
         ),
         ("plots.py", {"plot_summary", "plot_surfaces"}),
     ],
