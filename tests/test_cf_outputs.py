@@ -80,10 +80,11 @@ def netcdf_files(tmp_path_factory):
     # the files themselves as targets (the attacks, audits and metrics after them are not needed here)
     runs = lpconfig.check_startup(copy.deepcopy(cfg), None)
     base = {**heatmaps.validate_config(SECTION_HEATMAPS)["base"], "method": "dp_heatmap", "rep": 0}
+    grid_dir = f"grid~{cfg['grid']['P']}x{cfg['grid']['Q']}"  # the truth and pooled KDE are keyed by grid
     targets = [
         *(f"results/{run.path}/estimate.nc" for run in runs),
-        "results/ingest/gauss9/truth.nc",
-        "results/ingest/gauss9/pooled-kde/n~600_h~0.55.nc",
+        f"results/ingest/gauss9/{grid_dir}/truth.nc",
+        f"results/ingest/gauss9/{grid_dir}/pooled-kde/n~600_h~0.55.nc",
         f"results/studies/heatmaps/runs/{heatmaps.run_dir(base)}/heatmap.nc",
         "results/studies/radiomap/ingest/heights.nc",
     ]

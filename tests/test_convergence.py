@@ -126,7 +126,8 @@ def test_the_console_is_a_progress_line_and_the_files_to_open(reference):
     assert progress and "(more once the data are read)" in progress[0] and progress[-1].endswith(" s")
     assert any("left" in line for line in progress)
     assert lines[-1].startswith(
-        "locpriv: done. Open results/summary/frontier.csv, results/plots/frontier.png, results/summary/runs.csv"
+        "locpriv: done. Open results/summary/frontier.csv, results/summary/frontier.html, "
+        "results/summary/recommendation.html, results/plots/frontier.png, results/summary/runs.csv"
     )
 
 
