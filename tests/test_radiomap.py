@@ -34,6 +34,21 @@ def small_problem(seed=1, n_users=6):
     return cfg, env, scenario.problem(cfg, env, links, ev, y)
 
 
+def fedavg_settings(epochs, **overrides):
+    """FedAvg (no noise) on small_problem with a step size that trains it in a few epochs."""
+    return Settings(
+        epochs=epochs,
+        eta_h=3000.0,
+        eta_theta=0.08,
+        clip=1.0,
+        psi_scale=3.0,
+        h_init=20.0,
+        theta_init=(-20.0, -30.0, -20.0, -40.0),
+        scheme="radio_fedavg",
+        **overrides,
+    )
+
+
 def test_traversal_of_an_axis_parallel_link_visits_its_row_with_linear_heights():
     links = traverse(GRID, np.array([[0.5, 4.5, 0.0]]), np.array([[29.5, 4.5, 29.0]]))
     row = links.matrix.getrow(0)
@@ -201,16 +216,7 @@ def test_wcl_on_a_gradient_peaked_at_a_known_cell_returns_that_cell(nu):
 
 def test_training_without_noise_decreases_the_loss():
     _cfg, _env, pb = small_problem()
-    s = Settings(
-        epochs=15,
-        eta_h=3000.0,
-        eta_theta=0.08,
-        clip=1.0,
-        psi_scale=3.0,
-        h_init=20.0,
-        theta_init=(-20.0, -30.0, -20.0, -40.0),
-        scheme="radio_fedavg",
-    )
+    s = fedavg_settings(15)
     hist = train(pb, s, rng(1, "rm-test", "train"), keep_epochs=[1, 15])
     assert hist.loss[-1] < hist.loss[0]
     assert hist.mae[-1] < hist.mae[0]
@@ -249,17 +255,7 @@ def test_uniform_guarantee_uses_sensitivity_2c_with_no_gate_and_needs_frozen_the
 
 def test_frozen_theta_is_never_updated():
     _cfg, _env, pb = small_problem()
-    s = Settings(
-        epochs=3,
-        eta_h=3000.0,
-        eta_theta=0.08,
-        clip=1.0,
-        psi_scale=3.0,
-        h_init=20.0,
-        theta_init=(-20.0, -30.0, -20.0, -40.0),
-        scheme="radio_fedavg",
-        theta="frozen",
-    )
+    s = fedavg_settings(3, theta="frozen")
     hist = train(pb, s, rng(1, "rm-test", "train"))
     assert all(np.array_equal(t, s.theta_init) for t in hist.theta)
     learned = train(pb, Settings(**{**s.__dict__, "theta": "learned"}), rng(1, "rm-test", "train"))
@@ -458,16 +454,7 @@ def test_wcl_on_stacked_epochs_equals_each_epoch_alone():
 def test_fedavg_trajectory_does_not_depend_on_which_uploads_are_kept():
     """Without noise the aggregate of the unkept epochs is exactly the weighted sum of the uploads."""
     _cfg, _env, pb = small_problem()
-    s = Settings(
-        epochs=6,
-        eta_h=3000.0,
-        eta_theta=0.08,
-        clip=1.0,
-        psi_scale=3.0,
-        h_init=20.0,
-        theta_init=(-20.0, -30.0, -20.0, -40.0),
-        scheme="radio_fedavg",
-    )
+    s = fedavg_settings(6)
     kept = train(pb, s, rng(1, "rm-test", "train"), keep_epochs=range(1, 7))
     none = train(pb, s, rng(1, "rm-test", "train"))
     np.testing.assert_array_equal(np.asarray(kept.heights), np.asarray(none.heights))
