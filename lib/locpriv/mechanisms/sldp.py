@@ -39,9 +39,10 @@ from ..sldp.protocol import (
     LEAVES,
     SPLIT_RULES,
     run_protocol,
+    timing_tv,
 )
 from ..sldp.protocol import guarantee as sldp_guarantee
-from .base import clamp_to_domain
+from .base import TIMING, clamp_to_domain
 from .partitions import EPSILON, Released, domain_box, level_area
 
 
@@ -105,11 +106,13 @@ class SLDP(Released):
             choices=COUNTS,
             omit_default=True,
         ),
+        "timing": TIMING,
     }
 
     def claim(self):
         s = self.settings
-        return sldp_guarantee(s["epsilon"], s["delta"], s["threshold"], s["split_rule"], s["calibration"])
+        tv = timing_tv(s["epsilon"], s["max_depth"], s["calibration"]) if self.timing_safe else 0.0
+        return sldp_guarantee(s["epsilon"], s["delta"], s["threshold"], s["split_rule"], s["calibration"], timing_tv=tv)
 
     def communication(self, grid):
         return 4.0 * self.settings["max_depth"]  # at most 4 noisy indicators per round answered
@@ -132,6 +135,7 @@ class SLDP(Released):
             leaves=s["leaves"],
             counts=s["counts"],
             keep_user_reports=keep_user_reports,
+            timing_safe=self.timing_safe,
         )
 
     def randomize_points(self, points, grid, rng):
