@@ -177,3 +177,16 @@ def test_geoind_and_sldp_records_state_the_fixed_work_delta():
     assert safe.timing == TIMING_FIXED_WORK and safe.epsilon == base.epsilon
     extra = (1 + np.exp(base.epsilon)) * sldp_protocol.timing_tv(1.0, 8)
     assert safe.delta == pytest.approx(base.delta + extra) and 0 < extra < 1e-6
+
+
+def test_per_client_heatmap_vectors_draw_their_shares_with_fixed_work():
+    # the per-client modes' client code (``clients.client_vectors``) with SecAgg(timing_safe=True)'s flag:
+    # two words per entry (X and Y of the share) whatever the shares are
+    from locpriv.heatmaps import clients
+
+    def vectors(rng):
+        return clients.client_vectors(np.array([0, 3, 5]), 8, 1.0, 1.0, 3, 20, rng, timing_safe=True)
+
+    runs = [_work(vectors, seed) for seed in range(50)]
+    assert {w for w, _, _ in runs} == {2 * 3 * 8}
+    assert len({out.tobytes() for _, _, out in runs}) > 40  # the shares did vary
