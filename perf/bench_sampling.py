@@ -20,11 +20,17 @@ of the workflow, before and after: ``laplace_ldp``'s grid release (``dp.grid.rel
 2 coordinates in [0, 1], ε = 1) and ``geoind``'s planar Laplace (``planar_laplace.perturb``,
 ε = 1), per 10^6 users.
 
+Then the cost of ``timing: fixed_work`` per client sampler, batch vs fixed work in one run: CPU
+seconds per 10^6 users of ``laplace_ldp``'s release, ``geoind``'s perturb, one ``sldp`` round
+(4 indicators, ε = 1) and a heatmap client's Pólya share (one entry; r = 1/100, ε = 1 and 0.1),
+and their ratio fixed / batch.
+
 Last, the timing channel of one user at a time (issue 28 item 4): ``--single`` draws of one
 value each at σ = 1024 (laplace_ldp on [0, 1], ε = 1: 1024 grid steps / ε), per call the wall
 time in ns; printed: Spearman's rank correlation of the time with |noise| and the mean time of
 the calls whose |noise| is in the top decile over that of the bottom one (medians:
-  robust to load spikes).  A correlation is what a
+robust to load spikes), and the same for a heatmap client's Pólya share, batch and fixed work.
+A correlation is what a
 response-time observer exploits; numbers on a loaded machine are noisy, so read the
 correlation, not the microseconds.
 
@@ -50,6 +56,8 @@ from scipy import stats
 
 from locpriv import planar_laplace
 from locpriv.dp import gaussian, grid, sampling
+from locpriv.heatmaps import polya
+from locpriv.sldp import protocol as sldp_protocol
 from timing import timed
 
 SCALES = (2.0, 100.0, 1e4)
@@ -180,6 +188,36 @@ def mixed(args, before):
         print(f"{name:>34} {after:>8.4f} {was:>8.4f} {was / after:>12.1f}{cold}")
 
 
+def fixed_work_cost(args):
+    n = args.draws // 2
+    users = np.random.default_rng(2).uniform(0.0, 1.0, (n, 2))
+    child = np.random.default_rng(3).integers(0, 4, n)
+    print("\ntiming: fixed_work against batch, CPU seconds per 10^6 users (one call for all of them)")
+    print(f"{'client sampler':>34} {'batch':>8} {'fixed':>8} {'fixed/batch':>12}")
+    cases = [
+        (
+            "laplace_ldp release, eps=1",
+            lambda rng, t: grid.release_bounded(users, [0, 0], [1, 1], 0.5, rng, timing_safe=t),
+        ),
+        ("geoind planar perturb, eps=1", lambda rng, t: planar_laplace.perturb(users, 1.0, rng, timing_safe=t)),
+        (
+            "sldp round (4 indicators), eps=1",
+            lambda rng, t: sldp_protocol.child_reports(child, 1.0, rng, timing_safe=t),
+        ),
+    ]
+    for eps in (1.0, 0.1):
+        cases.append(
+            (
+                f"heatmap Polya share, eps={eps:g}",
+                lambda rng, t, e=eps: polya.client_shares(n, 1, e, 1.0, 100, rng, timing_safe=t),
+            )
+        )
+    for name, fn in cases:
+        rng = np.random.default_rng(4)
+        batch, fixed = (per_million(lambda t=t: fn(rng, t), n, args.repeat) for t in (False, True))
+        print(f"{name:>34} {batch:>8.4f} {fixed:>8.4f} {fixed / batch:>12.2f}")
+
+
 def timing_channel(args, before):
     scale, calls = 1024.0, args.single
     print(f"\none user at a time: {calls:,} single draws at scale {scale:g}; wall ns per call vs |noise|")
@@ -190,6 +228,11 @@ def timing_channel(args, before):
     ]
     if before:
         modes.append(("before", lambda rng: before["sampling"].discrete_laplace(scale, rng, size=1)))
+    # a heatmap client's Pólya share (n_dp = 1, eps = 1): numpy's Gamma–Poisson against the fixed-work inversion
+    modes += [
+        (f"polya {name}", lambda rng, t=t: polya.client_shares(1, 1, 1.0, 1.0, 1, rng, timing_safe=t)[0])
+        for name, t in (("batch", False), ("safe", True))
+    ]
     for name, draw in modes:
         rng = np.random.default_rng(7)
         for _ in range(200):  # warm caches and constants
@@ -223,6 +266,7 @@ def main():
         print(f"before = lib/locpriv/dp at {args.baseline_rev} ({rev})")
     throughput(args, before, opendp_sampler())
     mixed(args, before)
+    fixed_work_cost(args)
     if args.single:
         timing_channel(args, before)
     print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -135,14 +135,29 @@ def epsilon_per_metre(epsilon_per_degree: float) -> float:
     return _epsilon(epsilon_per_degree) / METRES_PER_DEGREE
 
 
-def guarantee(epsilon: float, units: str) -> Guarantee:
-    """The formal guarantee of ``perturb`` at ``epsilon`` per ``units`` of distance."""
+def guarantee(epsilon: float, units: str, timing_safe: bool = False) -> Guarantee:
+    """The formal guarantee of ``perturb`` at ``epsilon`` per ``units`` of distance.
+
+    ``timing_safe``: the record's delta is the total variation tv = ``timing_safe_tv(epsilon)`` of one
+    report (with its round count) from the exact sampler's, whose rounds carry nothing; for inputs d
+    apart P'(S | x) <= P(S | x) + tv <= e^(eps d) P(S | x') + tv <= e^(eps d) P'(S | x') + (1 + e^(eps d)) tv,
+    so the map gives (eps d, (1 + e^(eps d)) tv) (``Guarantee.map``): the delta grows with the distance
+    and is meaningful up to eps d ~ 20 (tv ~ 1e-10), beyond which the exact mechanism's e^(-eps d) is
+    itself below any delta worth stating."""
     epsilon = _epsilon(epsilon)
     step = grid_step(epsilon)
+    tv = timing_safe_tv(epsilon) if timing_safe else 0.0
+    fixed = (
+        f"; timing: fixed work per rejection round, the round count independent of the noise; delta = "
+        f"{tv:.3g} is the report's total variation from exact, inputs d apart get "
+        f"(epsilon d, (1 + e^(epsilon d)) delta) (planar_laplace.timing_safe_tv)"
+        if timing_safe
+        else ""
+    )
     return Guarantee(
-        model="geo-indistinguishability (metric DP)",
+        model="geo-indistinguishability (metric DP)" + (", with delta" if timing_safe else ""),
         epsilon=epsilon,
-        delta=0.0,
+        delta=tv,
         relation=f"metric: Euclidean distance in {units}",
         covers="each user's location, at every distance scale (indistinguishability decays as exp(-epsilon d))",
         discretisation=f"location snapped to the public grid of step {step:g} {units} (power of two, "
@@ -150,5 +165,5 @@ def guarantee(epsilon: float, units: str) -> Guarantee:
         f"grid (exact rejection sampler from exact discrete Laplace proposals)",
         note=f"planar Laplace (Andres et al. 2013, eq. 18 of the federated-KDE paper) restricted to the grid; "
         f"exact for grid locations; for arbitrary ones the log-ratio bound is epsilon d + "
-        f"{math.sqrt(2) * epsilon * step:.2g} (snapping)",
+        f"{math.sqrt(2) * epsilon * step:.2g} (snapping)" + fixed,
     )

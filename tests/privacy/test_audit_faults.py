@@ -7,7 +7,10 @@ input) and requires the table to say the claim does not hold.  The five faults a
 building-block audit of main missed (the bounds it gave in parentheses): SLDP's protocol drawing
 Alg. 1's printed Laplace(1/ε) (0.53 vs 1), ``heatmap_flat`` spending 4ε (0.98 vs 1), ``ldp_kdtree``
 users reporting at every depth (0.96 vs 1), ``dp_heatmap``'s last sub-query overspending by ε
-(0.98 vs 1) and PrivTree's leaf-count noise divided by 4 (1.40 vs 2).
+(0.98 vs 1) and PrivTree's leaf-count noise divided by 4 (1.40 vs 2).  The seven it caught are
+planted too (``DOUBLED``): client noise at 2ε for laplace_ldp, geoind, ldp_oue_grid and hdg, and the
+building blocks it sampled at 2ε — ldp_kdtree's OUE bits, SLDP's indicators, the heatmaps' shard
+noise — now refuted through each mechanism's whole client and server code.
 
 Each bound holds w.p. >= 95 % for a correct mechanism (α = 0.05, Clopper–Pearson on a held-out
 half); with the fixed seed each outcome is deterministic.  The unplanted runs of the same cases
@@ -109,6 +112,16 @@ DOUBLED = [
     ("geoind", {"h": 0.5, "epsilon": 1.0}, "locpriv.planar_laplace.perturb", 1),
     ("ldp_oue_grid", {"epsilon": 1.0, "level": 2}, "locpriv.mechanisms.ldp_oue_grid.oue_bits", 2),
     ("hdg", {"epsilon": 1.0}, "locpriv.sldp.hdg.oue_bits", 2),
+    # the building blocks main's audit sampled (ldp_kdtree's OUE bits, SLDP's indicators, the heatmaps'
+    # shard noise) at 2ε: caught there, and now through each mechanism's whole client and server code
+    ("ldp_kdtree", {"epsilon": 1.0}, "locpriv.sldp.ldp_kdtree.oue_bits", 2),
+    (
+        "sldp",
+        {"epsilon": 1.0, "split_rule": "all_children", "delta": 0.001},
+        "locpriv.sldp.protocol.child_reports",
+        1,
+    ),
+    ("dp_heatmap", {"epsilon": 1.0, "shard_size": 1000}, "locpriv.heatmaps.adaptive.noisy_histogram", 3),
 ]
 
 

@@ -134,3 +134,18 @@ def test_every_mechanism_claiming_epsilon_has_an_audit_case():
     for name in mechanisms.names():
         mech = mechanisms.get(name)(**_minimal_params(name))
         assert bool(mech.audit_pairs(GRIDS["unit"])) == (mech.guarantee().epsilon is not None), name
+
+
+def test_sldp_case_moves_the_target_inside_a_proper_sub_region():
+    # issue 28 item 3: U* must be a proper sub-region, not the whole box.  The case's dataset makes
+    # the ideal partition split the root and stop in the lower-left child; the target's region is
+    # that child (level 1, fixed in round 2) in every run but those where noise beats the margin
+    # (probability <= delta = 0.05 per child: at most 4 of 40 runs expected, 12 allowed)
+    mech = mechanisms.get("sldp")(epsilon=1.0, split_rule="all_children")
+    (pair,) = mech.audit_pairs(GRIDS["unit"])
+    rng = np.random.default_rng(SEED)
+    for sample in (pair.sample_x, pair.sample_xp):
+        out = sample(40, rng)
+        level, fixed_round = out[:, 4], out[:, 5]
+        assert ((level == 1) & (fixed_round == 2)).sum() >= 28
+        assert (np.abs(out[:, :4]).sum(axis=1) > 0).sum() >= 28  # it answered round 2

@@ -3,17 +3,30 @@ noise with the same work whatever the noise, and every location mechanism's reco
 
 Work is measured without a clock: the 64-bit words the report consumed (an SFC64 generator counts
 them) and the exact sequence of Python and C function calls the report made (``sys.setprofile``).
+
+The test with power: the statistic is Spearman's rho between the words one report consumed and the
+report's |noise|, over REPORTS reports on fresh streams; under independence sqrt(n - 1) rho is
+approximately N(0, 1), so |sqrt(n - 1) rho| > Z_CRIT = 3.29 refutes independence at two-sided
+alpha = 1e-3 (constant work: rho = 0).  The same statistic on the batch Pólya share (numpy's
+Gamma–Poisson, a rejection/multiplication sampler: one word per unit of the draw) is above 10 at
+n = 400 (test_the_statistic_detects_the_batch_share_sampler), so a pass is not vacuous.
 """
 
 import sys
 
 import numpy as np
 import pytest
+from scipy import stats
 
-from locpriv import LaplaceLDP, laplace_ldp, mechanisms
+from locpriv import GeoInd, LaplaceLDP, laplace_ldp, mechanisms, planar_laplace
 from locpriv.dp import TIMING_BATCH, TIMING_FIXED_WORK, sampling
+from locpriv.heatmaps import polya
+from locpriv.mechanisms.base import as_grid
+from locpriv.sldp import protocol as sldp_protocol
 
 REPORTS = 200
+DEPENDENCE_REPORTS = 400
+Z_CRIT = 3.29  # two-sided alpha = 1e-3 for N(0, 1)
 
 
 def _work(draw, seed):
@@ -90,3 +103,90 @@ def test_every_location_record_states_its_timing_model(name):
     mech = cls(**{k: required.get(k, 1) for k, p in cls.params.items() if p.default is None})
     assert mech.guarantee().timing in (TIMING_BATCH, TIMING_FIXED_WORK)
     assert "timing" in mech.guarantee().as_dict()
+
+
+def _dependence(runs, noise) -> float:
+    """sqrt(n - 1) x Spearman's rho between the words each run consumed and |noise| (0 for constant work)."""
+    words = np.array([w for w, _, _ in runs])
+    if np.ptp(words) == 0:
+        return 0.0
+    return float(stats.spearmanr(words, np.abs(noise)).statistic * np.sqrt(len(runs) - 1))
+
+
+def _share_runs(timing_safe: bool):
+    draw = lambda rng: polya.client_shares(1, 1, 1.0, 1.0, 1, rng, timing_safe=timing_safe)[0, 0]  # noqa: E731
+    runs = [_work(draw, seed) for seed in range(DEPENDENCE_REPORTS)]
+    return runs, np.array([out for _, _, out in runs])
+
+
+def test_the_statistic_detects_the_batch_share_sampler():
+    # power check: a client's Pólya share as every heatmap mode but fixed_work draws it; its |share|
+    # takes many values (else no statistic could see anything)
+    runs, noise = _share_runs(False)
+    assert np.unique(np.abs(noise)).size > 5
+    assert _dependence(runs, noise) > Z_CRIT
+
+
+def test_fixed_work_share_does_the_same_work_and_has_the_law():
+    runs, noise = _share_runs(True)
+    assert np.unique(np.abs(noise)).size > 5
+    assert {w for w, _, _ in runs} == {2} and _dependence(runs, noise) == 0.0
+    # the law: X - Y with X, Y ~ Pólya(1, a) is discrete Laplace P(z) ∝ a^|z|; chi-square at alpha 1e-3
+    a = np.exp(-1.0)
+    z = polya.client_shares(200_000, 1, 1.0, 1.0, 1, np.random.default_rng(5), timing_safe=True).ravel()
+    support = np.arange(-6, 7)
+    pmf = (1 - a) / (1 + a) * a ** np.abs(support)
+    observed = np.array([(z == k).sum() for k in support] + [(np.abs(z) > 6).sum()])
+    expected = z.size * np.append(pmf, 1 - pmf.sum())
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+    assert 0 < polya.polya_timing_tv(1.0, a) < 1e-15
+
+
+def test_fixed_work_geoind_and_sldp_work_is_independent_of_the_noise():
+    # geoind: rejection rounds vary, but in exact rejection sampling their number is independent of
+    # the accepted noise; each round is fixed work, so the words must not depend on |noise|
+    geo = GeoInd(epsilon=1.0, h=0.5, timing="fixed_work")
+    runs = [_work_of_one_report(geo, seed) for seed in range(DEPENDENCE_REPORTS)]
+    noise = np.array([np.hypot(*(report - [0.3, 0.7])) for _, _, report in runs])
+    assert np.unique(noise).size > DEPENDENCE_REPORTS // 2
+    assert abs(_dependence(runs, noise)) < Z_CRIT
+    sldp = mechanisms.get("sldp")(epsilon=1.0, split_rule="all_children", timing="fixed_work")
+    grid = as_grid([0, 1, 0, 1])
+
+    def one_user(rng):
+        return sldp.protocol(np.array([[0.3, 0.7]]), grid, rng, keep_user_reports=True).user_reports.steps
+
+    runs = [_work(one_user, seed) for seed in range(REPORTS)]
+    # the user answers one round (Q = 20 > 1 user); its one-hot is the same in every run, so this is
+    # a fixed shift of the noise: its spread shows the noise varied
+    noise = np.array([np.abs(out - 256 * (np.arange(out.size) % 4 == 0)).sum() for _, _, out in runs])
+    assert np.unique(noise).size > REPORTS // 2
+    assert len({w for w, _, _ in runs}) == 1 and _dependence(runs, noise) == 0.0
+
+
+def test_geoind_and_sldp_records_state_the_fixed_work_delta():
+    batch, fixed = (GeoInd(epsilon=0.5, h=1.0, timing=t).guarantee() for t in ("batch", "fixed_work"))
+    assert batch.timing == TIMING_BATCH and batch.delta == 0.0 and batch.map(2.0) == (1.0, 0.0)
+    tv = planar_laplace.timing_safe_tv(0.5)
+    assert fixed.timing == TIMING_FIXED_WORK and fixed.delta == tv
+    # metric DP with a sampler tv from exact: (eps d, (1 + e^(eps d)) tv), growing with the distance
+    assert fixed.map(2.0) == (1.0, pytest.approx((1 + np.e) * tv))
+    assert fixed.map(200.0)[1] > fixed.map(2.0)[1] and fixed.map(1e4)[1] == 1.0
+    sldp = mechanisms.get("sldp")
+    base, safe = (sldp(epsilon=1.0, split_rule="all_children", timing=t).guarantee() for t in ("batch", "fixed_work"))
+    assert safe.timing == TIMING_FIXED_WORK and safe.epsilon == base.epsilon
+    extra = (1 + np.exp(base.epsilon)) * sldp_protocol.timing_tv(1.0, 8)
+    assert safe.delta == pytest.approx(base.delta + extra) and 0 < extra < 1e-6
+
+
+def test_per_client_heatmap_vectors_draw_their_shares_with_fixed_work():
+    # the per-client modes' client code (``clients.client_vectors``) with SecAgg(timing_safe=True)'s flag:
+    # two words per entry (X and Y of the share) whatever the shares are
+    from locpriv.heatmaps import clients
+
+    def vectors(rng):
+        return clients.client_vectors(np.array([0, 3, 5]), 8, 1.0, 1.0, 3, 20, rng, timing_safe=True)
+
+    runs = [_work(vectors, seed) for seed in range(50)]
+    assert {w for w, _, _ in runs} == {2 * 3 * 8}
+    assert len({out.tobytes() for _, _, out in runs}) > 40  # the shares did vary

@@ -93,7 +93,9 @@ class Guarantee:
 
         * metric DP: ``d_in`` is a distance in the record's units, the map is
           (epsilon * d_in, 0) by definition of epsilon-geo-indistinguishability
-          (Andrés et al. 2013, Def. 3.1);
+          (Andrés et al. 2013, Def. 3.1); a metric record with delta > 0 (a fixed-work sampler
+          within total variation delta of the exact one) gives (epsilon d_in,
+          (1 + e^(epsilon d_in)) delta), capped at 1 (``planar_laplace.guarantee``);
         * pure or approximate DP (local, central, distributed, SLDP inside a region): ``d_in``
           is a number of neighbouring steps under the relation (a group of ``d_in`` users, or
           one user changed ``d_in`` times), and group privacy gives
@@ -118,7 +120,10 @@ class Guarantee:
             what = "a distance" if self.metric else "an integer: neighbouring steps"
             raise ValueError(f"d_in must be a finite number >= 0 ({what}), got {d_in!r}")
         if self.metric:
-            return epsilon * d_in, 0.0
+            loss = epsilon * d_in
+            if not delta:
+                return loss, 0.0
+            return loss, min(1.0, (1 + math.exp(loss)) * delta) if loss < 700 else 1.0
         k = int(d_in)
         if not (k and delta):
             return k * epsilon, 0.0

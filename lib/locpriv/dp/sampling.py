@@ -151,7 +151,7 @@ def clear_law_cache() -> None:
     _law.cache_clear()
 
 
-def _words(rng: np.random.Generator, n: int) -> np.ndarray:
+def words(rng: np.random.Generator, n: int) -> np.ndarray:
     """n uniform 64-bit words (numpy's full-range path returns the bit generator's raw words)."""
     return rng.integers(0, 2**64 - 1, size=n, endpoint=True, dtype=np.uint64)
 
@@ -173,7 +173,7 @@ class _LazyUniform:
             if Fraction(self.num, 1 << self.bits) >= hi:
                 return False
             if Fraction(1, 1 << self.bits) > hi - lo:  # U is the coarser: 64 more bits
-                self.num = (self.num << 64) | int(_words(self._rng, 1)[0])
+                self.num = (self.num << 64) | int(words(self._rng, 1)[0])
                 self.bits += 64
             else:
                 digits *= 2
@@ -353,7 +353,7 @@ def _fast_magnitudes(scales: _Scales, rng: np.random.Generator, out: np.ndarray)
     slow = []
     for start in range(0, n, CHUNK):
         part = slice(start, min(start + CHUNK, n))
-        negative, leading, w = _split(_words(rng, part.stop - start))
+        negative, leading, w = _split(words(rng, part.stop - start))
         guess = (
             scales.per_element(const.sigma, part) * (scales.per_element(const.offset, part) - np.log(w + 0.5))
         ).astype(np.int64)
@@ -381,7 +381,7 @@ def _fixed_work_magnitudes(scales: _Scales, rng: np.random.Generator, out: np.nd
     const = scales.const
     for start in range(0, n, CHUNK):
         part = slice(start, min(start + CHUNK, n))
-        negative, _, w = _split(_words(rng, part.stop - start))
+        negative, _, w = _split(words(rng, part.stop - start))
         running = np.broadcast_to(scales.per_element(const.c_top, part), w.shape).copy()
         magnitude = np.zeros(w.shape)
         for j in reversed(range(const.bits)):
@@ -446,7 +446,7 @@ def bernoulli_exp_integer(m, rng: np.random.Generator, timing_safe: bool = False
     m = np.asarray(m, dtype=np.int64).ravel()
     if (m < 0).any():
         raise ValueError("bernoulli_exp_integer needs integers m >= 0")
-    _, leading, w = _split(_words(rng, m.size))
+    _, leading, w = _split(words(rng, m.size))
     exp_top = _EXP_TOP[np.minimum(m, _EXP_TOP.size - 1)]
     if timing_safe:
         return (w < exp_top) | (m == 0)

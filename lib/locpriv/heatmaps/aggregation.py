@@ -60,7 +60,9 @@ class SecAgg:
     test or benchmark must replay masked vectors (then a seeded Generator of its own,
     never the DP noise's stream); ``layout``: the public stream that places clients on
     the Harary graph (seeded, so the server's transcript is reproducible; None: drawn
-    from ``entropy``).  No output depends on a secret: the masks cancel.
+    from ``entropy``).  No output depends on a secret: the masks cancel.  ``timing_safe``: the
+    per-client modes draw every client's shares with fixed work (``polya.client_shares``); the
+    population mode simulates the summed shares' exact law and runs no client code.
     """
 
     shard_size: int = 10_000
@@ -70,6 +72,7 @@ class SecAgg:
     protocol: ProtocolParams = field(default_factory=ProtocolParams)
     entropy: np.random.Generator | None = field(default=None, compare=False, repr=False)
     layout: np.random.Generator | None = field(default=None, compare=False, repr=False)
+    timing_safe: bool = False
 
     def __post_init__(self):
         if not (isinstance(self.shard_size, (int, np.integer)) and self.shard_size >= 1):

@@ -66,17 +66,25 @@ def one_hot_counts(index: np.ndarray, dim: int) -> np.ndarray:
 
 
 def noisy_vectors(
-    counts: np.ndarray, epsilon: float, sensitivity: float, n_dp: int, rng: np.random.Generator
+    counts: np.ndarray,
+    epsilon: float,
+    sensitivity: float,
+    n_dp: int,
+    rng: np.random.Generator,
+    timing_safe: bool = False,
 ) -> np.ndarray:
     """Each client's integer vector (a row of ``counts``) plus its own Pólya share, not reduced (int64).
 
-    Drawn ``BLOCK_ENTRIES`` at a time to bound the float temporaries of the Gamma–Poisson draw."""
+    Drawn ``BLOCK_ENTRIES`` at a time to bound the float temporaries of the Gamma–Poisson draw;
+    ``timing_safe``: the shares by the fixed-work sampler (``polya.client_shares``)."""
     counts = np.asarray(counts, dtype=np.int64)
     block = max(1, BLOCK_ENTRIES // max(counts.shape[1], 1))
     out = np.empty_like(counts)
     for i in range(0, len(counts), block):
         part = counts[i : i + block]
-        out[i : i + block] = part + polya.client_shares(len(part), counts.shape[1], epsilon, sensitivity, n_dp, rng)
+        out[i : i + block] = part + polya.client_shares(
+            len(part), counts.shape[1], epsilon, sensitivity, n_dp, rng, timing_safe
+        )
     return out
 
 
@@ -86,10 +94,17 @@ def reduce(vectors: np.ndarray, bits: int) -> np.ndarray:
 
 
 def client_vectors(
-    index: np.ndarray, dim: int, epsilon: float, sensitivity: float, n_dp: int, bits: int, rng: np.random.Generator
+    index: np.ndarray,
+    dim: int,
+    epsilon: float,
+    sensitivity: float,
+    n_dp: int,
+    bits: int,
+    rng: np.random.Generator,
+    timing_safe: bool = False,
 ) -> np.ndarray:
     """Each client's vector mod 2^bits: +1 at its ``index`` entries (shape (c,) or (c, w)) plus its Pólya share."""
-    return reduce(noisy_vectors(one_hot_counts(index, dim), epsilon, sensitivity, n_dp, rng), bits)
+    return reduce(noisy_vectors(one_hot_counts(index, dim), epsilon, sensitivity, n_dp, rng, timing_safe), bits)
 
 
 def centred(total: np.ndarray, bits: int) -> np.ndarray:
@@ -134,7 +149,7 @@ def shard_total(
     rng: np.random.Generator,
 ) -> tuple[np.ndarray, pd.DataFrame | None]:
     """One shard: its survivors' one-hot vectors plus noise, summed mod m (``modular_sum``)."""
-    vectors = client_vectors(index, dim, epsilon, sensitivity, n_dp, config.protocol.bits, rng)
+    vectors = client_vectors(index, dim, epsilon, sensitivity, n_dp, config.protocol.bits, rng, config.timing_safe)
     return modular_sum(vectors, member, n_clients, config, context)
 
 

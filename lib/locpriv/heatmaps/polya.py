@@ -18,13 +18,27 @@ survivors of a shard of n and draw Pólya(1/n_dp, a) shares.  With k >= n_dp
 survivors the aggregate noise is discrete Laplace plus more independent noise
 (still ε-DP, by post-processing); with k < n_dp it is the difference of two
 Pólya(k/n_dp, a), whose privacy loss ``achieved_epsilon`` computes exactly.
+
+Timing.  numpy's Gamma–Poisson draw does noise-dependent work (its Poisson for λ < 10
+multiplies uniforms until their product drops below e^−λ: one word per unit of the
+draw), so a device that answers one sub-query reveals its share through its response
+time (tests/privacy/test_timing_mode.py measures it).  ``client_shares(timing_safe=True)``
+draws each Pólya by inversion with fixed work (``fixed_work_polya``): one 64-bit word
+and the same K comparisons against the public CDF table, whatever the value.
 """
 
 from __future__ import annotations
 
 import math
+from decimal import Decimal, localcontext
+from functools import lru_cache
 
 import numpy as np
+
+from ..dp.sampling import words
+
+# the truncation of the fixed-work inversion: every CDF threshold below 1 - 2^-64 is compared
+TAIL = Decimal(2) ** -64
 
 
 def _alpha(epsilon: float, sensitivity: float) -> float:
@@ -50,13 +64,64 @@ def polya(r, alpha: float, size, rng: np.random.Generator) -> np.ndarray:
     return rng.poisson(lam)
 
 
+@lru_cache(maxsize=256)
+def _thresholds(r: float, alpha: float) -> np.ndarray:
+    """T_k = ceil(F(k) 2^63) for k = 0 .. K − 1, F the Pólya(r, alpha) CDF, K the least with
+    1 − F(K − 1) <= 2^-64 (uint64).  F from the pmf recursion P(0) = (1 − a)^r,
+    P(k + 1) = P(k) a (k + r) / (k + 1) in 50-digit decimals (error far below 2^-100)."""
+    with localcontext() as ctx:
+        ctx.prec = 50
+        a, rr = Decimal(alpha), Decimal(r)
+        p = (1 - a) ** rr
+        cdf, out, k = p, [], 0
+        while True:
+            out.append(int((cdf * 2**63).to_integral_value(rounding="ROUND_CEILING")))
+            if 1 - cdf <= TAIL:
+                return np.array(out, dtype=np.uint64)
+            p = p * a * (k + rr) / (k + 1)
+            cdf += p
+            k += 1
+
+
+def fixed_work_polya(r: float, alpha: float, size, rng: np.random.Generator) -> np.ndarray:
+    """Pólya(r, alpha) draws by inversion with the same work for every draw: one word W (63 bits of U)
+    and X = #{k < K : W >= T_k}, all K comparisons done (``_thresholds``; no data-dependent loop,
+    branch or table address).  Within total variation ``polya_timing_tv(r, alpha)`` of exact."""
+    thresholds = _thresholds(float(r), float(alpha))
+    shape = size if isinstance(size, tuple) else (int(size),)
+    w = words(rng, math.prod(shape)) >> np.uint64(1)
+    out = np.empty(w.size, dtype=np.int64)
+    step = max(1, (1 << 22) // thresholds.size)  # bound the (draws x K) comparison block
+    for i in range(0, w.size, step):
+        out[i : i + step] = (w[i : i + step, None] >= thresholds[None, :]).sum(axis=1)
+    return out.reshape(shape)
+
+
+def polya_timing_tv(r: float, alpha: float) -> float:
+    """Total variation of one ``fixed_work_polya`` draw from Pólya(r, alpha).  U = (W + V) / 2^63,
+    W the word's 63 bits: W >= T_k implies U >= F(k); W < T_k − 1 implies U < F(k); only W = T_k − 1
+    is undecided (probability 2^-63 per threshold), and U >= F(K − 1) answers K where the true draw
+    may exceed it (probability <= 2^-64)."""
+    return _thresholds(float(r), float(alpha)).size * 2.0**-63 + 2.0**-64
+
+
 def client_shares(
-    n_clients: int, dim: int, epsilon: float, sensitivity: float, n_dp: int, rng: np.random.Generator
+    n_clients: int,
+    dim: int,
+    epsilon: float,
+    sensitivity: float,
+    n_dp: int,
+    rng: np.random.Generator,
+    timing_safe: bool = False,
 ) -> np.ndarray:
-    """Each client's integer noise share X_i − Y_i, Pólya(1/n_dp, a) each: shape (n_clients, dim)."""
+    """Each client's integer noise share X_i − Y_i, Pólya(1/n_dp, a) each: shape (n_clients, dim).
+
+    ``timing_safe``: by ``fixed_work_polya`` (the same work per draw; each share within total
+    variation 2 ``polya_timing_tv`` per entry of exact)."""
     a = _alpha(epsilon, sensitivity)
     shape = (n_clients, dim)
-    return polya(1.0 / n_dp, a, shape, rng) - polya(1.0 / n_dp, a, shape, rng)
+    draw = fixed_work_polya if timing_safe else polya
+    return draw(1.0 / n_dp, a, shape, rng) - draw(1.0 / n_dp, a, shape, rng)
 
 
 def aggregate_noise(

@@ -14,7 +14,7 @@ import numpy as np
 from .. import planar_laplace
 from ..adversary import informed, likelihoods
 from ..params import Param
-from .base import BANDWIDTH
+from .base import BANDWIDTH, TIMING
 from .fedkde import KDE, FedKDE
 
 
@@ -35,10 +35,13 @@ class GeoInd(FedKDE):
             low=0.0,
         ),
         "kde": KDE,
+        "timing": TIMING,
     }
 
     def claim(self):
-        return planar_laplace.guarantee(self.settings["epsilon"], "distance units of the dataset")
+        return planar_laplace.guarantee(
+            self.settings["epsilon"], "distance units of the dataset", timing_safe=self.timing_safe
+        )
 
     def variance(self) -> float:
         """Per-coordinate variance of a report around the user's location: 3 / epsilon^2.
@@ -54,7 +57,7 @@ class GeoInd(FedKDE):
     def randomize_points(self, points, grid, rng):
         view = points[["user"]].reset_index(drop=True)
         epsilon = self.settings["epsilon"]
-        moved = planar_laplace.perturb(points[["x", "y"]].to_numpy(), epsilon, rng)
+        moved = planar_laplace.perturb(points[["x", "y"]].to_numpy(), epsilon, rng, timing_safe=self.timing_safe)
         view["x"], view["y"] = moved[:, 0], moved[:, 1]
         view.attrs["noise"] = {"epsilon": epsilon}  # the planar Laplace's epsilon the reports were drawn at
         return view

@@ -177,7 +177,11 @@ class Heatmap(Released):
             "shard's sum and no user drops out",
             discretisation="integer counts plus integer (discrete Laplace) noise: exact",
             note="Bagdasaryan et al. 2022 §4-5: discrete-Laplace sum per shard and sub-query, basic "
-            "composition over sub-queries",
+            "composition over sub-queries; timing (batch): a client's Polya share drawn by numpy's "
+            "Gamma-Poisson costs work growing with the share, so a device answering one sub-query exposes "
+            "its share through its response time, which epsilon does not cover (heatmaps.clients with "
+            "SecAgg(timing_safe=True) draws the shares with fixed work, polya.fixed_work_polya); the "
+            "aggregation's own time depends on the public shard sizes only",
         )
         return record.leaked(self.leak) if self.leak else record
 

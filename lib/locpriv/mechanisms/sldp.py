@@ -30,7 +30,7 @@ import pyarrow as pa
 from ..adversary import informed
 from ..params import Param
 from ..quadtree import cell_codes, cell_overlaps
-from ..sldp.margin import MIN_DELTA
+from ..sldp.margin import MIN_DELTA, split_margin
 from ..sldp.protocol import (
     CALIBRATIONS,
     COUNTS,
@@ -38,10 +38,12 @@ from ..sldp.protocol import (
     INDICATOR_STEP,
     LEAVES,
     SPLIT_RULES,
+    noise_scale,
     run_protocol,
+    timing_tv,
 )
 from ..sldp.protocol import guarantee as sldp_guarantee
-from .base import clamp_to_domain
+from .base import TIMING, clamp_to_domain
 from .partitions import EPSILON, Released, domain_box, level_area
 
 
@@ -105,11 +107,13 @@ class SLDP(Released):
             choices=COUNTS,
             omit_default=True,
         ),
+        "timing": TIMING,
     }
 
     def claim(self):
         s = self.settings
-        return sldp_guarantee(s["epsilon"], s["delta"], s["threshold"], s["split_rule"], s["calibration"])
+        tv = timing_tv(s["epsilon"], s["max_depth"], s["calibration"]) if self.timing_safe else 0.0
+        return sldp_guarantee(s["epsilon"], s["delta"], s["threshold"], s["split_rule"], s["calibration"], timing_tv=tv)
 
     def communication(self, grid):
         return 4.0 * self.settings["max_depth"]  # at most 4 noisy indicators per round answered
@@ -132,6 +136,7 @@ class SLDP(Released):
             leaves=s["leaves"],
             counts=s["counts"],
             keep_user_reports=keep_user_reports,
+            timing_safe=self.timing_safe,
         )
 
     def randomize_points(self, points, grid, rng):
@@ -189,41 +194,54 @@ class SLDP(Released):
     def audit_case(self, grid):
         """The whole protocol on a constructed dataset, the target user moved inside its privacy region.
 
-        ceil(Q) users sit in the upper-right root child, the target (user 0) in the lower-left child
-        (x) or the lower-right one (x′).  Two root children hold no one, so the ideal partition (every
-        child >= Q) stops at the root: U* is the whole box and x, x′ both lie in it.  The protocol's
-        release as the server sees it is scored: the target's round-1 indicators for x's and x′'s
-        children (``moved_indicators``), the level of its region and the number of rounds it answered.
-        A split of the root (probability <= δ) is part of the law the audit samples (Q > 0, so the
-        empty children always stop the ideal partition at the root).
+        ``crowd`` users sit at one point in each root child (centre of its upper-right grandchild), so
+        every root child holds >= Q and the ideal partition splits the root; inside the lower-left
+        child they fill one grandchild only, so it stops there: U* is the lower-left root child, a
+        proper sub-region (a quarter of the box).  The target (user 0) sits in that child's lower-left
+        grandchild (x) or its lower-right one (x′), both inside U*.  ``crowd`` is the least (growing by
+        a quarter) with crowd >= Q + 2 margin(4 crowd + 1): each child's n_hat is then above
+        Q + margin unless its noise exceeds the margin (probability <= δ), so the noisy protocol
+        splits the root too and the target answers round 2 about x's or x′'s grandchild.  The
+        protocol's release as the server sees it is scored: the target's round-2 indicators for x's
+        and x′'s grandchildren (``moved_indicators``), the level of its region and the round it was
+        fixed in; a run in which the root does not split is part of the law the audit samples.
         """
         from ..audit import cases
 
         lo, hi = cases.domain_corners(grid)
-        crowd = max(int(np.ceil(self.settings["threshold"])), 1)
-        base = np.repeat([lo + 0.75 * (hi - lo)], 1 + crowd, axis=0)
-        box, depth = domain_box(grid), self.settings["max_depth"]
+        s = self.settings
+        if s["max_depth"] < 2:
+            raise ValueError("sldp: the audit case needs max_depth >= 2 (a privacy region below the root); got 1")
+        q, scale = s["threshold"], noise_scale(s["epsilon"], s["calibration"])
+        crowd = max(int(np.ceil(q)), 1)
+        while crowd < q + 2 * float(split_margin(np.array([4 * crowd + 1]), scale, s["delta"], INDICATOR_STEP)[0]):
+            crowd += crowd // 4 + 1
+        centres = np.array([[0.375, 0.375], [0.875, 0.375], [0.375, 0.875], [0.875, 0.875]])
+        base = np.concatenate([[lo], np.repeat(lo + centres * (hi - lo), crowd, axis=0)])
+        box, depth = domain_box(grid), s["max_depth"]
 
         def released(where):
             xy = base.copy()
             xy[0] = lo + where * (hi - lo)
-            child = int(cell_codes(xy[:1], box, depth)[0] >> (2 * (depth - 1)))
+            grandchild = int(cell_codes(xy[:1], box, depth)[0] >> (2 * (depth - 2))) & 3
 
             def run(rng):
-                res = self.protocol(xy, grid, rng, keep_reports=True)
-                mine = res.reports[(res.reports["user"] == 0) & (res.reports["round"] == 1)]
+                res = self.protocol(xy, grid, rng, keep_reports=False, keep_user_reports=True)
+                reports = res.user_reports
+                mine = reports.steps[reports.offsets[0] : reports.offsets[1]]  # 4 per round answered, in order
                 y = np.zeros(4)
-                y[mine["code"].to_numpy() & 3] = mine["y"].to_numpy()
+                y[: mine[4:8].size] = INDICATOR_STEP * mine[4:8]  # round 2's indicators, children 0..3
                 region = res.user_cell.iloc[0]
                 return np.array([*y, region["level"], region["fixed_round"]])
 
-            return child, run
+            return grandchild, run
 
-        cx, run_x = released(np.array([0.25, 0.25]))
-        cxp, run_xp = released(np.array([0.75, 0.25]))
+        cx, run_x = released(np.array([0.125, 0.125]))
+        cxp, run_xp = released(np.array([0.375, 0.125]))
         return [
             cases.Pair(
-                f"whole protocol, target moved between root children inside U* = the box ({crowd} users elsewhere)",
+                f"whole protocol, target moved between grandchildren inside U* = the lower-left root child "
+                f"({crowd} users in each root child)",
                 cases.per_run(run_x, 6),
                 cases.per_run(run_xp, 6),
                 lambda out: cases.moved_indicators(out, cx, cxp),

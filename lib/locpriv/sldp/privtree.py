@@ -150,5 +150,7 @@ def guarantee(epsilon_tree: float, epsilon_count: float) -> Guarantee:
         discretisation=f"counts, bias and noise in integer steps of {STEP:g}; exact discrete Laplace split "
         f"noise and leaf-count noise (Canonne, Kamath & Steinke 2020); bias rounded up",
         note=f"PrivTree (Zhang et al. 2016), lambda = 7/(3 eps_tree), delta >= lambda ln 4, theta = 0; "
-        f"eps_tree = {epsilon_tree:g} for the tree, eps_count = {epsilon_count:g} for the leaf counts",
+        f"eps_tree = {epsilon_tree:g} for the tree, eps_count = {epsilon_count:g} for the leaf counts; "
+        "timing: the curator answers no user on its own, and the release's compute time depends on the "
+        "data only through the tree size (released) and the sampler's rare exact slow path",
     )

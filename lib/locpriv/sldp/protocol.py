@@ -80,7 +80,7 @@ import numpy as np
 import pandas as pd
 
 from ..dp import Guarantee
-from ..dp.sampling import discrete_laplace, exact_scale
+from ..dp.sampling import discrete_laplace, exact_scale, timing_safe_tv
 from ..quadtree import cell_codes
 from .margin import split_margin
 
@@ -111,18 +111,31 @@ def round_cost(epsilon: float, calibration: str = "sensitivity2") -> float:
 
 
 def child_reports(
-    child_index: np.ndarray, epsilon: float, rng: np.random.Generator, calibration: str = "sensitivity2"
+    child_index: np.ndarray,
+    epsilon: float,
+    rng: np.random.Generator,
+    calibration: str = "sensitivity2",
+    timing_safe: bool = False,
 ) -> np.ndarray:
     """One round's noisy one-hot 4-vectors (n, 4) for users in children ``child_index`` (n,) of 0..3.
 
     The discrete Laplace is drawn in grid steps of INDICATOR_STEP with scale b / INDICATOR_STEP,
-    so the report is an exact (round_cost)-LDP release of the child (full support on the grid).
+    so the report is an exact (round_cost)-LDP release of the child (full support on the grid);
+    ``timing_safe``: fixed work per draw (``dp.sampling``), the law within ``timing_tv`` of exact.
     """
     child_index = np.asarray(child_index, dtype=np.int64)
     units = np.zeros((child_index.size, 4), dtype=np.int64)
     units[np.arange(child_index.size), child_index] = round(1 / INDICATOR_STEP)
-    noise = discrete_laplace(noise_scale(epsilon, calibration) / INDICATOR_STEP, rng, size=units.shape)
+    noise = discrete_laplace(
+        noise_scale(epsilon, calibration) / INDICATOR_STEP, rng, size=units.shape, timing_safe=timing_safe
+    )
     return INDICATOR_STEP * (units + noise)
+
+
+def timing_tv(epsilon: float, max_depth: int, calibration: str = "sensitivity2") -> float:
+    """Total variation of one user's transcript drawn with ``timing_safe`` from the exact one: at most
+    4 indicators in each of ``max_depth`` rounds, each draw within ``dp.sampling.timing_safe_tv``."""
+    return 4 * max_depth * float(timing_safe_tv(noise_scale(epsilon, calibration) / INDICATOR_STEP))
 
 
 @dataclass(frozen=True)
@@ -174,6 +187,7 @@ def run_protocol(
     counts: str = "regions",
     child_epsilon: float = 0.0,
     keep_user_reports: bool = False,
+    timing_safe: bool = False,
 ) -> PartitionResult:
     """The private partition F_hat(X) of ``points`` (N, 2) in ``box`` and its transcript.
 
@@ -183,7 +197,8 @@ def run_protocol(
     children all stopped ("children" or "merge"); counts: "regions" or "noisy";
     child_epsilon: budget of a fresh release of the child cells inside regions (only with
     leaves "children" and counts "regions"; see the module docstring); keep_user_reports:
-    also every user's partition reports compactly (``UserReports``; not the fresh child release).
+    also every user's partition reports compactly (``UserReports``; not the fresh child release);
+    timing_safe: the partition rounds' indicators drawn with fixed work (``child_reports``; not the child release).
     """
     scale = noise_scale(epsilon, calibration)
     if counts not in COUNTS:
@@ -214,7 +229,7 @@ def run_protocol(
             break
         # client side: 4 noisy indicators for the children of the current cell
         child_digit = (path[idx] >> (2 * (max_depth - level - 1))) & 3
-        y = child_reports(child_digit, epsilon, rng, calibration)
+        y = child_reports(child_digit, epsilon, rng, calibration, timing_safe)
         # server side: group the reports by parent cell
         parents, inverse = np.unique(current[idx], return_inverse=True)
         n_parent = np.bincount(inverse, minlength=parents.size)
@@ -384,6 +399,7 @@ def guarantee(
     task_epsilon: float = 0.0,
     task: str = "",
     child_epsilon: float = 0.0,
+    timing_tv: float = 0.0,
 ) -> Guarantee:
     """The record of a protocol run with partition budget ``epsilon`` (plus a fresh release of the
     child cells inside regions at ``child_epsilon``, and a task spending ``task_epsilon``-LDP among
@@ -395,10 +411,15 @@ def guarantee(
     ``round_cost(child_epsilon)``, and it and the task compose with the partition (basic
     composition).  Exact counts of the released regions cost nothing (module docstring).  The
     per-child rule is not covered by the theorem: no epsilon is recorded for it.
+
+    ``timing_tv``: with fixed-work sampling, the total variation (``timing_tv``) of one user's whole
+    transcript from the exact sampler's; the coupling P'(S) <= P(S) + tv <= e^eps P(S') + delta + tv
+    <= e^eps P'(S') + delta + (1 + e^eps) tv adds (1 + e^eps) tv to delta.
     """
     children = round_cost(child_epsilon, calibration) if child_epsilon else 0.0
     cost = round_cost(epsilon, calibration) + children
     proven = split_rule == "all_children"
+    timing = (1 + math.exp(cost + task_epsilon)) * timing_tv
     spent = (
         f"partition {round_cost(epsilon, calibration):g} (calibration {calibration})"
         + (f" + child cells {children:g}" if children else "")
@@ -407,7 +428,7 @@ def guarantee(
     return Guarantee(
         model="(epsilon, delta)-SLDP (semi-local DP)" if proven else "none proven (per_child split rule)",
         epsilon=cost + task_epsilon if proven else None,
-        delta=delta if proven else None,
+        delta=delta + timing if proven else None,
         relation="replace one user's location by another inside its privacy region U*(X) (the ideal "
         f"partition's cell holding it, >= Q = {threshold:g} users)",
         covers="the location inside its privacy region only; the region and the exact number of users in each "
@@ -417,6 +438,12 @@ def guarantee(
         note=(
             f"Kroshnin & Suvorikova 2025 Thm 4.1 at the true cost: {spent}; the 4 indicators have L1 "
             "sensitivity 2; split margin: the sum of the report noises' exact-tail (1 - delta) quantile bound"
+            + (
+                f"; timing: fixed work per draw, delta includes {timing:.3g} = (1 + e^eps) x the transcript's "
+                "total variation from exact (sldp.protocol.timing_tv)"
+                if timing_tv
+                else ""
+            )
             if proven
             else "the authors' per-child split rule is not covered by Thm 4.1 and no proof is known to us, so "
             f"no epsilon is claimed (budget as configured: {spent})"
