@@ -304,7 +304,11 @@ def bayes_attack(
     ``hit_r`` in grid cells, i.e. r times the larger cell side), batch.  A person's likelihood
     is that of all their reports from one cell, or a mixture over their reports when no cell
     explains them all (:func:`locpriv.adversary.bayes.person_log_likelihoods`; the count is in
-    the metadata).
+    the metadata); a mechanism whose row likelihood takes the other rows as known gives the informed
+    adversary's person likelihood itself (``Mechanism.informed_person_log_likelihood``: the person as
+    the unit, ``informed_person_model`` in the metadata).  A release that tells the population
+    adversary nothing (``Mechanism.population_learns_nothing``) has the prior as every posterior,
+    formed once (``bayes.prior_attack``).
     """
     mech = configured(run, bandwidth_json)
     grid = load_grid(grid_path)
@@ -343,8 +347,24 @@ def bayes_attack(
         log_lik, row_stat[sl] = mech.informed_log_likelihood(rows, grid, others)
         return log_lik
 
-    result, meta["persons_mixture"], person_range = _adversary(targets, batch, population, prior, grid, radius)
-    if mech.informed_is_population:
+    if mech.population_learns_nothing:  # the prior for everyone: one posterior, one guess
+        result = bayes.prior_attack(prior, grid, _ids(targets), targets.truth, radius, batch)
+        meta["persons_mixture"] = person_range = None
+        if targets.owner is not None:  # a constant joint likelihood: no fallback, a range of 0
+            meta["persons_mixture"], person_range = 0, np.zeros(len(targets.ids))
+    else:
+        result, meta["persons_mixture"], person_range = _adversary(targets, batch, population, prior, grid, radius)
+    person = (
+        None
+        if targets.owner is None
+        else mech.informed_person_log_likelihood(targets.view, targets.owner, len(targets.ids), grid, others)
+    )
+    if person is not None:  # the person as the unit (the mechanism's own joint likelihood)
+        joint, informed_range, row_stat[:] = person
+        meta["informed_person_model"] = "all of a person's rows at one location, the other persons' rows known"
+        joint_batches = ((sl, joint[sl]) for sl in attacks.batches(len(joint), batch))
+        informed_result = bayes.bayes_attack(joint_batches, prior, grid, _ids(targets), targets.truth, radius)
+    elif mech.informed_is_population:
         informed_result, informed_range = result, person_range
     else:
         informed_result, meta["informed_persons_mixture"], informed_range = _adversary(
