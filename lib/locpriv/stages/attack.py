@@ -113,11 +113,37 @@ class Targets:
     ids: pd.DataFrame
 
 
+class _SharedDict(dict):
+    """An ``attrs`` value every frame derived from a view shares (``copy.deepcopy`` returns it as is)."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+class _SharedList(list):
+    """As ``_SharedDict``, for a list value (e.g. a heatmap's per-round server view)."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def _shared(view: pd.DataFrame) -> pd.DataFrame:
+    """``view`` with ``attrs`` whose container values are shared, not copied, by the frames pandas derives.
+
+    pandas deep-copies ``attrs`` into every derived frame (each column read, ``iloc``, ``set_index``):
+    for a release of a few thousand numbers that is tens of milliseconds per access, more than the
+    attack's own work on some views.  The attack only reads the release, so sharing it is safe.
+    """
+    kinds = {dict: _SharedDict, list: _SharedList}
+    view.attrs = {key: kinds[type(v)](v) if type(v) in kinds else v for key, v in view.attrs.items()}
+    return view
+
+
 def _view_of(users: np.ndarray, run: dict, users_per_shard: int, view_paths: list[str]) -> pd.DataFrame:
     """The rows of ``users``, sorted by user, with ``attrs``: what the server received beside the rows (the
     release and the noise the randomiser recorded, which every shard of a run records alike)."""
     shards = np.unique(users // shard_size(run["mechanism"], users_per_shard))
-    parts = [pd.read_parquet(view_paths[s], filters=[("user", "in", users.tolist())]) for s in shards]
+    parts = [_shared(pd.read_parquet(view_paths[s], filters=[("user", "in", users.tolist())])) for s in shards]
     noise = {json.dumps(part.attrs.get("noise"), sort_keys=True) for part in parts}
     if len(noise) > 1:
         raise ValueError(
@@ -125,7 +151,7 @@ def _view_of(users: np.ndarray, run: dict, users_per_shard: int, view_paths: lis
             f"({sorted(noise)}); delete the run's view folder and rerun"
         )
     view = pd.concat(parts, ignore_index=True).sort_values("user", ignore_index=True)
-    view.attrs = dict(parts[0].attrs) if parts else {}
+    view.attrs = parts[0].attrs if parts else {}
     return view
 
 
@@ -220,9 +246,9 @@ def _run_points(points_path: str, n: int) -> pd.DataFrame:
 
 def _whole_view(view_paths: list[str]) -> pd.DataFrame:
     """Every row of the run's view (an interactive mechanism's single shard), attrs as the first shard's."""
-    parts = [pd.read_parquet(path) for path in view_paths]
+    parts = [_shared(pd.read_parquet(path)) for path in view_paths]
     view = pd.concat(parts, ignore_index=True)
-    view.attrs = dict(parts[0].attrs)
+    view.attrs = parts[0].attrs
     return view
 
 
