@@ -461,6 +461,9 @@ class Mechanism:
         per-user report (each row's law depends on its own location only) and SLDP.  A mechanism
         whose row likelihood takes the other rows as known (a central release, a shard's sum)
         overrides this: the person is the unit, their other rows are unknown to the adversary.
+        ``privtree`` does; the distributed heatmaps do not yet (their rows' likelihoods, summed, each
+        take the person's other rows in the shard sums as known; no shipped config attacks persons
+        with them).
         """
         return None
 
