@@ -10,7 +10,8 @@ AFTER, their ratio, and the load average; alternating rounds share the machine's
 Each workdir's snakemake runs with PYTHONPATH = its own ``lib`` (then ``--path-after`` folders), whatever
 the caller's PYTHONPATH: the BEFORE code is the BEFORE checkout's.
 
-Run:  python perf/bench_attack.py BEFORE AFTER [--rounds 2] [--cores 2] [--path-after DIR] [-- extra snakemake args]
+Run:  python perf/bench_attack.py BEFORE AFTER [--rounds 2] [--cores 2] [--path-after DIR]
+      [-- more snakemake arguments, e.g. --configfile ...]
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -69,8 +71,10 @@ def main() -> None:
         default=[],
         help="a folder for PYTHONPATH after the workdir's lib (e.g. a logger plugin an older checkout lacks)",
     )
-    parser.add_argument("extra", nargs="*", help="more snakemake arguments (e.g. --configfile ...)")
-    args = parser.parse_args()
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)  # after "--": snakemake's, options included
+    args = parser.parse_args(argv[:cut])
+    args.extra = argv[cut + 1 :]
     for r in range(args.rounds):
         sums = {}
         for name, workdir in (("before", args.before), ("after", args.after)):
