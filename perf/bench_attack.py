@@ -7,7 +7,11 @@ in both, alternately (``snakemake --forcerun attack --until attack``), and sums 
 their logs (``locpriv.smk.logged``: the work alone).  Printed per round: the sums for BEFORE and
 AFTER, their ratio, and the load average; alternating rounds share the machine's load between both.
 
-Run:  python perf/bench_attack.py BEFORE AFTER [--rounds 2] [--cores 2] [-- extra snakemake args]
+Each workdir's snakemake runs with PYTHONPATH = its own ``lib`` (then ``--path-after`` folders), whatever
+the caller's PYTHONPATH: the BEFORE code is the BEFORE checkout's.
+
+Run:  python perf/bench_attack.py BEFORE AFTER [--rounds 2] [--cores 2] [--path-after DIR]
+      [-- more snakemake arguments, e.g. --configfile ...]
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import argparse
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -23,11 +28,15 @@ import pandas as pd
 LOG_LINE = re.compile(r"job finished: wall ([\d.]+) s")
 
 
-def rerun_attacks(workdir: Path, cores: int, extra: list[str]) -> None:
+def rerun_attacks(workdir: Path, cores: int, extra: list[str], path_after: list[str]) -> None:
+    """Each workdir's jobs import its own ``lib`` first: an inherited PYTHONPATH (e.g. another checkout's lib)
+    would make one side run the other's code (Snakemake's logger plugin imports locpriv before the Snakefile)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(workdir.resolve() / "lib"), *path_after])}
     subprocess.run(
         ["snakemake", "--cores", str(cores), "--forcerun", "attack", "--until", "attack", *extra],
         cwd=workdir,
         check=True,
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -56,12 +65,20 @@ def main() -> None:
     parser.add_argument("after", type=Path)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("extra", nargs="*", help="more snakemake arguments (e.g. --configfile ...)")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--path-after",
+        action="append",
+        default=[],
+        help="a folder for PYTHONPATH after the workdir's lib (e.g. a logger plugin an older checkout lacks)",
+    )
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)  # after "--": snakemake's, options included
+    args = parser.parse_args(argv[:cut])
+    args.extra = argv[cut + 1 :]
     for r in range(args.rounds):
         sums = {}
         for name, workdir in (("before", args.before), ("after", args.after)):
-            rerun_attacks(workdir, args.cores, args.extra)
+            rerun_attacks(workdir, args.cores, args.extra, args.path_after)
             sums[name] = attack_sums(workdir)
         load = " ".join(f"{v:.1f}" for v in os.getloadavg())
         for key in ("wall_s", "cpu_s", "in_job_s"):

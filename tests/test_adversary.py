@@ -205,6 +205,31 @@ def test_aggregate_only_mechanisms_leave_the_prior(name):
     assert lik.shape == (2, *GRID.shape) and np.all(lik == 1.0)
 
 
+def test_the_prior_attack_is_the_bayes_attack_of_a_constant_likelihood_byte_for_byte():
+    """The shortcut for releases that tell the population adversary nothing: one posterior and one guess for
+    everyone, the same numbers as the full pass on all-zero log-likelihoods (users and persons)."""
+    rng = np.random.default_rng(4)
+    prior = rng.gamma(0.3, size=GRID.shape)
+    prior[rng.random(GRID.shape) < 0.2] = 0
+    prior /= prior.sum()
+    users = np.arange(70)
+    for truth in (
+        rng.uniform(0, 1, (70, 2)),
+        attack_lm.PersonTargets([rng.uniform(0, 1, (k, 2)) for k in rng.integers(1, 5, 70)]),
+    ):
+        zeros = ((sl, np.zeros((sl.stop - sl.start, *GRID.shape))) for sl in attack_lm.batches(70, 32))
+        full = bayes.bayes_attack(zeros, prior, GRID, users, truth, 0.1)
+        pd.testing.assert_frame_equal(bayes.prior_attack(prior, GRID, users, truth, 0.1, 32), full, check_exact=True)
+
+
+def test_the_population_adversary_learns_nothing_exactly_from_the_aggregate_releases():
+    for name in mechanisms.names():
+        cls = mechanisms.get(name)
+        inherited = cls.log_likelihood is mechanisms.Mechanism.log_likelihood
+        assert cls.population_learns_nothing.fget(cls.__new__(cls)) == (cls.aggregate_only and inherited), name
+    assert mechanisms.get("privtree").aggregate_only and not mechanisms.get("geoind").aggregate_only
+
+
 def test_every_mechanism_declares_a_likelihood():
     base = mechanisms.Mechanism
     for name in mechanisms.names():

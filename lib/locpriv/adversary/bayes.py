@@ -18,7 +18,7 @@ import pandas as pd
 from scipy import fft
 
 from ..domain import Grid
-from .local_maxima import PersonTargets, add_rows, target_distance
+from .local_maxima import PersonTargets, add_rows, batches, target_distance
 
 RESULT_COLUMNS = {
     "user": "int64",
@@ -107,11 +107,12 @@ class MedianGuess:
         return np.unravel_index(best, (self.P, self.Q))
 
 
-def bayes_batch(post: np.ndarray, grid: Grid, true_xy, r: float, median: MedianGuess) -> dict[str, np.ndarray]:
+def bayes_batch(post: np.ndarray, grid: Grid, true_xy, r: float, median) -> dict[str, np.ndarray]:
     """Shokri's metrics for a batch of posteriors (n, P, Q) and the targets' true locations.
 
     ``true_xy``: the users' true locations (n, 2), or the persons' points
-    (:class:`locpriv.adversary.local_maxima.PersonTargets`), whose distances are to the nearest point.
+    (:class:`locpriv.adversary.local_maxima.PersonTargets`), whose distances are to the nearest point;
+    ``median(post)``: the best guesses' cell indices (a :class:`MedianGuess`).
     """
     if isinstance(true_xy, PersonTargets):
         dist = true_xy.field(grid)
@@ -168,5 +169,33 @@ def bayes_attack(
     parts = [
         pd.DataFrame({"user": users[sl], **bayes_batch(posterior(prior_cells, log_lik), grid, true_xy[sl], r, median)})
         for sl, log_lik in log_lik_batches
+    ]
+    return pd.concat(parts, ignore_index=True)
+
+
+def prior_attack(prior_cells: np.ndarray, grid: Grid, users: np.ndarray, true_xy, r: float, batch: int) -> pd.DataFrame:
+    """``bayes_attack`` of a likelihood constant in the location (a release that tells the adversary nothing
+    about the target): every posterior is the prior, so it and its best guess are formed once.
+
+    The same numbers as ``bayes_attack`` on all-zero log-likelihoods: ``posterior`` is elementwise per
+    user and ``MedianGuess`` per posterior, so every user's row of those is this one row; the per-user
+    metrics (distances to the user's own location) are computed as there, ``batch`` users at a time.
+    """
+    post = posterior(prior_cells, np.zeros((1, *prior_cells.shape)))
+    gi, gj = MedianGuess(grid)(post)
+
+    def median(part):
+        return np.repeat(gi, len(part)), np.repeat(gj, len(part))
+
+    parts = [
+        pd.DataFrame(
+            {
+                "user": users[sl],
+                **bayes_batch(
+                    np.broadcast_to(post, (sl.stop - sl.start, *post.shape[1:])), grid, true_xy[sl], r, median
+                ),
+            }
+        )
+        for sl in batches(len(users), batch)
     ]
     return pd.concat(parts, ignore_index=True)

@@ -314,27 +314,25 @@ class PrivTreeLikelihood:
         self.n_level, self.n_code, self.level, self.code = n_level, n_code, level, code
         self.find = find = _Lookup(n_level, n_code)
         is_leaf = np.isin(_key(n_level, n_code), _key(level, code))
-        total = np.zeros(len(nodes), dtype=np.int64)  # H_v: every user, the targets too
-        ordered = np.sort(np.asarray(paths, dtype=np.int64))  # prefixes of sorted codes are sorted
-        for lv in np.unique(n_level):
-            at = n_level == lv
-            prefix = ordered >> (2 * (self.depth - lv))
-            total[at] = np.searchsorted(prefix, n_code[at], "right") - np.searchsorted(prefix, n_code[at], "left")
+        total = self.node_counts(paths)  # H_v: every user, the targets too
         leaf_of_node = np.full(len(nodes), -1)
         leaf_of_node[is_leaf] = _index(level, code, n_level[is_leaf], n_code[is_leaf])
 
-        def node_terms(others: np.ndarray) -> np.ndarray:
+        def node_terms(others: np.ndarray, shift: int = 1) -> np.ndarray:
+            """Each node's log P(its release | others + shift) − log P(its release | others)."""
+
             def log_p(c):
                 b = np.maximum(c * unit - n_level * delta, theta - delta)
                 return np.where(
                     is_leaf, dlap_log_tail(b - theta, split_scale), dlap_log_tail(theta - b + 1, split_scale)
                 )
 
-            term = np.where(n_level < self.depth, log_p(others + 1) - log_p(others), 0.0)
+            term = np.where(n_level < self.depth, log_p(others + shift) - log_p(others), 0.0)
             own = leaf_of_node[is_leaf]
-            term[is_leaf] += dlap_shift_log_ratio(y[own] - others[is_leaf] * unit, count_scale, unit)
+            term[is_leaf] += dlap_shift_log_ratio(y[own] - others[is_leaf] * unit, count_scale, unit * shift)
             return term
 
+        self.node_terms, self.total = node_terms, total
         base = node_terms(total)  # as if the target were in no node
         self.on_path = node_terms(total - 1) - base  # the change where the target's true path holds the node
         # each node's sum of base along its path from the root: a leaf's log-likelihood without the target
@@ -354,7 +352,60 @@ class PrivTreeLikelihood:
             at = np.flatnonzero((n_level == lv) & ~is_leaf)
             self.sub_max[at] = self.sub_max[self.child[at]].max(axis=1)
             self.sub_min[at] = self.sub_min[self.child[at]].min(axis=1)
-        self._grid = None
+        self._grid = self._anc = None
+
+    def node_counts(self, paths) -> np.ndarray:
+        """How many of the given full-depth codes every node holds (int64, the nodes' order)."""
+        counts = np.zeros(len(self.n_level), dtype=np.int64)
+        ordered = np.sort(np.asarray(paths, dtype=np.int64))  # prefixes of sorted codes are sorted
+        for lv in np.unique(self.n_level):
+            at = self.n_level == lv
+            prefix = ordered >> (2 * (self.depth - lv))
+            counts[at] = np.searchsorted(prefix, self.n_code[at], "right") - np.searchsorted(
+                prefix, self.n_code[at], "left"
+            )
+        return counts
+
+    def person_values(self, person_paths: list[np.ndarray]) -> np.ndarray:
+        """(n, K) log L per released leaf of the hypothesis "all k of the person's rows in that leaf", for n
+        persons (``person_paths[i]``: the full-depth codes of person i's k rows in the run).
+
+        The unit of DP for a person is all their rows: the adversary knows every other person's
+        rows exactly, and the hypothesis space is the person's rows placed together, k rows at
+        one location x (a neighbour of the true dataset under the person-level relation: replace
+        the person's k <= cap rows).  With o_v = H_v − n_v the others' counts (n_v the person's
+        true rows in v), the k rows add k to the counts of the nodes on path(x) only, so, as for
+        one user with 1 replaced by k,
+
+            log L(x) = Σ_{v on path(x)} [log P(dec_v | o_v + k) − log P(dec_v | o_v)]
+                       + log p′(y_ℓ − (o_ℓ + k) U) − log p′(y_ℓ − o_ℓ U) + const.
+
+        Summing the rows' one-user likelihoods instead (each row's with the person's other rows
+        at their true places) is not the likelihood of any hypothesis: it counts the person's
+        other rows as known, which a person-level adversary does not know.  Why this family: it
+        is the person model of every other adversary here (a person stays in one cell), it is
+        exact for it (every term, nothing dropped), and it costs O(nodes · depth) per person; a
+        family holding the true rows (e.g. the person's trajectory translated to each cell)
+        would change up to k paths per hypothesis, O(P Q k depth) per person.  The statistic
+        (max − min over leaves) is a log-ratio between two datasets that differ in the person's
+        k rows, so group privacy bounds it by k times the replace-one epsilon.
+        """
+        anc = self._leaf_ancestors()
+        out = np.empty((len(person_paths), len(self.level)))
+        for i, paths in enumerate(person_paths):
+            terms = self.node_terms(self.total - self.node_counts(paths), len(paths))
+            out[i] = np.where(anc >= 0, terms[np.maximum(anc, 0)], 0.0).sum(axis=1)
+        return out
+
+    def _leaf_ancestors(self) -> np.ndarray:
+        """(K, depth + 1): each leaf's node at every level from the root (-1 below the leaf), made once."""
+        if self._anc is None:
+            up = np.arange(int(self.n_level.max(initial=0)) + 1)
+            has = self.level[:, None] >= up[None, :]
+            shift = 2 * np.maximum(self.level[:, None] - up[None, :], 0)
+            self._anc = np.full(has.shape, -1)
+            self._anc[has] = self.find(np.broadcast_to(up, has.shape)[has], (self.code[:, None] >> shift)[has])
+        return self._anc
 
     def _path(self, target_paths) -> tuple[np.ndarray, np.ndarray]:
         """(n, depth + 1) node index of each target's true path at every level (-1 below its leaf), and the

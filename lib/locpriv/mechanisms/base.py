@@ -413,6 +413,17 @@ class Mechanism:
             return np.zeros((len(view), *grid.shape))
         raise NotImplementedError(f"mechanism {self.name!r} declares no likelihood for the Bayes adversary")
 
+    @property
+    def population_learns_nothing(self) -> bool:
+        """``log_likelihood`` is 0 everywhere (an aggregate-only release read through this class): the
+        population adversary's posterior is the prior for every user (``bayes.prior_attack``)."""
+        own = type(self)
+        return (
+            self.aggregate_only
+            and own.log_likelihood is Mechanism.log_likelihood
+            and own.likelihood is Mechanism.likelihood
+        )
+
     def likelihood(self, view: pd.DataFrame, grid: Grid) -> np.ndarray:
         """``exp(log_likelihood)``, scaled to a maximum of 1 per row (n, P, Q)."""
         return likelihoods.row_scaled(self.log_likelihood(view, grid))
@@ -440,6 +451,21 @@ class Mechanism:
         """
         log_lik = self.log_likelihood(view, grid)
         return log_lik, self.informed_statistic(view, log_lik)
+
+    def informed_person_log_likelihood(self, view: pd.DataFrame, owner: np.ndarray, n_persons: int, grid: Grid, others):
+        """The informed adversary on persons (``view``'s rows, ``owner[t]`` the person 0..n_persons-1 of row t):
+        (joint log L on the grid (n_persons, P, Q), each person's statistic (n_persons,), each row's (rows,)),
+        or None where a person's joint likelihood is the sum of their rows' (``bayes.person_log_likelihoods``).
+
+        That sum is exact where no row's likelihood reads another row of the same person: every
+        per-user report (each row's law depends on its own location only) and SLDP.  A mechanism
+        whose row likelihood takes the other rows as known (a central release, a shard's sum)
+        overrides this: the person is the unit, their other rows are unknown to the adversary.
+        ``privtree`` does; the distributed heatmaps do not yet (their rows' likelihoods, summed, each
+        take the person's other rows in the shard sums as known; no shipped config attacks persons
+        with them).
+        """
+        return None
 
     def informed_statistic(self, view: pd.DataFrame, log_lik: np.ndarray) -> np.ndarray:
         """The invariant statistic of a per-user report's log-likelihood on the grid: max - min over the

@@ -67,20 +67,35 @@ class PrivTree(Released):
         constant on each leaf, mixed over the grid cells by overlap.  The statistic is max - min
         over the leaves, bounded by the replace-one epsilon 2 eps the record states.
         """
+        likelihood, path = self._informed_model(view, grid, others)
+        mine = path[others.rows_of(view["user"].to_numpy())]
+        return likelihood.evaluate(mine, grid)
+
+    def informed_person_log_likelihood(self, view, owner, n_persons, grid, others):
+        """Persons as the unit: every other person's rows known, the hypothesis "all k of the person's rows
+        at one location" (``adversary.informed.PrivTreeLikelihood.person_values`` derives it); its range
+        over the leaves is bounded by k times the replace-one epsilon (group privacy).  Each row's own
+        statistic (the others, the person's other rows included, known) as ``informed_log_likelihood``."""
+        likelihood, path = self._informed_model(view, grid, others)
+        mine = path[others.rows_of(view["user"].to_numpy())]
+        values = likelihood.person_values([mine[owner == i] for i in range(n_persons)])
+        pieces = others.memo("privtree_pieces", lambda: informed.PieceMap(likelihood.level, likelihood.code, grid))
+        return pieces.to_grid(values), informed.max_log_ratio(values), likelihood.statistic(mine)
+
+    def _informed_model(self, view, grid, others):
+        """The release's ``PrivTreeLikelihood`` and every user's full-depth code, made once per attack job."""
         release, noise = view.attrs["release"], informed.recorded_noise(view, self.name)
-        box = domain_box(grid)
 
         def paths():  # every user's full-depth code, as the curator placed it (clamped to the box)
             xy, _ = clamp_to_domain(others.points, grid)
-            return cell_codes(xy, box, noise["max_depth"])
+            return cell_codes(xy, domain_box(grid), noise["max_depth"])
 
         path = others.memo("privtree_paths", paths)
         likelihood = others.memo(
             "privtree_likelihood",
             lambda: informed.PrivTreeLikelihood(release["level"], release["code"], release["count"], noise, path),
         )
-        mine = path[others.rows_of(view["user"].to_numpy())]
-        return likelihood.evaluate(mine, grid)
+        return likelihood, path
 
     def audit_case(self, grid):
         """A dataset with and without one user (add/remove: the central relation a curator's pair

@@ -113,11 +113,37 @@ class Targets:
     ids: pd.DataFrame
 
 
+class _SharedDict(dict):
+    """An ``attrs`` value every frame derived from a view shares (``copy.deepcopy`` returns it as is)."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+class _SharedList(list):
+    """As ``_SharedDict``, for a list value (e.g. a heatmap's per-round server view)."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def _shared(view: pd.DataFrame) -> pd.DataFrame:
+    """``view`` with ``attrs`` whose container values are shared, not copied, by the frames pandas derives.
+
+    pandas deep-copies ``attrs`` into every derived frame (each column read, ``iloc``, ``set_index``):
+    for a release of a few thousand numbers that is tens of milliseconds per access, more than the
+    attack's own work on some views.  The attack only reads the release, so sharing it is safe.
+    """
+    kinds = {dict: _SharedDict, list: _SharedList}
+    view.attrs = {key: kinds[type(v)](v) if type(v) in kinds else v for key, v in view.attrs.items()}
+    return view
+
+
 def _view_of(users: np.ndarray, run: dict, users_per_shard: int, view_paths: list[str]) -> pd.DataFrame:
     """The rows of ``users``, sorted by user, with ``attrs``: what the server received beside the rows (the
     release and the noise the randomiser recorded, which every shard of a run records alike)."""
     shards = np.unique(users // shard_size(run["mechanism"], users_per_shard))
-    parts = [pd.read_parquet(view_paths[s], filters=[("user", "in", users.tolist())]) for s in shards]
+    parts = [_shared(pd.read_parquet(view_paths[s], filters=[("user", "in", users.tolist())])) for s in shards]
     noise = {json.dumps(part.attrs.get("noise"), sort_keys=True) for part in parts}
     if len(noise) > 1:
         raise ValueError(
@@ -125,7 +151,7 @@ def _view_of(users: np.ndarray, run: dict, users_per_shard: int, view_paths: lis
             f"({sorted(noise)}); delete the run's view folder and rerun"
         )
     view = pd.concat(parts, ignore_index=True).sort_values("user", ignore_index=True)
-    view.attrs = dict(parts[0].attrs) if parts else {}
+    view.attrs = parts[0].attrs if parts else {}
     return view
 
 
@@ -220,9 +246,9 @@ def _run_points(points_path: str, n: int) -> pd.DataFrame:
 
 def _whole_view(view_paths: list[str]) -> pd.DataFrame:
     """Every row of the run's view (an interactive mechanism's single shard), attrs as the first shard's."""
-    parts = [pd.read_parquet(path) for path in view_paths]
+    parts = [_shared(pd.read_parquet(path)) for path in view_paths]
     view = pd.concat(parts, ignore_index=True)
-    view.attrs = dict(parts[0].attrs)
+    view.attrs = parts[0].attrs
     return view
 
 
@@ -304,7 +330,11 @@ def bayes_attack(
     ``hit_r`` in grid cells, i.e. r times the larger cell side), batch.  A person's likelihood
     is that of all their reports from one cell, or a mixture over their reports when no cell
     explains them all (:func:`locpriv.adversary.bayes.person_log_likelihoods`; the count is in
-    the metadata).
+    the metadata); a mechanism whose row likelihood takes the other rows as known gives the informed
+    adversary's person likelihood itself (``Mechanism.informed_person_log_likelihood``: the person as
+    the unit, ``informed_person_model`` in the metadata).  A release that tells the population
+    adversary nothing (``Mechanism.population_learns_nothing``) has the prior as every posterior,
+    formed once (``bayes.prior_attack``).
     """
     mech = configured(run, bandwidth_json)
     grid = load_grid(grid_path)
@@ -343,8 +373,24 @@ def bayes_attack(
         log_lik, row_stat[sl] = mech.informed_log_likelihood(rows, grid, others)
         return log_lik
 
-    result, meta["persons_mixture"], person_range = _adversary(targets, batch, population, prior, grid, radius)
-    if mech.informed_is_population:
+    if mech.population_learns_nothing:  # the prior for everyone: one posterior, one guess
+        result = bayes.prior_attack(prior, grid, _ids(targets), targets.truth, radius, batch)
+        meta["persons_mixture"] = person_range = None
+        if targets.owner is not None:  # a constant joint likelihood: no fallback, a range of 0
+            meta["persons_mixture"], person_range = 0, np.zeros(len(targets.ids))
+    else:
+        result, meta["persons_mixture"], person_range = _adversary(targets, batch, population, prior, grid, radius)
+    person = (
+        None
+        if targets.owner is None
+        else mech.informed_person_log_likelihood(targets.view, targets.owner, len(targets.ids), grid, others)
+    )
+    if person is not None:  # the person as the unit (the mechanism's own joint likelihood)
+        joint, informed_range, row_stat[:] = person
+        meta["informed_person_model"] = "all of a person's rows at one location, the other persons' rows known"
+        joint_batches = ((sl, joint[sl]) for sl in attacks.batches(len(joint), batch))
+        informed_result = bayes.bayes_attack(joint_batches, prior, grid, _ids(targets), targets.truth, radius)
+    elif mech.informed_is_population:
         informed_result, informed_range = result, person_range
     else:
         informed_result, meta["informed_persons_mixture"], informed_range = _adversary(
