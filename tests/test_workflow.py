@@ -163,6 +163,34 @@ def test_attack_change_reruns_the_attacks_only(finished, changed_config):
     assert jobs["attack_metrics"] == 6
 
 
+def test_run_groups_give_the_bytes_of_one_job_per_run(make_workdir):
+    """Every rep of a setting in one estimate and one attack_metrics job, or (shards_per_job 1, so each
+    run needs two randomize batches) one job per run plus a randomize job for its second batch: the
+    same per-run files, byte for byte, and the same summary."""
+    cfg = copy.deepcopy(TINY)
+    cfg["experiments"]["density"].update(reps=2, mechanisms={"fedkde": {"n": 300, "h": 0.55}, "zero": {"n": 300}})
+    grouped, separate = make_workdir(cfg, "grouped"), make_workdir({**cfg, "shards_per_job": 1}, "separate")
+    planned = planned_jobs(grouped), planned_jobs(separate)
+    # before the ingest checkpoint the randomize jobs of the second batches are not yet known
+    assert (planned[0]["estimate"], planned[0]["attack_metrics"], planned[1]["estimate"]) == (2, 2, 4)
+    for wd in (grouped, separate):
+        run_snakemake(wd, "--cores", "2")
+    assert len(list((separate / "benchmarks").rglob("randomize-1.tsv"))) == 4
+    names = ["aggregate.nc", "estimate.nc", "attack-local_maxima.parquet", "attack-bayes.parquet", "metrics.parquet"]
+    runs = sorted((grouped / "results/runs").glob("*/*/*/rep~*"))
+    assert len(runs) == 4
+    for run in runs:
+        other = separate / run.relative_to(grouped)
+        for name in names:
+            assert (run / name).read_bytes() == (other / name).read_bytes(), run / name
+        for shard in (0, 1):  # the second shard: batch 0 in a group, batch 1 in its own randomize job
+            assert (run / f"view/batch~0/shard~{shard}.parquet").read_bytes() == (
+                other / f"view/batch~{shard}/shard~{shard}.parquet"
+            ).read_bytes()
+    summary = "results/summary/metrics.parquet"
+    assert (grouped / summary).read_bytes() == (separate / summary).read_bytes()
+
+
 def test_report_of_a_finished_run(finished):
     report = run_snakemake(finished[0], "--report", "report.html")
     assert report.returncode == 0 and (finished[0] / "report.html").stat().st_size > 10_000
