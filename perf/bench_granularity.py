@@ -2,7 +2,7 @@
 
 Runs ``snakemake --cores 2`` on the same config with two code trees, alternating (old, new, old,
 new, ...) so that both see the same machine load, each in a fresh working directory, and prints per
-round the wall time, the number of jobs and the summed wall time of each stage's ``benchmark:``
+round the wall and CPU time, the number of jobs and the summed wall time of each stage's ``benchmark:``
 records (per job: the stage's work plus its start-up), then the ratio old / new of the wall times
 (per round and of the sums).  Finally the two trees' results are compared byte for byte (every file
 under results/; the logs and benchmark records are outside it).
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import filecmp
 import os
+import resource
 import shutil
 import subprocess
 import time
@@ -29,17 +30,20 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(code: Path, config: Path, wd: Path) -> float:
-    """Wall seconds of one complete run of ``config`` with the workflow in ``code``, in ``wd``."""
+def run(code: Path, config: Path, wd: Path) -> tuple[float, float]:
+    """Wall and CPU seconds (Snakemake and every job, user + system) of one complete run of
+    ``config`` with the workflow in ``code``, in ``wd``.  On a shared machine the CPU time is the
+    steadier of the two: it does not count the time spent waiting for a core."""
     if wd.exists():
         shutil.rmtree(wd)
     wd.mkdir(parents=True)
     shutil.copy(config, wd / "config.yaml")
     env = {**os.environ, "PYTHONPATH": str(code / "lib")}
     cmd = ["snakemake", "--snakefile", str(code / "Snakefile"), "--directory", str(wd), "--cores", "2"]
-    t0 = time.perf_counter()
+    before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     subprocess.run(cmd, cwd=wd, env=env, check=True, capture_output=True)
-    return time.perf_counter() - t0
+    wall, after = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def stages(wd: Path) -> dict[str, tuple[int, float]]:
@@ -76,20 +80,23 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--workdir", type=Path, default=Path("perf-granularity"))
     a = ap.parse_args()
-    walls = {"old": [], "new": []}
+    walls, cpus = {"old": [], "new": []}, {"old": [], "new": []}
     for r in range(a.rounds):
         for label, code in (("old", a.old.resolve()), ("new", ROOT)):
             wd = a.workdir.resolve() / label
-            wall = run(code, a.config.resolve(), wd)
+            wall, cpu = run(code, a.config.resolve(), wd)
             walls[label].append(wall)
+            cpus[label].append(cpu)
             load = os.getloadavg()[0]
             per = stages(wd)
             jobs = sum(n for n, _ in per.values())
-            print(f"round {r} {label}: wall {wall:7.1f} s, {jobs} jobs with records, load {load:.1f}", flush=True)
+            print(f"round {r} {label}: wall {wall:7.1f} s, CPU {cpu:7.1f} s, {jobs} jobs, load {load:.1f}", flush=True)
             for name, (n, s) in sorted(per.items(), key=lambda kv: -kv[1][1]):
                 print(f"    {name:28s} {n:5d} jobs  {s:8.1f} s  ({s / n:5.2f} s per job)")
-        print(f"round {r}: old / new wall = {walls['old'][-1] / walls['new'][-1]:.2f}", flush=True)
-    print(f"all rounds: old / new wall = {sum(walls['old']) / sum(walls['new']):.2f}")
+        ratios = walls["old"][-1] / walls["new"][-1], cpus["old"][-1] / cpus["new"][-1]
+        print(f"round {r}: old / new wall = {ratios[0]:.2f}, CPU = {ratios[1]:.2f}", flush=True)
+    wall_ratio, cpu_ratio = sum(walls["old"]) / sum(walls["new"]), sum(cpus["old"]) / sum(cpus["new"])
+    print(f"all rounds: old / new wall = {wall_ratio:.2f}, CPU = {cpu_ratio:.2f}")
     bad = differing(a.workdir.resolve() / "old", a.workdir.resolve() / "new")
     print("results byte-identical" if not bad else f"{len(bad)} result files differ, e.g. {bad[:5]}")
 
