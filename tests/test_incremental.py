@@ -54,9 +54,10 @@ def test_changed_mechanism_parameter_reruns_only_that_mechanism(project):
         planned = jobs(root, wd)
     finally:
         write_config(wd, CONFIG)
-    # the one fedkde run (300 users in 200-user shards: 2 shards, one randomize job); the zero run untouched
-    assert planned["metrics"] == 1 and planned["aggregate_estimate"] == 1 and planned["attack"] == 1
-    assert planned["randomize"] == 1 and planned["pooled_kde"] == 1
+    # the one fedkde run (300 users in 200-user shards: 2 shards, one randomize batch, which its
+    # estimate job makes); the zero run untouched
+    assert planned["estimate"] == 1 and planned["attack_metrics"] == 1
+    assert "randomize" not in planned and planned["pooled_kde"] == 1
     assert not {"ingest", "truth", "encode_grid", "bandwidth"} & set(planned)
 
 
@@ -78,7 +79,7 @@ def test_plot_setting_reruns_only_plots(project):
         (
             "mechanisms/zero.py",
             # table_html: the audit and runs tables' HTML pages, drawn from the changed tables
-            {"randomize", "aggregate_estimate", "attack", "audit", "audit_table", "metrics", "summary", "table_html"},
+            {"estimate", "attack_metrics", "audit", "audit_table", "summary", "table_html"},
         ),
         ("plots.py", {"plot_summary", "plot_surfaces"}),
     ],
@@ -94,7 +95,7 @@ def test_edited_library_function_reruns_the_rules_that_use_it(project, module, e
         path.write_text(original)
     assert expected <= set(planned) <= expected | PLOT_RULES
     if module.startswith("mechanisms"):
-        assert planned["metrics"] == 1  # the zero run only, not fedkde's
+        assert planned["attack_metrics"] == 1  # the zero run only, not fedkde's
 
 
 def test_between_workflow_cache_reuses_deterministic_stages(tmp_path):

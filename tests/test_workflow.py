@@ -22,9 +22,13 @@ def planned_jobs(workdir, snakefile=None) -> dict[str, int]:
     if "Nothing to be done" in out:
         return {}
     table = out.split("Job stats:")[1]
-    counts = dict(re.findall(r"^(\w+)\s+(\d+)\s*$", table, flags=re.M))
+    counts = {}
+    for rule, n in re.findall(r"^(\w+)\s+(\d+)\s*$", table, flags=re.M):
+        # a run group's rules are one per rep set (estimate_reps0to2, estimate_rep1): counted by stage
+        stage = re.sub(r"^(estimate|attack_metrics)_reps?\d+(to\d+)?$", r"\1", rule)
+        counts[stage] = counts.get(stage, 0) + int(n)
     counts.pop("total", None)
-    return {k: int(v) for k, v in counts.items()}
+    return counts
 
 
 def test_dry_run_lists_the_dag(make_workdir):
@@ -145,7 +149,7 @@ def test_new_parameter_value_runs_only_its_branch(finished, changed_config):
     new_value["experiments"]["density"]["mechanisms"]["fedkde"]["h"] = [0.55, "knn", 0.8]
     changed_config(new_value)
     jobs = planned_jobs(finished[0])
-    assert jobs["aggregate_estimate"] == 2 and jobs["metrics"] == 2 and jobs["attack"] == 2
+    assert jobs["estimate"] == 2 and jobs["attack_metrics"] == 2
     assert "ingest" not in jobs and "truth" not in jobs and "bandwidth" not in jobs
     assert jobs["summary"] == 1
 
@@ -155,8 +159,36 @@ def test_attack_change_reruns_the_attacks_only(finished, changed_config):
     attack_change["attack"]["users"] = 20
     changed_config(attack_change)
     jobs = planned_jobs(finished[0])
-    assert "randomize" not in jobs and "aggregate_estimate" not in jobs
-    assert jobs["attack"] == 6 and jobs["metrics"] == 6
+    assert "randomize" not in jobs and "estimate" not in jobs
+    assert jobs["attack_metrics"] == 6
+
+
+def test_run_groups_give_the_bytes_of_one_job_per_run(make_workdir):
+    """Every rep of a setting in one estimate and one attack_metrics job, or (shards_per_job 1, so each
+    run needs two randomize batches) one job per run plus a randomize job for its second batch: the
+    same per-run files, byte for byte, and the same summary."""
+    cfg = copy.deepcopy(TINY)
+    cfg["experiments"]["density"].update(reps=2, mechanisms={"fedkde": {"n": 300, "h": 0.55}, "zero": {"n": 300}})
+    grouped, separate = make_workdir(cfg, "grouped"), make_workdir({**cfg, "shards_per_job": 1}, "separate")
+    planned = planned_jobs(grouped), planned_jobs(separate)
+    # before the ingest checkpoint the randomize jobs of the second batches are not yet known
+    assert (planned[0]["estimate"], planned[0]["attack_metrics"], planned[1]["estimate"]) == (2, 2, 4)
+    for wd in (grouped, separate):
+        run_snakemake(wd, "--cores", "2")
+    assert len(list((separate / "benchmarks").rglob("randomize-1.tsv"))) == 4
+    names = ["aggregate.nc", "estimate.nc", "attack-local_maxima.parquet", "attack-bayes.parquet", "metrics.parquet"]
+    runs = sorted((grouped / "results/runs").glob("*/*/*/rep~*"))
+    assert len(runs) == 4
+    for run in runs:
+        other = separate / run.relative_to(grouped)
+        for name in names:
+            assert (run / name).read_bytes() == (other / name).read_bytes(), run / name
+        for shard in (0, 1):  # the second shard: batch 0 in a group, batch 1 in its own randomize job
+            assert (run / f"view/batch~0/shard~{shard}.parquet").read_bytes() == (
+                other / f"view/batch~{shard}/shard~{shard}.parquet"
+            ).read_bytes()
+    summary = "results/summary/metrics.parquet"
+    assert (grouped / summary).read_bytes() == (separate / summary).read_bytes()
 
 
 def test_report_of_a_finished_run(finished):

@@ -3,6 +3,7 @@
 # need, plus a fingerprint of the locpriv code they run.
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -172,6 +173,84 @@ def view_files(wc, meta=None):
         run_path(f"view/batch~{i // SHARDS_PER_JOB}/shard~{i}.parquet").format(**wc)
         for i in range(n_shards(wc, meta))
     ]
+
+
+# ---- run groups: one estimate job and one attack_metrics job make every per-run file of a group
+# (workflow/rules/aggregate.smk, attack.smk).  A group is every rep of a setting (dataset x mechanism x
+# parameters) when each of its runs surely fits one randomize job (its n is a number within
+# users_per_shard x shards_per_job, or it is an interactive mechanism's single shard), else one
+# run: a run of many shards keeps its randomize jobs in parallel and its reps in separate jobs.
+# The per-run files, their paths and bytes are those of one job per stage (each run keeps its seeds).
+
+
+def _one_randomize_job(run):
+    n = run.params.get("n", "all")
+    if lpmechanisms.get(run.mechanism).interactive:
+        return True
+    return n != "all" and int(n) <= config["users_per_shard"] * SHARDS_PER_JOB
+
+
+def run_groups():
+    """{(setting, reps): runs in rep order}; ``setting`` is a run folder's dataset/mechanism/params."""
+    settings = {}
+    for run in sorted(RUNS.values(), key=lambda r: r.rep):
+        settings.setdefault(f"{run.dataset}/{run.mechanism}/{run.pstr}", []).append(run)
+    groups = {}
+    for setting, runs in settings.items():
+        if all(map(_one_randomize_job, runs)):
+            groups[(setting, tuple(r.rep for r in runs))] = runs
+        else:
+            groups.update({(setting, (r.rep,)): [r] for r in runs})
+    return groups
+
+
+RUN_GROUPS = run_groups()
+
+
+def group_rules():
+    """The rules' rep sets -> a regex matching exactly the settings grouped with those reps."""
+    out = {}
+    for setting, reps in RUN_GROUPS:
+        out.setdefault(reps, []).append(re.escape(setting))
+    return {reps: "|".join(sorted(settings)) for reps, settings in sorted(out.items())}
+
+
+def group_rule_name(stage, reps):
+    return (
+        f"{stage}_rep{reps[0]}"
+        if len(reps) == 1
+        else f"{stage}_reps{reps[0]}to{reps[-1]}"
+    )
+
+
+def group_path(name, reps, base=results):
+    """One file (or folder) per rep of a group: group_path("metrics.parquet", (0, 1))."""
+    return [base(f"runs/{{setting}}/rep~{rep}/{name}") for rep in reps]
+
+
+def group_wildcards(wc, reps):
+    """The group's runs as the per-run input functions read them (their wildcards), in rep order."""
+    dataset, mechanism, params = wc.setting.split("/")
+    return [
+        Wildcards(dataset=dataset, mechanism=mechanism, params=params, rep=str(rep))
+        for rep in reps
+    ]
+
+
+def per_run(fn, reps, flat=False):
+    """An input or params function of a group rule: ``fn`` of each of its runs, in rep order
+    (``flat``: the runs' lists joined, as an input list)."""
+
+    def of_group(wc):
+        values = [fn(w) for w in group_wildcards(wc, reps)]
+        return [v for value in values for v in _listed(value)] if flat else values
+
+    return of_group
+
+
+def of_first_run(fn, reps):
+    """An input or params function of a group rule whose value all of its runs share."""
+    return lambda wc: fn(group_wildcards(wc, reps)[0])
 
 
 def pooled_input(wc):

@@ -1,31 +1,4 @@
-# metrics: one tidy table per run, gathered into results/summary/
-
-
-rule metrics:
-    input:
-        estimate=run_path("estimate.nc"),
-        truth=TRUTH_FILE,
-        pooled=pooled_input,
-        attack=run_path("attack-local_maxima.parquet"),
-        bayes=run_path("attack-bayes.parquet"),
-        workload=results("ingest/{dataset}/range-workload.parquet"),
-        grid=GRID_FILE,
-        bandwidth=bandwidth_input,
-        meta=results("ingest/{dataset}/meta.json"),
-    output:
-        run_path("metrics.parquet"),
-    log:
-        run_path("metrics.log", logs),
-    benchmark:
-        run_path("metrics.tsv", benchmarks)
-    conda:
-        "../../envs/locpriv.yaml"
-    params:
-        run=run_of,
-        hotspot_k=lputility.settings(config)["hotspot_k"],
-        code=lambda wc: mechanism_code(wc, "metrics"),
-    script:
-        "../../scripts/metrics.py"
+# summary: every run's metrics table (rule attack_metrics) gathered into results/summary/
 
 
 rule summary:

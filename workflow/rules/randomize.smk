@@ -1,5 +1,6 @@
 # randomize: the client side; one job makes a batch of fixed-size user shards in turn
-# (config shards_per_job), so a small run is one job and a large one still fans out
+# (config shards_per_job).  A run's first batch is made by its group's estimate job (aggregate.smk),
+# so a small run needs no randomize job and a large one still fans out over batches 1, 2, ...
 
 
 rule randomize:
@@ -14,6 +15,8 @@ rule randomize:
         run_path("randomize-{batch}.log", logs),
     benchmark:
         run_path("randomize-{batch}.tsv", benchmarks)
+    wildcard_constraints:
+        batch=r"[1-9]\d*",
     conda:
         "../../envs/locpriv.yaml"
     params:

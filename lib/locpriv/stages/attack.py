@@ -23,6 +23,7 @@ from ..adversary import bayes, informed
 from ..adversary import local_maxima as attacks
 from ..datasets.persons import person_level_epsilon
 from ..seeding import rng as make_rng
+from .metrics import run_metrics
 from .prepare import load_grid
 from .run import check_views, configured, n_users_of, shard_size
 
@@ -439,3 +440,58 @@ def attacks_of_run(
     }
     attack(attack_cfg=attack_cfg, out_attack=out_local_maxima, **common)
     bayes_attack(adversary_cfg=adversary_cfg, truth_path=truth_path, out_attack=out_bayes, **common)
+
+
+def attack_metrics_group(
+    *,
+    runs: list[dict],
+    seed: int,
+    attack_cfg: dict,
+    adversary_cfg: dict,
+    users_per_shard: int,
+    hotspot_k: int,
+    view_paths: list[list[str]],
+    est_paths: list[str],
+    points_path: str,
+    meta_json: str,
+    grid_path: str,
+    truth_path: str,
+    pooled_path: str | None,
+    workload_path: str,
+    bandwidth_json: str | None,
+    out_local_maxima: list[str],
+    out_bayes: list[str],
+    out_metrics: list[str],
+) -> None:
+    """Both adversaries and then the metrics of each run of a group (the reps of one setting) in one
+    job; each run's files are those of one job per stage (same seeds, same inputs)."""
+    for k, run in enumerate(runs):
+        attacks_of_run(
+            run=run,
+            seed=seed,
+            attack_cfg=attack_cfg,
+            adversary_cfg=adversary_cfg,
+            users_per_shard=users_per_shard,
+            view_paths=view_paths[k],
+            points_path=points_path,
+            meta_json=meta_json,
+            grid_path=grid_path,
+            truth_path=truth_path,
+            bandwidth_json=bandwidth_json,
+            out_local_maxima=out_local_maxima[k],
+            out_bayes=out_bayes[k],
+        )
+        run_metrics(
+            run=run,
+            est_path=est_paths[k],
+            truth_path=truth_path,
+            pooled_path=pooled_path,
+            attack_path=out_local_maxima[k],
+            bayes_path=out_bayes[k],
+            workload_path=workload_path,
+            grid_path=grid_path,
+            bandwidth_json=bandwidth_json,
+            meta_json=meta_json,
+            hotspot_k=hotspot_k,
+            out_metrics=out_metrics[k],
+        )

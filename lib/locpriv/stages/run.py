@@ -196,3 +196,47 @@ def aggregate_estimate(
         run=run, view_paths=check_views(view_paths), grid_path=grid_path, bandwidth_json=bandwidth_json, out_agg=out_agg
     )
     estimate(run=run, agg_path=out_agg, grid_path=grid_path, bandwidth_json=bandwidth_json, out_est=out_est)
+
+
+def estimate_group(
+    *,
+    runs: list[dict],
+    seed: int,
+    shards: list[list[int]],
+    users_per_shard: int,
+    view_paths: list[list[str]],
+    points_path: str,
+    meta_json: str,
+    grid_path: str,
+    bandwidth_json: str | None,
+    out_views: list[str],
+    out_agg: list[str],
+    out_est: list[str],
+) -> None:
+    """The client and server side of a group of runs (the reps of one setting) in one job.
+
+    Per run, in order: its first randomize batch (``shards[k]`` into ``out_views[k]``), then
+    aggregate and estimate from all of its shard views (``view_paths[k]``; later batches were
+    written by randomize jobs).  Each run keeps its own seeds and files, so every file's bytes are
+    those of one job per stage; the job only saves the start-up of the others.
+    """
+    for k, run in enumerate(runs):
+        randomize(
+            run=run,
+            seed=seed,
+            shards=shards[k],
+            users_per_shard=users_per_shard,
+            points_path=points_path,
+            meta_json=meta_json,
+            grid_path=grid_path,
+            bandwidth_json=bandwidth_json,
+            out_dir=out_views[k],
+        )
+        aggregate_estimate(
+            run=run,
+            view_paths=view_paths[k],
+            grid_path=grid_path,
+            bandwidth_json=bandwidth_json,
+            out_agg=out_agg[k],
+            out_est=out_est[k],
+        )
