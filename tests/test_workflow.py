@@ -119,7 +119,7 @@ def test_ingest_counts_table(finished):
 def test_every_rule_records_a_benchmark(finished):
     """Snakemake's own wall time and memory per job, under benchmarks/<results_dir>/."""
     tsv = sorted((finished[0] / "benchmarks/results").rglob("*.tsv"))
-    assert {"summary.tsv", "frontier.tsv", "metrics.tsv"} <= {p.name for p in tsv}
+    assert {"summary.tsv", "frontier.tsv", "estimate.tsv", "attack_metrics.tsv"} <= {p.name for p in tsv}
     bench = pd.read_csv(tsv[0], sep="\t")
     assert {"s", "max_rss"} <= set(bench.columns) and (bench["s"] > 0).all()
 
