@@ -253,8 +253,9 @@ def test_a_person_no_single_cell_explains_falls_back_to_the_mixture_of_their_rep
     lik[2] = lik[3] = np.full((3, 3), 0.5)  # person 1: two flat reports ...
     lik[3, 1, 1] = 2.0  # ... the second favouring the centre
     with np.errstate(divide="ignore"):
+        log_lik = np.log(lik)
         joint, moved = person_log_likelihoods(
-            [(slice(0, 4), np.log(lik))], np.array([0, 0, 1, 1]), 2, np.ones((3, 3), dtype=bool)
+            lambda rows: log_lik[rows], np.array([0, 0, 1, 1]), 2, np.ones((3, 3), dtype=bool), 4
         )
     assert moved == 1
     expected_mixture = np.zeros((3, 3))
@@ -273,9 +274,61 @@ def test_a_person_explained_only_where_the_prior_is_zero_falls_back_to_the_mixtu
     allowed = np.ones((2, 2), dtype=bool)
     allowed[0, 0] = False
     with np.errstate(divide="ignore"):
-        joint, moved = person_log_likelihoods([(slice(0, 2), log_lik)], np.array([0, 0]), 1, allowed)
+        joint, moved = person_log_likelihoods(lambda rows: log_lik[rows], np.array([0, 0]), 1, allowed, 2)
     assert moved == 1
     np.testing.assert_allclose(np.exp(joint[0]), [[1.0, 0.5], [0.0, 0.5]])
+
+
+def _person_log_likelihoods_reference(log_lik, owner, n_persons, allowed):
+    """The person attack as it was before the by-person pass: every report's log-likelihood added in
+    report order (np.add.at), the mixture formed for every person, used where no allowed cell is finite."""
+    joint, mixture = np.zeros((n_persons, *log_lik.shape[1:])), np.zeros((n_persons, *log_lik.shape[1:]))
+    np.add.at(joint, owner, log_lik)
+    share = np.exp(log_lik - log_lik.reshape(len(log_lik), -1).max(axis=1)[:, None, None])
+    np.add.at(mixture, owner, share / share.reshape(len(share), -1).sum(axis=1)[:, None, None])
+    moved = ~np.where(allowed[None], np.isfinite(joint), False).reshape(n_persons, -1).any(axis=1)
+    with np.errstate(divide="ignore"):
+        joint[moved] = np.log(mixture[moved])
+    return joint, int(moved.sum())
+
+
+def test_person_log_likelihoods_equal_the_report_order_reference_bit_for_bit():
+    """Persons summed one by one, the mixture only for those who need it: the same bits as summing the
+    reports in order (each person's additions keep their order), on reports spanning several batches,
+    persons interleaved, some ruling cells out; the mixture pass asks only for the moved persons' rows."""
+    rng = np.random.default_rng(26)
+    n_rows, n_persons = 300, 9
+    owner = rng.integers(0, n_persons, n_rows)
+    log_lik = rng.standard_normal((n_rows, *GRID.shape)) * 10.0 ** rng.integers(-3, 4, (n_rows, 1, 1))
+    exact = np.isin(owner, [2, 5]) & (rng.random(n_rows) < 0.5)  # exact reports in random cells: moved
+    log_lik[exact] = -np.inf
+    log_lik[exact, rng.integers(0, GRID.shape[0], exact.sum()), rng.integers(0, GRID.shape[1], exact.sum())] = 0.0
+    allowed = rng.random(GRID.shape) < 0.9
+    asked = []
+
+    def log_lik_of(rows):
+        asked.append(np.asarray(rows))
+        return log_lik[rows]
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expect, expect_moved = _person_log_likelihoods_reference(log_lik, owner, n_persons, allowed)
+        got, moved = bayes.person_log_likelihoods(log_lik_of, owner, n_persons, allowed, 32)
+    assert moved == expect_moved == 2  # power: both fallbacks taken, the others summed
+    assert np.array_equal(got, expect)
+    second = np.concatenate(asked)[n_rows:]
+    assert np.array_equal(np.sort(second), np.flatnonzero(np.isin(owner, [2, 5])))
+
+
+def test_person_sums_equal_np_add_at_in_row_order_bit_for_bit():
+    rng = np.random.default_rng(27)
+    rows = rng.standard_normal((200, 5, 4)) * 10.0 ** rng.integers(-8, 8, (200, 1, 1))
+    owner = rng.integers(0, 7, 200)
+    expect = np.zeros((7, 5, 4))
+    np.add.at(expect, owner, rows)
+    assert np.array_equal(attack_lm.person_sums(lambda r: rows[r], owner, 7, 16), expect)
+    some = np.array([1, 4, 6])
+    assert np.array_equal(attack_lm.person_sums(lambda r: rows[r], owner, 7, 16, persons=some), expect[some])
+    assert attack_lm.person_sums(lambda r: rows[r], owner, 7, 16, persons=np.array([7])) is None
 
 
 def test_the_posterior_is_formed_in_log_space_over_the_cells_the_prior_allows():

@@ -64,6 +64,21 @@ def test_person_targets_measure_to_the_nearest_of_the_persons_points():
     np.testing.assert_allclose(field[0], np.minimum(np.hypot(X, Y), np.hypot(X - 2, Y)), rtol=1e-12)
 
 
+def test_person_field_is_the_minimum_over_all_their_points():
+    """The k-d tree's nearest point gives the brute-force minimum of the distances over every point, on
+    clustered points with exact duplicates and points off the grid (equal to 1 ulp: the same np.hypot)."""
+    r = rng(26, "person-field")
+    persons = [
+        np.concatenate([r.normal(c, s, (m, 2)) for c, s in ((0.0, 0.05), (2.0, 1.0), (-4.0, 0.5))])
+        for m in (1, 40, 700)
+    ]
+    persons[2][::7] = persons[2][0]  # duplicates
+    got = attack.PersonTargets(persons).field(GRID)
+    for k, pts in enumerate(persons):
+        brute = np.hypot(GRID.x[:, None, None] - pts[:, 0], GRID.y[None, :, None] - pts[:, 1]).min(axis=2)
+        np.testing.assert_allclose(got[k], brute, rtol=2.3e-16, atol=0)
+
+
 def test_a_person_whose_surface_peaks_at_one_of_their_points_is_located():
     pts = np.array([[GRID.x[10], GRID.y[10]], [GRID.x[50], GRID.y[40]]])
     # the surface peaks at the person's second point only: still located (Z = 0)

@@ -230,9 +230,9 @@ def attack(
     batch = int(attack_cfg.get("batch", attacks.DEFAULT_BATCH))
     surfaces = _row_batches(targets, batch, lambda rows: mech.surfaces(rows, grid))
     if targets.owner is not None:  # a person's surface: the sum of their reports' surfaces
-        total = np.zeros((len(targets.ids), *grid.shape))
-        for sl, part in surfaces:
-            attacks.add_rows(total, targets.owner[sl], part)
+        total = attacks.person_sums(
+            lambda rows: mech.surfaces(targets.view.iloc[rows], grid), targets.owner, len(targets.ids), batch
+        )
         surfaces = ((sl, total[sl]) for sl in attacks.batches(len(total), batch))
     result = attacks.local_maxima_attack(surfaces, grid, _ids(targets), targets.truth, float(attack_cfg["ratio"]))
     io.write_parquet(_with_ids(result, targets), out_attack, metadata=meta)
@@ -259,7 +259,9 @@ def _adversary(targets: Targets, batch: int, log_lik_of, prior: np.ndarray, grid
     log_liks = ((sl, log_lik_of(targets.view.iloc[sl], sl)) for sl in attacks.batches(len(targets.view), batch))
     mixture = person_range = None
     if targets.owner is not None:
-        joint, mixture = bayes.person_log_likelihoods(log_liks, targets.owner, len(targets.ids), prior > 0)
+        joint, mixture = bayes.person_log_likelihoods(
+            lambda rows: log_lik_of(targets.view.iloc[rows], rows), targets.owner, len(targets.ids), prior > 0, batch
+        )
         finite = np.where(np.isfinite(joint), joint, np.nan).reshape(len(joint), -1)
         person_range = np.nanmax(finite, axis=1) - np.nanmin(finite, axis=1)
         log_liks = ((sl, joint[sl]) for sl in attacks.batches(len(joint), batch))
