@@ -11,6 +11,7 @@ import numpy as np
 
 from ..heatmaps.adaptive import OPTIONS, AdaptiveParams, run_adaptive
 from ..params import Param
+from .base import TIMING
 from .heatmap import AGGREGATION, DEPTH, SHARD_SIZE, Heatmap, pixels, published, secagg, user_pool
 from .partitions import EPSILON
 
@@ -72,6 +73,7 @@ class DPHeatmap(Heatmap):
             choices=OPTIONS["combine"],
             omit_default=True,
         ),
+        "timing": TIMING,
         "render": Param(
             "render",
             "choice",
@@ -82,6 +84,12 @@ class DPHeatmap(Heatmap):
             omit_default=True,
         ),
     }
+
+    def timing_schedule(self):
+        """At most max_rounds sub-queries; with fixed work each spends at least epsilon / (2 max_rounds)
+        (``AdaptiveParams.min_round_epsilon``: the fixed-work delta needs a public floor)."""
+        rounds = self.settings["max_rounds"]
+        return rounds, self.settings["epsilon"] / (2 * rounds)
 
     def communication(self, grid):
         """Upper bound: every sub-query's vector at most 4^depth entries (the exact Σ_t K_t is data-dependent
@@ -100,6 +108,7 @@ class DPHeatmap(Heatmap):
             max_rounds=s["max_rounds"],
             sampling="fixed",
             secagg=secagg(s),
+            min_round_epsilon=self.timing_schedule()[1] if self.timing_safe else 0.0,
             **{k: s[k] for k in ("threshold", "start", "collapse_floor", "combine", "render")},
         )
         return run_adaptive(user_pool(x, y, depth, s), config, rng)
