@@ -270,6 +270,11 @@ class Heatmap(Released):
         box's lower-left one), then the ε the run accounted (the larger of planned and achieved)."""
         raise NotImplementedError
 
+    def audit_others(self) -> int:
+        """Users beside the target in the audit's population (all in the far corner pixel): two, since a
+        secure shard needs >= 2 and one sub-query is every baseline's whole schedule."""
+        return 2
+
     def audit_case(self, grid):
         """The whole run (each user's Pólya share, the shard sums, every sub-query the schedule makes)
         on a tiny population with and without the target: two users in the upper-right pixel, the target
@@ -278,7 +283,8 @@ class Heatmap(Released):
         from ..audit import cases
 
         lo, hi = cases.domain_corners(grid)
-        other = pd.DataFrame({"user": [1, 2], "x": hi[0], "y": hi[1]})  # two: a secure shard needs >= 2
+        others = self.audit_others()
+        other = pd.DataFrame({"user": np.arange(1, others + 1), "x": hi[0], "y": hi[1]})
         both = pd.concat([pd.DataFrame({"user": [0], "x": [lo[0]], "y": [lo[1]]}), other], ignore_index=True)
         width = len(self.scored(self.result(other, grid, np.random.default_rng(0))))
 
@@ -287,7 +293,9 @@ class Heatmap(Released):
 
         return [
             cases.Pair(
-                "whole run on a tiny population with and without the target (corner pixel)",
+                "whole run on a tiny population with and without the target (corner pixel)"
+                if others == 2
+                else f"whole run, {others} users in the far corner pixel, with and without the target",
                 released(both),
                 released(other),
                 lambda out: np.clip(out[:, :-1], 0, 1).sum(axis=1),
