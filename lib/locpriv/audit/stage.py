@@ -18,8 +18,8 @@ import pandas as pd
 from .. import io, mechanisms, seeding
 from ..domain import Grid
 from ..dp import Guarantee
-from ..stages.prepare import load_grid
 from ..params import explicit_params
+from ..stages.prepare import load_grid
 from .cases import audit_params
 from .estimator import audit
 
