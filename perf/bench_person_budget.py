@@ -1,8 +1,10 @@
-"""Person-level budgets on Geolife (issue 28 item 8): ``person_budget: split`` vs ``group`` at equal
-person-level ε.
+"""Person-level budgets on Geolife (issue 28 item 8): ``person_budget: split``, ``split_epsilon`` and
+``group`` at equal person-level ε.
 
 group (cap c): each person keeps up to c seeded rows, each released at ε_person / c (person-level ε =
-c × record ε, group privacy); split: each person keeps one seeded row released at ε_person.  Both are
+c × record ε, group privacy); split: each person keeps one seeded row released at ε_person;
+split_epsilon (cap c): up to c seeded rows, the mechanism configured with ε_person and
+``person_reports: c`` (each report at ε_person / c, the record's ε the person's).  All are
 ingested by ``datasets.ingest.real_points`` from the dataset of ``--config`` (the Geolife config's),
 randomised through the public API and scored against the distribution of *all* rows (every person's
 full trace): total-variation distance between the released estimate's mass and the truth's on a
@@ -14,6 +16,7 @@ Without the data the script says so and exits 0 (nothing in the default run need
 """
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -23,7 +26,7 @@ import pandas as pd
 import yaml
 
 from locpriv import LaplaceLDP, OUEGrid
-from locpriv.datasets import ingest
+from locpriv.datasets import ingest, persons
 from locpriv.domain import Domain, Grid
 
 
@@ -45,6 +48,7 @@ def main():
     parser.add_argument("--path", help="the dataset's file (default: the config's path, relative to the cwd)")
     parser.add_argument("--eps", type=float, nargs="+", default=[2.0, 10.0, 100.0], help="person-level epsilons")
     parser.add_argument("--caps", type=int, nargs="+", default=[10, 100], help="group caps c")
+    parser.add_argument("--split-caps", type=int, nargs="+", default=[3, 10, 30, 100], help="split_epsilon caps c")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--cells", type=int, default=32)
     parser.add_argument("--out", help="CSV of every repetition")
@@ -65,17 +69,27 @@ def main():
     side = min(box.xmax - box.xmin, box.ymax - box.ymin)
     rows = []
     for rep in range(args.reps):
-        budgets = {"split": ({**spec, "person_budget": "split"}, 1)}
-        budgets.update({f"group c={c}": ({**spec, "max_points_per_person": c}, c) for c in args.caps})
-        for label, (ds, cap) in budgets.items():
+        # label -> (dataset spec, cap, reports per person the mechanism divides epsilon by)
+        budgets = {"split": ({**spec, "person_budget": "split"}, 1, 1)}
+        budgets.update({f"group c={c}": ({**spec, "max_points_per_person": c}, c, 1) for c in args.caps})
+        budgets.update(
+            {
+                f"split_epsilon c={c}": ({**spec, "person_budget": "split_epsilon", "max_points_per_person": c}, c, c)
+                for c in args.split_caps
+            }
+        )
+        for label, (ds, cap, reports) in budgets.items():
             pts, _ = ingest.real_points(args.dataset, ds, np.random.default_rng([rep, cap]))
             xy = pts[["x", "y"]].to_numpy()
             for eps in args.eps:
-                record = eps / cap
+                # group divides by hand (its record is per row); split_epsilon configures the person's epsilon
+                configured = eps / cap if reports == 1 else eps
                 for mech in (
-                    OUEGrid(epsilon=record, level=4),
-                    LaplaceLDP(epsilon=record, h=side / 20, estimator="naive"),
+                    OUEGrid(epsilon=configured, level=4, person_reports=reports),
+                    LaplaceLDP(epsilon=configured, h=side / 20, estimator="naive", person_reports=reports),
                 ):
+                    person = persons.person_level_epsilon(mech.guarantee().epsilon, cap, reports)
+                    assert math.isclose(person, eps), (label, person, eps)  # equal person-level epsilon
                     t0 = time.process_time()
                     est = mech.fit_estimate(xy, rng=np.random.default_rng([rep, cap, int(eps)]), grid=grid)
                     tv = 0.5 * np.abs(mass(est, grid, True) - truth).sum()
@@ -85,7 +99,8 @@ def main():
                             "budget": label,
                             "rows": len(xy),
                             "person_epsilon": eps,
-                            "record_epsilon": record,
+                            "record_epsilon": mech.guarantee().epsilon,
+                            "report_epsilon": mech.report_epsilon,
                             "mechanism": mech.name,
                             "tv": tv,
                             "cpu_s": time.process_time() - t0,

@@ -32,14 +32,14 @@ def chain(tmp_path_factory):
     return _chain(tmp_path_factory.mktemp("persons"), run)
 
 
-def _chain(d, run):
+def _chain(d, run, **dataset):
     rng = np.random.default_rng(3)
     homes = rng.uniform(0.2, 0.8, size=(PERSONS, 2))
     xy = np.repeat(homes, POINTS, axis=0) + rng.normal(0, 0.01, size=(PERSONS * POINTS, 2))
     pd.DataFrame(
         {"person": np.repeat([f"p{k:02d}" for k in range(PERSONS)], POINTS), "x": xy[:, 0], "y": xy[:, 1]}
     ).to_csv(d / "points.csv", index=False)
-    spec = {**SPEC, "path": str(d / "points.csv")}
+    spec = {**SPEC, **dataset, "path": str(d / "points.csv")}
     f = {
         k: str(d / v)
         for k, v in {
@@ -178,3 +178,36 @@ def test_the_informed_adversary_attacks_a_privtree_person_as_the_unit(privtree_c
     # measured: informed hit mass 0.193 against the prior's 0.013, expected error 0.387 against 0.421
     assert res["informed_hit_r"].mean() > 5 * res["hit_r"].mean()
     assert res["informed_expected_error"].mean() < res["expected_error"].mean()
+
+
+def test_split_epsilon_run_records_the_configured_epsilon_for_the_person(tmp_path):
+    """person_budget split_epsilon through the stages: each row reported at epsilon / CAP (the view's noise and
+    the informed check per row), the summary's record-level and person-level epsilon both the configured one,
+    and every attacked person's informed statistic within it (the stage raises otherwise)."""
+    eps = 20.0
+    run = {
+        "dataset": "people",
+        "mechanism": "geoind",
+        "params": {"n": "all", "h": 0.05, "epsilon": eps, "person_reports": CAP},
+        "rep": 0,
+    }
+    f, _, _ = _chain(tmp_path, run, person_budget="split_epsilon")
+    assert io.read_parquet_metadata(st_run.shard_file(f["view"], 0))["noise"]["epsilon"] == eps / CAP
+    io.write_parquet(pd.DataFrame([[0.2, 0.5, 0.2, 0.5]], columns=utility.COLUMNS), f["workload"])
+    st_metrics.run_metrics(
+        run=run,
+        est_path=f["est"],
+        truth_path=f["truth"],
+        pooled_path=None,
+        attack_path=f["lm"],
+        bayes_path=f["bayes"],
+        workload_path=f["workload"],
+        grid_path=f["grid"],
+        bandwidth_json=None,
+        meta_json=f["meta"],
+        hotspot_k=10,
+        out_metrics=f["metrics"],
+    )
+    rows = pd.read_parquet(f["metrics"]).set_index("metric")["value"]
+    assert rows["guarantee_epsilon"] == eps and rows["guarantee_epsilon_person"] == eps
+    assert 0 < rows["informed_max_log_ratio_person"] <= eps

@@ -306,6 +306,11 @@ def check_values(config: dict) -> None:
                 f"config key 'datasets.{name}.max_points_per_person': person_budget 'split' keeps "
                 "one row per person; drop the cap, or use person_budget 'group' to keep it"
             )
+        if spec.get("person_budget") == "split_epsilon" and "max_points_per_person" not in spec:
+            raise ConfigError(
+                f"config key 'datasets.{name}.person_budget': split_epsilon divides epsilon by the cap on a "
+                "person's rows; set max_points_per_person, or use person_budget 'split' (one row per person)"
+            )
         for key in ("bbox", "lonlat_bbox"):
             if key in spec:
                 check_box(spec[key], f"datasets.{name}.{key}", lonlat=key == "lonlat_bbox")
@@ -401,6 +406,30 @@ def check_run_params(cls, params: dict, where: str) -> None:
         )
 
 
+def person_split(spec: dict, cls, where: str, dataset: str, grid: dict) -> dict:
+    """``{"person_reports": cap}`` for a run on a dataset with ``person_budget: split_epsilon`` (each of a
+    person's up to cap rows randomised at epsilon / cap, so the recorded epsilon is the person's), else {}.
+
+    Only a mechanism declaring ``person_reports`` (per-user local reports, which compose) can split;
+    a value set in the experiment must be the dataset's cap, the one the ingest applied."""
+    if spec.get("person_budget") != "split_epsilon":
+        return {}
+    cap = int(spec["max_points_per_person"])
+    if "person_reports" not in cls.params:
+        splitting = [n for n in mechanisms.names() if "person_reports" in mechanisms.get(n).params]
+        raise ConfigError(
+            f"config key '{where}': dataset {dataset!r} has person_budget split_epsilon, which mechanism "
+            f"{cls.name!r} cannot apply (its reports do not split per person); allowed: {splitting}, or "
+            "person_budget 'split' or 'group' on the dataset"
+        )
+    if grid.get("person_reports", cap) != cap:
+        raise ConfigError(
+            f"config key '{where}.person_reports': {grid['person_reports']!r} differs from dataset "
+            f"{dataset!r}'s max_points_per_person {cap} (person_budget split_epsilon); allowed: leave it out"
+        )
+    return {"person_reports": cap}
+
+
 @dataclass
 class Run:
     experiment: str
@@ -457,7 +486,7 @@ def expand_runs(config: dict) -> list[Run]:
                     cls = mechanisms.get(mech_name)
                 except ValueError as exc:
                     raise ConfigError(f"config key '{where}': {exc}") from None
-                grid = dict(grid or {})
+                grid = {**(grid or {}), **person_split(config["datasets"][ds], cls, where, ds, grid or {})}
                 n_values = grid.pop("n", "all")
                 rows = []
                 for combo in _grid(grid):

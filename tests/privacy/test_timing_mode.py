@@ -12,6 +12,7 @@ Gamma–Poisson, a rejection/multiplication sampler: one word per unit of the dr
 n = 400 (test_the_statistic_detects_the_batch_share_sampler), so a pass is not vacuous.
 """
 
+import dataclasses
 import sys
 
 import numpy as np
@@ -190,3 +191,64 @@ def test_per_client_heatmap_vectors_draw_their_shares_with_fixed_work():
     runs = [_work(vectors, seed) for seed in range(50)]
     assert {w for w, _, _ in runs} == {2 * 3 * 8}
     assert len({out.tobytes() for _, _, out in runs}) > 40  # the shares did vary
+
+
+HEATMAPS = ("heatmap_flat", "heatmap_hierarchical", "dp_heatmap")
+HEATMAP_RUNS = 150
+
+
+def _heatmap_runs(name, timing):
+    """Whole runs of a heatmap mechanism on one user (its own shard, per-client shares): the words each run
+    consumed, the |noisy sums| the server saw and the public vector lengths (sum over sub-queries)."""
+    mech = mechanisms.get(name)(epsilon=1.0, depth=1, shard_size=1, aggregation="per_client", timing=timing)
+
+    def run(rng):
+        rounds = mech.randomize(np.array([[0.1, 0.1]]), rng=rng, domain=[0, 1, 0, 1]).attrs["server_rounds"]
+        return np.array([sum(np.abs(r["sums"]).sum() for r in rounds), sum(len(r["sums"][0]) for r in rounds)])
+
+    runs = [_work(run, seed) for seed in range(HEATMAP_RUNS)]
+    out = np.array([o for _, _, o in runs])
+    return runs, out[:, 0], out[:, 1]
+
+
+@pytest.mark.parametrize("name", HEATMAPS)
+def test_fixed_work_heatmap_run_work_is_set_by_the_public_vector_lengths(name):
+    # issue 28 item 4 for the heatmaps: with timing fixed_work a client's work is 2 words per entry of
+    # the sub-query's (public) vector whatever its shares; the batch sampler's work follows |noise|
+    # (power: sqrt(n - 1) rho > Z_CRIT at two-sided alpha = 1e-3; it measured 13 at 400 runs)
+    runs, noise, length = _heatmap_runs(name, "fixed_work")
+    assert np.unique(noise).size > 5  # the noise varied
+    words = np.array([w for w, _, _ in runs])
+    assert (words == 2 * length).all() and _dependence(runs, noise) == 0.0
+    runs, noise, _ = _heatmap_runs(name, "batch")
+    assert _dependence(runs, noise) > Z_CRIT
+
+
+def test_heatmap_records_state_the_timing_model_and_the_fixed_work_delta():
+    from locpriv.heatmaps.adaptive import AdaptiveParams
+
+    for name in HEATMAPS:
+        cls = mechanisms.get(name)
+        batch, fixed = (cls(epsilon=1.0, aggregation="secure", timing=t) for t in ("batch", "fixed_work"))
+        assert batch.guarantee().timing == TIMING_BATCH and fixed.guarantee().timing == TIMING_FIXED_WORK
+        rounds, least = fixed.timing_schedule()
+        s = fixed.settings
+        expected = polya.fixed_work_delta(2.0, least, rounds, s["shard_size"], 4 ** s["depth"])
+        if fixed.guarantee().epsilon is not None:  # heatmap_hierarchical's level choice voids its record
+            assert batch.guarantee().delta == 0.0 and fixed.guarantee().delta == expected
+            assert 0 < expected < 1e-5 and "(epsilon, delta)-DP" in fixed.guarantee().model
+        # the population mode runs no client code: nothing to time
+        with pytest.raises(ValueError, match=r"timing.*aggregation 'population'"):
+            cls(epsilon=1.0, timing="fixed_work")
+    # the delta's premise: with a floor every sub-query spends at least it (here many rounds, small targets)
+    rng = np.random.default_rng(0)
+    from locpriv.heatmaps.adaptive import run_adaptive
+
+    image = rng.poisson(50, size=(8, 8))
+    floor = 1.0 / 20
+    params = AdaptiveParams(epsilon=1.0, users_per_round=int(image.sum()), sampling="fixed", min_round_epsilon=floor)
+    spent = run_adaptive(image, params, np.random.default_rng(1)).transcript["epsilon"]
+    assert len(spent) > 1 and (spent >= floor).all() and spent.sum() == pytest.approx(1.0)
+    # power: without the floor this schedule's first sub-query spends less
+    free = run_adaptive(image, dataclasses.replace(params, min_round_epsilon=0.0), np.random.default_rng(1))
+    assert free.transcript["epsilon"].min() < floor

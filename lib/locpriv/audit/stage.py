@@ -18,6 +18,7 @@ import pandas as pd
 from .. import io, mechanisms, seeding
 from ..domain import Grid
 from ..dp import Guarantee
+from ..params import explicit_params
 from ..stages.prepare import load_grid
 from .cases import audit_params
 from .estimator import audit
@@ -71,6 +72,9 @@ def audit_setting(mechanism: str, params: dict, grids: dict[str, Grid], draws: i
     if not (isinstance(draws, int) and draws >= 8):
         raise ValueError(f"audit draws must be an integer >= 8, got {draws!r}")
     mech = mechanisms.get(mechanism)(**params)
+    # the run's form: options at their omit_default default left out, so a setting's label and seeds
+    # do not change when a mechanism gains an option
+    params = explicit_params(mech.params, params)
     g = mech.guarantee()
     if g.epsilon is None:
         raise ValueError(f"{mechanism} with {params} states no epsilon: nothing to audit")

@@ -43,7 +43,8 @@ def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.Dat
     rows are capped (a seeded uniform subset) so that the person-level ε is at
     most cap × the record-level ε (:mod:`locpriv.datasets.persons`); with
     ``person_budget: split`` each person keeps one seeded row (cap 1), so the
-    person-level ε is the configured ε.
+    person-level ε is the configured ε; ``split_epsilon`` keeps up to the cap, each row
+    then randomised at ε / cap (``person_reports``, set by ``config.person_split``).
     Rows dropped for bad or out-of-box coordinates above ``max_dropped_fraction``
     of the file stop the ingest with the counts.
     """
@@ -78,6 +79,9 @@ def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.Dat
             pts = pts[keep].reset_index(drop=True)
         meta["max_rows_per_person"] = int(pts["source_user"].value_counts().max()) if len(pts) else 0
     meta["person_cap"] = int(cap) if cap is not None and "source_user" in pts else None
+    budget = spec.get("person_budget", "group")
+    if "source_user" in pts and budget != "group":  # (group, the default, keeps its records' bytes)
+        meta["person_budget"] = budget  # how the cap's rows share the budget (persons.person_level_epsilon)
     if len(pts) < MIN_USERS:
         raise InputError(
             str(spec["path"]),
@@ -105,10 +109,10 @@ def _users_note(meta: dict, has_persons: bool) -> str:
         return note + "; no person column"
     if meta["person_cap"] is None:
         return note + "; no per-person cap, so the person-level epsilon is unbounded"
-    return (
-        note + f"; each person ({meta['user_column']!r}) keeps at most {meta['person_cap']} points, "
-        "so the person-level epsilon is person_cap x the record-level epsilon"
-    )
+    kept = note + f"; each person ({meta['user_column']!r}) keeps at most {meta['person_cap']} points, "
+    if meta.get("person_budget") == "split_epsilon":
+        return kept + "each randomised at epsilon / that cap, so the person-level epsilon is the configured epsilon"
+    return kept + "so the person-level epsilon is person_cap x the record-level epsilon"
 
 
 def describe_drops(dropped: dict) -> str:

@@ -7,7 +7,9 @@ changes the probability of any output by at most e^{kε} when all k rows of one
 person change (Dwork & Roth 2014, Thm. 2.2; for local mechanisms the k reports
 are independent, so their privacy losses add).  Capping every person at ``cap``
 rows (``max_points_per_person``) therefore bounds the person-level ε by
-``cap × ε``.
+``cap × ε``.  With ``person_budget: split_epsilon`` the record already covers a whole
+person's up to ``cap`` rows (each randomised at ε / cap, ``Guarantee.split_over``), so
+the person-level ε is the record's.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 
-def person_level_epsilon(record_eps: float | None, cap: int | None) -> float | None:
+def person_level_epsilon(record_eps: float | None, cap: int | None, rows_covered: int = 1) -> float | None:
     """ε protecting one person who contributes at most ``cap`` rows, each released with ``record_eps``.
 
     Model: pure ε-DP per row (central or local), neighbouring datasets differ in all
@@ -29,7 +31,9 @@ def person_level_epsilon(record_eps: float | None, cap: int | None) -> float | N
     for ε = 0 (a release that ignores its input reveals nothing however many rows a
     person has).  Returns None when there is no record-level ε to scale.  For (ε, δ)
     mechanisms group privacy also inflates δ (to cap e^{(cap-1)ε} δ), which this helper
-    does not cover: call it on pure ε only.
+    does not cover: call it on pure ε only.  ``rows_covered``: how many of one person's rows the
+    record's ε already covers (a mechanism's ``person_reports``); a person's cap rows are
+    ceil(cap / rows_covered) such groups, so the bound is that many times the record's ε.
     """
     if record_eps is None:
         return None
@@ -37,7 +41,7 @@ def person_level_epsilon(record_eps: float | None, cap: int | None) -> float | N
         return 0.0 if record_eps == 0 else math.inf
     if cap < 1:
         raise ValueError(f"cap must be a positive number of rows, got {cap}")
-    return float(cap) * float(record_eps)
+    return float(math.ceil(cap / rows_covered)) * float(record_eps)
 
 
 def cap_rows(persons: np.ndarray, cap: int, rng: np.random.Generator) -> np.ndarray:

@@ -7,11 +7,21 @@
 * :mod:`.record` – :class:`Guarantee`, the formal claim a run records.
 """
 
-from .record import ADD_REMOVE, REPLACE_ONE, TIMING_BATCH, TIMING_FIXED_WORK, TRUST_MODELS, Guarantee, no_guarantee
+from .record import (
+    ADD_REMOVE,
+    REPLACE_ONE,
+    REPORT_PREFIX,
+    TIMING_BATCH,
+    TIMING_FIXED_WORK,
+    TRUST_MODELS,
+    Guarantee,
+    no_guarantee,
+)
 
 __all__ = [
     "ADD_REMOVE",
     "REPLACE_ONE",
+    "REPORT_PREFIX",
     "TIMING_BATCH",
     "TIMING_FIXED_WORK",
     "TRUST_MODELS",

@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass, field, replace
 # removing a user would change n, so neighbours differ in one user's location (twice the add/remove cost)
 REPLACE_ONE = "replace one user's location (n is public)"
 ADD_REMOVE = "add/remove one user"
+# a person-level record's key, in other_relations, of one of its reports' own relation (Guarantee.split_over)
+REPORT_PREFIX = "one report: "
 
 # whom a user must trust for a mechanism's guarantee to hold
 TRUST_MODELS = {
@@ -130,6 +132,45 @@ class Guarantee:
         exponent = (k - 1) * epsilon
         # e^700 is near the largest double; long before it the cap applies (delta >= 1e-300)
         return k * epsilon, min(1.0, k * math.exp(exponent) * delta) if exponent < 700 else 1.0
+
+    def split_over(self, k: int) -> Guarantee:
+        """The person-level record of k independent reports, each one with this record (at epsilon / k).
+
+        ``person_budget: split_epsilon`` (issue 28 item 8): a person with up to k rows sends one
+        report per row, each randomised by this (local) mechanism at the per-report epsilon e, so
+        the configured epsilon k e is the person's.  Model: the same as one report's; neighbouring
+        relation: one person's up to k locations replaced by any others (their number, at most k, is
+        public, as n is).  Proof sketch: the reports are drawn independently, so the output
+        probability of the person's reports factorises; changing the person's inputs changes each
+        of its m <= k factors by at most e^e (plus delta_i), hence the product by at most e^(m e) <=
+        e^(k e) with delta <= k delta (basic composition, Dwork & Roth 2014, Thm 3.16).  A person
+        with fewer rows spends m e < k e.  Metric DP (geo-indistinguishability): each report
+        costs e d_i for its location moved by d_i, so the person costs e sum_i d_i <= k e max_i d_i:
+        the record's epsilon k e is per unit of the person's largest move.  One report's own
+        guarantee is kept in ``other_relations`` under ``"one report: " + its relation`` (what the
+        audit of a single report checks).
+        """
+        if not (isinstance(k, int) and k >= 1):
+            raise ValueError(f"reports per person must be an integer >= 1, got {k!r}")
+        if self.epsilon is None:
+            return self
+        relation = (
+            f"metric: one person's up to {k} locations each moved by at most d (epsilon per unit of d; their "
+            "number is public)"
+            if self.metric
+            else f"any two inputs of one person: up to {k} locations each (local; their number is public)"
+        )
+        one = {f"{REPORT_PREFIX}{self.relation}": self.epsilon}
+        one.update({f"{REPORT_PREFIX}{r}": v for r, v in self.other_relations.items()})
+        return replace(
+            self,
+            epsilon=k * self.epsilon,
+            delta=None if self.delta is None else min(1.0, k * self.delta),
+            relation=relation,
+            covers=f"each person's up to {k} rows, one report each at epsilon / {k}: {self.covers}",
+            other_relations=one,
+            note=f"{self.note}; person_budget split_epsilon: basic composition of {k} reports".lstrip("; "),
+        )
 
     def leaked(self, what: str) -> Guarantee:
         """This guarantee voided by a private input used without accounting (``what`` names it)."""

@@ -121,6 +121,9 @@ class AdaptiveParams:
     collapse_fraction: float = 0.25  # κ = f τ (reference collapse_func)
     max_rounds: int = 10  # reference max_levels = 10
     max_depth: int | None = None  # finest level nodes may reach; None = image depth
+    # every sub-query spends at least this (0: no floor); the fixed-work share sampler's delta needs a
+    # public lower bound on epsilon_t (polya.fixed_work_delta), so the timing-safe mode sets one
+    min_round_epsilon: float = 0.0
     sampling: str = "disjoint"
     secagg: SecAgg = field(default_factory=SecAgg)
     # options (module doc, "Defaults of the options")
@@ -135,6 +138,8 @@ class AdaptiveParams:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a finite number > 0, got {value}")
+        if not 0 <= self.min_round_epsilon <= self.epsilon:
+            raise ValueError(f"min_round_epsilon must be in [0, epsilon], got {self.min_round_epsilon}")
         if not self.expansion >= 0:
             raise ValueError(f"expansion must be >= 0, got {self.expansion}")
         if not 0 <= self.collapse_fraction < 1:
@@ -292,8 +297,14 @@ def run_adaptive(
     for t in range(params.max_rounds):
         levels, codes = tree.reporting_nodes()
         left = params.epsilon - spent
-        target = params.target_epsilon(n, len(levels))
-        last = t == params.max_rounds - 1 or not changed or left < (1 + params.expansion) * target
+        target = max(params.target_epsilon(n, len(levels)), params.min_round_epsilon)
+        # with a floor, a round leaves at least the floor for the last one (so every epsilon_t >= floor)
+        last = (
+            t == params.max_rounds - 1
+            or not changed
+            or left < (1 + params.expansion) * target
+            or left - target < params.min_round_epsilon
+        )
         eps_t = left if last else target
         spent = params.epsilon if last else spent + eps_t
         survivors = survive(pool.draw(n, rng), depth, params.secagg, rng, pool.shard_images)

@@ -105,6 +105,30 @@ def polya_timing_tv(r: float, alpha: float) -> float:
     return _thresholds(float(r), float(alpha)).size * 2.0**-63 + 2.0**-64
 
 
+def fixed_work_delta(
+    max_loss: float, min_round_epsilon: float, rounds: int, shard_size: int, max_dim: int, sensitivity: float = 1.0
+) -> float:
+    """The delta a run whose clients draw their shares by ``fixed_work_polya`` adds to its epsilon.
+
+    Bound, from public quantities only: at most ``rounds`` sub-queries, each with noise at
+    epsilon_t >= ``min_round_epsilon`` and a privacy loss of at most ``max_loss`` under the
+    record's relation (epsilon_t add/remove, 2 epsilon_t replace-one: pass the total), over a
+    vector of at most ``max_dim`` entries, shards of at most ``shard_size`` clients.
+    Proof sketch: in sub-query t the target's shard sum is a function of
+    its <= shard_size x max_dim shares (X - Y each), every one within total variation 2 tv of exact,
+    tv = ``polya_timing_tv``; so the released sum is within eta_t = 2 shard_size max_dim tv of the exact
+    mechanism's, which is e_t-DP (e_t <= max_loss), and a mechanism within eta of an e_t-DP one
+    is (e_t, (1 + e^e_t) eta)-DP (P'(S|x) <= P(S|x) + eta <= e^e_t P(S|x') + eta <=
+    e^e_t P'(S|x') + (1 + e^e_t) eta).  Other shards' sums have the same law under both
+    neighbours.  Adaptive basic composition sums the deltas.  tv is largest for the heaviest tail:
+    Pólya(r, a) with r = 1 / n_dp <= 1 is stochastically below Pólya(1, a) (Pólya laws add their r)
+    and a = e^(-epsilon_t / sensitivity) <= e^(-min_round_epsilon / sensitivity), so the table of
+    Pólya(1, e^(-min_round_epsilon / sensitivity)) is the longest and bounds every tv.  Capped at 1.
+    """
+    tv = polya_timing_tv(1.0, _alpha(min_round_epsilon, sensitivity))
+    return min(1.0, rounds * (1 + math.exp(min(max_loss, 700.0))) * 2 * shard_size * max_dim * tv)
+
+
 def client_shares(
     n_clients: int,
     dim: int,

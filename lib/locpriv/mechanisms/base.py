@@ -49,7 +49,7 @@ import pandas as pd
 
 from ..adversary import likelihoods
 from ..domain import Domain, Grid
-from ..dp import TIMING_BATCH, TIMING_FIXED_WORK, TRUST_MODELS, Guarantee
+from ..dp import REPORT_PREFIX, TIMING_BATCH, TIMING_FIXED_WORK, TRUST_MODELS, Guarantee
 from ..dp.grid import finite
 from ..params import USERS, Param, explicit_params, validate_params
 
@@ -64,6 +64,20 @@ TIMING = Param(
     "a time; delta includes the sampler's distance from exact)",
     default="batch",
     choices=("batch", "fixed_work"),
+    omit_default=True,
+)
+
+# person_budget: split_epsilon (issue 28 item 8): each of a person's up to k reports at epsilon / k, so the
+# record's epsilon is the person's (Guarantee.split_over).  Declared by the per-user local mechanisms,
+# whose reports are independent, so basic composition over one person's reports applies.
+PERSON_REPORTS = Param(
+    "person_reports",
+    "int",
+    "reports one person may send (their rows, at most k): each is randomised at epsilon / k, so "
+    "the recorded epsilon covers the whole person (the workflow sets it from a dataset's "
+    "person_budget: split_epsilon and max_points_per_person)",
+    default=1,
+    low=0,
     omit_default=True,
 )
 
@@ -263,7 +277,22 @@ class Mechanism:
 
         epsilon None where no formal DP holds; ``.map(d_in)`` is its privacy map, ``.as_dict()`` its file form.
         """
-        return dataclasses.replace(self.claim(), trust_model=self.trust_model, timing=self.timing_model)
+        record = dataclasses.replace(self.claim(), trust_model=self.trust_model, timing=self.timing_model)
+        k = self.person_reports
+        return record if k == 1 or record.epsilon is None else record.split_over(k)
+
+    @property
+    def person_reports(self) -> int:
+        """Reports per person sharing the budget (``person_reports``, where declared; else 1)."""
+        return int(self.settings.get("person_reports", 1))
+
+    @property
+    def report_epsilon(self) -> float:
+        """The epsilon each report is randomised at: the configured one over ``person_reports``.
+
+        ``claim()`` states the guarantee of one report at this epsilon; ``guarantee()`` lifts it to
+        the person (``Guarantee.split_over``)."""
+        return self.settings["epsilon"] / self.person_reports
 
     @property
     def timing_safe(self) -> bool:
@@ -299,9 +328,17 @@ class Mechanism:
 
         A setting whose guarantee states no epsilon has nothing to audit (``[]``); otherwise the
         class's ``audit_case(grid)``, which a mechanism that can state an epsilon must implement
-        (``locpriv.config`` refuses such a run before any job otherwise).
+        (``locpriv.config`` refuses such a run before any job otherwise).  With ``person_reports`` k > 1
+        the case's pairs are single reports, audited against one report's epsilon / k
+        (``Guarantee.split_over``): a report drawn at the whole epsilon is refuted.
         """
-        return [] if self.guarantee().epsilon is None else self.audit_case(grid)
+        if self.guarantee().epsilon is None:
+            return []
+        pairs = self.audit_case(grid)
+        if self.person_reports == 1:
+            return pairs
+        own = self.claim().relation
+        return [dataclasses.replace(p, relation=REPORT_PREFIX + (p.relation or own)) for p in pairs]
 
     def audit_case(self, grid: Grid) -> list:
         """The pairs of ``audit_pairs`` for a setting that states an epsilon."""

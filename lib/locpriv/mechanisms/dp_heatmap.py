@@ -11,6 +11,7 @@ import numpy as np
 
 from ..heatmaps.adaptive import OPTIONS, AdaptiveParams, run_adaptive
 from ..params import Param
+from .base import TIMING
 from .heatmap import AGGREGATION, DEPTH, SHARD_SIZE, Heatmap, pixels, published, secagg, user_pool
 from .partitions import EPSILON
 
@@ -72,6 +73,7 @@ class DPHeatmap(Heatmap):
             choices=OPTIONS["combine"],
             omit_default=True,
         ),
+        "timing": TIMING,
         "render": Param(
             "render",
             "choice",
@@ -83,26 +85,50 @@ class DPHeatmap(Heatmap):
         ),
     }
 
+    def timing_schedule(self):
+        """At most max_rounds sub-queries; with fixed work each spends at least epsilon / (2 max_rounds)
+        (``AdaptiveParams.min_round_epsilon``: the fixed-work delta needs a public floor)."""
+        rounds = self.settings["max_rounds"]
+        return rounds, self.settings["epsilon"] / (2 * rounds)
+
     def communication(self, grid):
         """Upper bound: every sub-query's vector at most 4^depth entries (the exact Σ_t K_t is data-dependent
         and recorded in the view's metadata as ``communication``)."""
         return float(self.settings["max_rounds"] * 4 ** self.settings["depth"])
 
-    def result(self, points, grid, rng):
+    def adaptive_params(self, n_users: int) -> AdaptiveParams:
+        """The library's parameters of a run of ``n_users`` (every user answers every sub-query)."""
         s = self.settings
-        depth = s["depth"]
-        x, y, _ = pixels(points, grid, depth)
-        config = AdaptiveParams(
+        return AdaptiveParams(
             epsilon=s["epsilon"],
-            users_per_round=len(points),
+            users_per_round=n_users,
             calibration=s["calibration"],
             k_sigma=s["k_sigma"],
             max_rounds=s["max_rounds"],
             sampling="fixed",
             secagg=secagg(s),
+            min_round_epsilon=self.timing_schedule()[1] if self.timing_safe else 0.0,
             **{k: s[k] for k in ("threshold", "start", "collapse_floor", "combine", "render")},
         )
-        return run_adaptive(user_pool(x, y, depth, s), config, rng)
+
+    def audit_others(self) -> int:
+        """Enough users in the far corner for a schedule of two sub-queries or more (issue 28: a population
+        of three gives one, so a fault in any but the last round went unseen): the least n (in steps of
+        2^(k/4)) whose first sub-query spends at most 3/8 of epsilon, so the first round is not the last
+        (it would need more than half) and the last one spends most of the budget.  The first round's
+        epsilon is a public function of n and the start tree's size (Eqs. 7-8), so the count is public.
+        Few rounds keep the audit's power: its event is "the target's node above 0 in every round"."""
+        s = self.settings
+        cells = 1 if s["start"] == "root" or s["depth"] == 0 else 4
+        n = 2
+        while self.adaptive_params(n + 1).target_epsilon(n + 1, cells) > 0.375 * s["epsilon"] and n < 1 << 20:
+            n = max(n + 1, int(n * 2**0.25))
+        return n
+
+    def result(self, points, grid, rng):
+        depth = self.settings["depth"]
+        x, y, _ = pixels(points, grid, depth)
+        return run_adaptive(user_pool(x, y, depth, self.settings), self.adaptive_params(len(points)), rng)
 
     def scored(self, result):
         """Each sub-query's noisy sum of the reporting node holding the lower-left pixel (code 0 at its

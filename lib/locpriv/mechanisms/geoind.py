@@ -14,7 +14,7 @@ import numpy as np
 from .. import planar_laplace
 from ..adversary import informed, likelihoods
 from ..params import Param
-from .base import BANDWIDTH, TIMING
+from .base import BANDWIDTH, PERSON_REPORTS, TIMING
 from .fedkde import KDE, FedKDE
 
 
@@ -36,11 +36,12 @@ class GeoInd(FedKDE):
         ),
         "kde": KDE,
         "timing": TIMING,
+        "person_reports": PERSON_REPORTS,
     }
 
     def claim(self):
         return planar_laplace.guarantee(
-            self.settings["epsilon"], "distance units of the dataset", timing_safe=self.timing_safe
+            self.report_epsilon, "distance units of the dataset", timing_safe=self.timing_safe
         )
 
     def variance(self) -> float:
@@ -52,11 +53,11 @@ class GeoInd(FedKDE):
         exact up to a relative O((epsilon Lambda)^2) < 1e-6, plus the snapping of the location
         to the grid (at most Lambda / 2 per coordinate, a deterministic shift, not noise).
         """
-        return 3.0 / self.settings["epsilon"] ** 2
+        return 3.0 / self.report_epsilon**2
 
     def randomize_points(self, points, grid, rng):
         view = points[["user"]].reset_index(drop=True)
-        epsilon = self.settings["epsilon"]
+        epsilon = self.report_epsilon
         moved = planar_laplace.perturb(points[["x", "y"]].to_numpy(), epsilon, rng, timing_safe=self.timing_safe)
         view["x"], view["y"] = moved[:, 0], moved[:, 1]
         view.attrs["noise"] = {"epsilon": epsilon}  # the planar Laplace's epsilon the reports were drawn at
@@ -88,7 +89,7 @@ class GeoInd(FedKDE):
         lo, hi = domain_corners(grid)
         # inputs on the mechanism's public grid, where its guarantee is exactly ε d (off the grid
         # snapping adds a constant); d = 1/ε rounded to the grid, so ε d ≈ 1
-        epsilon = self.settings["epsilon"]
+        epsilon = self.report_epsilon
         step = planar_laplace.grid_step(epsilon)
         d = max(step, step * round(1.0 / epsilon / step))
 

@@ -52,9 +52,10 @@ from ..adversary import informed
 from ..dp import ADD_REMOVE, REPLACE_ONE, Guarantee
 from ..heatmaps.aggregation import AGGREGATIONS, SecAgg, ShardedRound, UserPool
 from ..heatmaps.guarantee import heatmap_guarantee
+from ..heatmaps.polya import fixed_work_delta
 from ..params import Param
 from ..quadtree import cell_codes, deinterleave, interleave
-from .base import clamp_to_domain
+from .base import TIMING, clamp_to_domain
 from .partitions import EPSILON, Released
 
 # 64 x 64 pixels by default, about the default 100 x 100 grid's resolution; the published map is up to
@@ -82,8 +83,13 @@ SHARD_SIZE = Param(
 
 def secagg(settings) -> SecAgg:
     """The run's secure-aggregation setting; the secure mode's secrets come from the OS (never from the run's
-    DP stream; no output depends on them) and its public layout too (no transcript is published here)."""
-    return SecAgg(shard_size=settings["shard_size"], mode=settings["aggregation"])
+    DP stream; no output depends on them) and its public layout too (no transcript is published here).
+    ``timing: fixed_work``: every client's shares by the fixed-work sampler (``polya.fixed_work_polya``)."""
+    return SecAgg(
+        shard_size=settings["shard_size"],
+        mode=settings["aggregation"],
+        timing_safe=settings.get("timing") == "fixed_work",
+    )
 
 
 def pixels(points: pd.DataFrame, grid, depth: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -162,26 +168,55 @@ class Heatmap(Released):
     aggregate_only = True  # the server sees the summed shards only: the Bayes adversary keeps its prior
     leak = ""  # private data the published map depends on beyond the noisy sums
 
+    @classmethod
+    def validate(cls, given: dict, where: str, workflow: bool = True) -> dict:
+        settings = super().validate(given, where, workflow)
+        if settings["timing"] == "fixed_work" and settings["aggregation"] == "population":
+            raise ValueError(
+                f"'{where}.timing': fixed_work times each client's share draw, but aggregation 'population' "
+                "simulates the shares' sum and runs no client code; allowed: aggregation per_client or secure "
+                "with timing fixed_work, or timing batch"
+            )
+        return settings
+
+    def timing_schedule(self) -> tuple[int, float]:
+        """(sub-queries at most, the least epsilon any of them spends): public, for the fixed-work delta."""
+        raise NotImplementedError
+
+    def timing_delta(self) -> float:
+        """The fixed-work share sampler's delta for the replace-one record (``polya.fixed_work_delta``)."""
+        rounds, least = self.timing_schedule()
+        s = self.settings
+        return fixed_work_delta(2 * s["epsilon"], least, rounds, s["shard_size"], 4 ** s["depth"])
+
     def claim(self):
         eps = self.settings["epsilon"]
         # the heatmap study's wording of the model, so the DAG and the study state one guarantee
         model = heatmap_guarantee(eps, eps, self.settings["aggregation"])["model"]
+        timing = (
+            "; timing (fixed_work): every client's Polya shares by one 64-bit word and the same comparisons "
+            "each (polya.fixed_work_polya), so a device's work is set by the public vector length; delta = "
+            "that sampler's distance from exact over every share of the target's shard (polya.fixed_work_delta)"
+            if self.timing_safe
+            # (the batch wording is the records' since before the timing parameter: their bytes are kept)
+            else "; timing (batch): a client's Polya share drawn by numpy's "
+            "Gamma-Poisson costs work growing with the share, so a device answering one sub-query exposes "
+            "its share through its response time, which epsilon does not cover (heatmaps.clients with "
+            "SecAgg(timing_safe=True) draws the shares with fixed work, polya.fixed_work_polya)"
+        )
         record = Guarantee(
             # n is public in the DAG, so the implied relation is replace-one (2 eps), as for privtree
-            model=model,
+            model=model.replace("epsilon-DP", "(epsilon, delta)-DP", 1) if self.timing_safe else model,
             epsilon=2 * eps,
-            delta=0.0,
+            delta=self.timing_delta() if self.timing_safe else 0.0,
             relation=REPLACE_ONE,
             other_relations={ADD_REMOVE: eps},
             covers="the published map and every sub-query's shard sums, assuming the server learns only each "
             "shard's sum and no user drops out",
             discretisation="integer counts plus integer (discrete Laplace) noise: exact",
             note="Bagdasaryan et al. 2022 §4-5: discrete-Laplace sum per shard and sub-query, basic "
-            "composition over sub-queries; timing (batch): a client's Polya share drawn by numpy's "
-            "Gamma-Poisson costs work growing with the share, so a device answering one sub-query exposes "
-            "its share through its response time, which epsilon does not cover (heatmaps.clients with "
-            "SecAgg(timing_safe=True) draws the shares with fixed work, polya.fixed_work_polya); the "
-            "aggregation's own time depends on the public shard sizes only",
+            "composition over sub-queries" + timing + "; the aggregation's own time depends on the public "
+            "shard sizes only",
         )
         return record.leaked(self.leak) if self.leak else record
 
@@ -235,6 +270,11 @@ class Heatmap(Released):
         box's lower-left one), then the ε the run accounted (the larger of planned and achieved)."""
         raise NotImplementedError
 
+    def audit_others(self) -> int:
+        """Users beside the target in the audit's population (all in the far corner pixel): two, since a
+        secure shard needs >= 2 and one sub-query is every baseline's whole schedule."""
+        return 2
+
     def audit_case(self, grid):
         """The whole run (each user's Pólya share, the shard sums, every sub-query the schedule makes)
         on a tiny population with and without the target: two users in the upper-right pixel, the target
@@ -243,7 +283,8 @@ class Heatmap(Released):
         from ..audit import cases
 
         lo, hi = cases.domain_corners(grid)
-        other = pd.DataFrame({"user": [1, 2], "x": hi[0], "y": hi[1]})  # two: a secure shard needs >= 2
+        others = self.audit_others()
+        other = pd.DataFrame({"user": np.arange(1, others + 1), "x": hi[0], "y": hi[1]})
         both = pd.concat([pd.DataFrame({"user": [0], "x": [lo[0]], "y": [lo[1]]}), other], ignore_index=True)
         width = len(self.scored(self.result(other, grid, np.random.default_rng(0))))
 
@@ -252,7 +293,9 @@ class Heatmap(Released):
 
         return [
             cases.Pair(
-                "whole run on a tiny population with and without the target (corner pixel)",
+                "whole run on a tiny population with and without the target (corner pixel)"
+                if others == 2
+                else f"whole run, {others} users in the far corner pixel, with and without the target",
                 released(both),
                 released(other),
                 lambda out: np.clip(out[:, :-1], 0, 1).sum(axis=1),
@@ -267,7 +310,13 @@ class Heatmap(Released):
 class Baseline(Heatmap):
     """A baseline of Bagdasaryan et al. 2022 §6.2: one library call on the users' pixel image."""
 
-    params = {"epsilon": EPSILON, "depth": DEPTH, "shard_size": SHARD_SIZE, "aggregation": AGGREGATION}
+    params = {
+        "epsilon": EPSILON,
+        "depth": DEPTH,
+        "shard_size": SHARD_SIZE,
+        "aggregation": AGGREGATION,
+        "timing": TIMING,
+    }
     library = None  # the heatmaps library's function (population, n_users, epsilon, rng, secagg)
 
     def result(self, points, grid, rng):

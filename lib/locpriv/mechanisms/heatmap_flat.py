@@ -16,5 +16,8 @@ class HeatmapFlat(Baseline):
     name = "heatmap_flat"
     library = staticmethod(baselines.flat)
 
+    def timing_schedule(self):
+        return 1, self.settings["epsilon"]
+
     def communication(self, grid):
         return float(4 ** self.settings["depth"])

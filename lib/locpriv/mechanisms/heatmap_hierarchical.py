@@ -19,5 +19,9 @@ class HeatmapHierarchical(Baseline):
     library = staticmethod(baselines.hierarchical)
     leak = "the true map: the published level is the one closest (MSE) to it, as in the paper's evaluation"
 
+    def timing_schedule(self):
+        depth = self.settings["depth"]  # levels 1..depth at epsilon / depth each
+        return depth, self.settings["epsilon"] / depth
+
     def communication(self, grid):
         return float(sum(4**level for level in range(1, self.settings["depth"] + 1)))

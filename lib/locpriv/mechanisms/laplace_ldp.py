@@ -18,7 +18,7 @@ from .. import laplace_ldp
 from ..adversary import informed, likelihoods
 from ..dp import Guarantee
 from ..params import Param
-from .base import BANDWIDTH, TIMING, as_grid, clamp_to_domain
+from .base import BANDWIDTH, PERSON_REPORTS, TIMING, as_grid, clamp_to_domain
 from .fedkde import KDE, FedKDE
 
 
@@ -48,10 +48,11 @@ class LaplaceLDP(FedKDE):
         ),
         "kde": KDE,
         "timing": TIMING,
+        "person_reports": PERSON_REPORTS,
     }
 
     def claim(self):
-        eps = self.settings["epsilon"]
+        eps = self.report_epsilon
         fixed = (
             (
                 "; timing: fixed work per draw, delta = (1 + e^eps) x the sampler's total-variation bound at the "
@@ -80,14 +81,14 @@ class LaplaceLDP(FedKDE):
         discrete Laplace of scale b_j / step_j grid steps (``laplace_ldp.noise_variance``):
         2 b_j² up to a relative 1e-6, b_j = 2 (box side_j) / epsilon (Farokhi 2020, Theorem 1, q = 2).
         """
-        return laplace_ldp.noise_variance(_bounds(as_grid(domain)), self.settings["epsilon"])
+        return laplace_ldp.noise_variance(_bounds(as_grid(domain)), self.report_epsilon)
 
     def communication(self, grid):
         return 2.0
 
     def randomize_points(self, points, grid, rng):
         clamped, moved = clamp_to_domain(points, grid)
-        epsilon = self.settings["epsilon"]
+        epsilon = self.report_epsilon
         noisy = laplace_ldp.randomize(
             clamped, _bounds(grid), epsilon, rng, names=("x", "y"), timing_safe=self.timing_safe
         )
@@ -100,7 +101,7 @@ class LaplaceLDP(FedKDE):
 
     def partial(self, view, grid):
         b = (
-            tuple(laplace_ldp.scales(_bounds(grid), self.settings["epsilon"]))
+            tuple(laplace_ldp.scales(_bounds(grid), self.report_epsilon))
             if self.settings["estimator"] == "deconv"
             else (0.0, 0.0)
         )

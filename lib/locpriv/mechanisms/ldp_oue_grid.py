@@ -18,7 +18,7 @@ from ..dp import Guarantee
 from ..params import Param
 from ..quadtree import cell_codes
 from ..sldp.ldp_grid import grid_level, oue_bits, oue_probabilities
-from .base import Mechanism, clamp_to_domain
+from .base import PERSON_REPORTS, Mechanism, clamp_to_domain
 from .partitions import EPSILON, domain_box, level_area, ones_column
 
 
@@ -44,6 +44,7 @@ class OUEGrid(Mechanism):
             high=6,
             special=("auto",),
         ),
+        "person_reports": PERSON_REPORTS,
     }
 
     @classmethod
@@ -55,7 +56,9 @@ class OUEGrid(Mechanism):
                 "level: 'auto' sizes the grid from the run's number of users, which is known only "
                 "once the dataset is read here; give n as numbers or an explicit level"
             )
-        return {**params, "level": grid_level(n_users, params["epsilon"], cls.params["level"].high)}
+        # the guideline is for the epsilon each report is drawn at
+        report_eps = params["epsilon"] / cls.params["person_reports"].value(params)
+        return {**params, "level": grid_level(n_users, report_eps, cls.params["level"].high)}
 
     @property
     def level(self) -> int:
@@ -71,7 +74,7 @@ class OUEGrid(Mechanism):
     def claim(self):
         return Guarantee(
             model="epsilon-LDP",
-            epsilon=self.settings["epsilon"],
+            epsilon=self.report_epsilon,
             delta=0.0,
             relation="any two inputs (local)",
             covers="each user's location (clamped to the public domain box first)",
@@ -93,7 +96,7 @@ class OUEGrid(Mechanism):
             raise ValueError(
                 f"variance needs an integer n >= 1 and 0 <= frequency <= 1, got n={n!r}, frequency={frequency!r}"
             )
-        p, q = oue_probabilities(self.settings["epsilon"])
+        p, q = oue_probabilities(self.report_epsilon)
         return (frequency * p * (1 - p) + (1 - frequency) * q * (1 - q)) / (n * (p - q) ** 2)
 
     def communication(self, grid):
@@ -103,7 +106,7 @@ class OUEGrid(Mechanism):
         xy, moved = clamp_to_domain(points, grid)
         level = self.level
         own = cell_codes(xy, domain_box(grid), level)
-        epsilon = self.settings["epsilon"]
+        epsilon = self.report_epsilon
         view = pd.DataFrame(
             {"user": points["user"].to_numpy(), "ones": ones_column(oue_bits(own, 4**level, epsilon, rng))}
         )
@@ -126,7 +129,7 @@ class OUEGrid(Mechanism):
         return self._cell_surface(ones[None, :].astype(float), grid)[0]
 
     def density(self, total, n_users, grid):
-        p, q = oue_probabilities(self.settings["epsilon"])
+        p, q = oue_probabilities(self.report_epsilon)
         area = level_area(self.level, domain_box(grid))
         dens = (total - n_users * q / area) / (p - q) / n_users  # unbiased per cell (OUE)
         dens = np.maximum(dens, 0.0)

@@ -279,18 +279,18 @@ def _check_invariant(
         + f"/rep~{run['rep']}"
     )
     if record.epsilon is not None:
-        informed.check(
+        informed.check(  # one row is one report: at epsilon / person_reports under person_budget split_epsilon
             row_stat,
-            record.epsilon,
+            record.epsilon / mech.person_reports,
             mechanism=mech.name,
             run=name,
             users=targets.view["user"].to_numpy(),
-            relation=record.relation,
+            relation=record.relation if mech.person_reports == 1 else f"one report of {record.relation}",
         )
     if person_stat is None:
         return None
     person_eps = person_level_epsilon(
-        record.epsilon if not record.delta else None, io.read_json(meta_json).get("person_cap")
+        record.epsilon if not record.delta else None, io.read_json(meta_json).get("person_cap"), mech.person_reports
     )
     if person_eps is not None:
         informed.check(

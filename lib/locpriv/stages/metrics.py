@@ -63,7 +63,7 @@ def run_metrics(
     }
     meta = io.read_json(meta_json)
     if "persons" in meta:  # rows come from fewer people: the person-level epsilon beside the row-level one
-        person = person_level_epsilon(g.epsilon if not g.delta else None, meta.get("person_cap"))
+        person = person_level_epsilon(g.epsilon if not g.delta else None, meta.get("person_cap"), mech.person_reports)
         values["guarantee_epsilon_person"] = nan if person is None else person
     if "h" in mech.settings:
         values["bandwidth"] = float(mech.settings["h"])

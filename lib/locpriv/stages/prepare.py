@@ -59,7 +59,10 @@ def ingest_report(name: str, meta: dict) -> list[str]:
             f"ingest {name}: {persons:,} person{'s' if persons != 1 else ''}, up to "
             f"{meta['max_rows_per_person']:,} rows each; "
             + (
-                f"person-level epsilon = {meta['person_cap']} x the row-level epsilon "
+                f"each row randomised at epsilon / {meta['person_cap']}, person-level epsilon = the configured "
+                "epsilon (person_budget: split_epsilon)"
+                if meta.get("person_budget") == "split_epsilon"
+                else f"person-level epsilon = {meta['person_cap']} x the row-level epsilon "
                 "(max_points_per_person, or person_budget: split)"
                 if meta.get("person_cap")
                 else "person-level epsilon unbounded: set max_points_per_person or person_budget: split"
