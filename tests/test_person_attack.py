@@ -130,10 +130,8 @@ def single_report_bayes_error(f, run):
     return res["expected_error"].mean()
 
 
-def test_the_runs_summary_rows_state_the_person_level_epsilon(chain):
-    f, run, _ = chain
-    queries = pd.DataFrame([[0.2, 0.5, 0.2, 0.5], [0.4, 0.8, 0.1, 0.9]], columns=utility.COLUMNS)
-    io.write_parquet(queries, f["workload"])
+def _metric_rows(f, run):
+    """The metrics stage on a chain's files: its rows as a metric -> value series."""
     st_metrics.run_metrics(
         run=run,
         est_path=f["est"],
@@ -148,7 +146,14 @@ def test_the_runs_summary_rows_state_the_person_level_epsilon(chain):
         hotspot_k=10,
         out_metrics=f["metrics"],
     )
-    rows = pd.read_parquet(f["metrics"]).set_index("metric")["value"]
+    return pd.read_parquet(f["metrics"]).set_index("metric")["value"]
+
+
+def test_the_runs_summary_rows_state_the_person_level_epsilon(chain):
+    f, run, _ = chain
+    queries = pd.DataFrame([[0.2, 0.5, 0.2, 0.5], [0.4, 0.8, 0.1, 0.9]], columns=utility.COLUMNS)
+    io.write_parquet(queries, f["workload"])
+    rows = _metric_rows(f, run)
     assert rows["guarantee_epsilon"] == pytest.approx(20.0)
     assert rows["guarantee_epsilon_person"] == pytest.approx(CAP * rows["guarantee_epsilon"])
     # the attack metrics are means over persons, not points
@@ -194,20 +199,6 @@ def test_split_epsilon_run_records_the_configured_epsilon_for_the_person(tmp_pat
     f, _, _ = _chain(tmp_path, run, person_budget="split_epsilon")
     assert io.read_parquet_metadata(st_run.shard_file(f["view"], 0))["noise"]["epsilon"] == eps / CAP
     io.write_parquet(pd.DataFrame([[0.2, 0.5, 0.2, 0.5]], columns=utility.COLUMNS), f["workload"])
-    st_metrics.run_metrics(
-        run=run,
-        est_path=f["est"],
-        truth_path=f["truth"],
-        pooled_path=None,
-        attack_path=f["lm"],
-        bayes_path=f["bayes"],
-        workload_path=f["workload"],
-        grid_path=f["grid"],
-        bandwidth_json=None,
-        meta_json=f["meta"],
-        hotspot_k=10,
-        out_metrics=f["metrics"],
-    )
-    rows = pd.read_parquet(f["metrics"]).set_index("metric")["value"]
+    rows = _metric_rows(f, run)
     assert rows["guarantee_epsilon"] == eps and rows["guarantee_epsilon_person"] == eps
     assert 0 < rows["informed_max_log_ratio_person"] <= eps
