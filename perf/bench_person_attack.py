@@ -1,12 +1,13 @@
-"""Person-level Bayes attack (``locpriv.stages.attack._adversary``): a reference revision vs this one, in one run.
+"""Person-level Bayes attack (``locpriv.stages.attack.bayes_adversary``): a reference revision vs this one, in one run.
 
 Synthetic Geolife-like persons: a few persons with very many rows (lognormal sizes, the largest
 ~20 % of all rows), each row a Laplace LDP report (``likelihoods.product_laplace_logpdf``, scales of
 epsilon = 10 on the box) of a point near one of the person's few places, on a 100 x 100 grid.  The
-same inputs go to ``_adversary`` of the BEFORE revision (its ``lib`` exported by ``git archive`` into a
-temporary folder) and of this checkout's ``lib``, each in its own subprocess, alternately for
-``--rounds`` rounds.  Printed per round: the process CPU time and the wall time of the call for both,
-their ratio, whether the results are identical, and the load average.
+same inputs go to ``bayes_adversary`` (``_adversary`` before it was public) of the BEFORE revision
+(its ``lib`` exported by ``git archive`` into a temporary folder) and of this checkout's ``lib``, each
+in its own subprocess, alternately for ``--rounds`` rounds.  Printed per round: the process CPU time
+and the wall time of the call for both, their ratio, whether the results are identical, and the load
+average.
 
 Run:  python perf/bench_person_attack.py [--before b71eb3a] [--rows 100000] [--persons 60] [--rounds 2]
 """
@@ -29,7 +30,7 @@ REPO = HERE.parent.parent
 
 
 def inputs(rows: int, n_persons: int, seed: int = 26):
-    """``_adversary``'s arguments (targets, batch, log_lik_of, prior, grid, radius) for the synthetic persons."""
+    """``bayes_adversary``'s arguments (targets, batch, log_lik_of, prior, grid, radius) for the synthetic persons."""
     import pandas as pd
 
     from locpriv.adversary import likelihoods
@@ -63,12 +64,15 @@ def inputs(rows: int, n_persons: int, seed: int = 26):
 
 
 def worker(rows: int, n_persons: int, out: str) -> None:
-    """One timed call of ``_adversary`` with the ``locpriv`` on PYTHONPATH; its results and times to ``out``."""
-    from locpriv.stages.attack import _adversary
+    """One timed call of ``bayes_adversary`` with the ``locpriv`` on PYTHONPATH; its results and times to ``out``."""
+    from locpriv.stages import attack
+
+    # a reference revision may predate the public name (it was the module's private ``_adversary``)
+    adversary = getattr(attack, "bayes_adversary", None) or getattr(attack, "_adversary", None)
 
     args = inputs(rows, n_persons)
     cpu, wall = time.process_time(), time.perf_counter()
-    result, mixture, person_range = _adversary(*args)
+    result, mixture, person_range = adversary(*args)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     result.assign(range=person_range).to_parquet(out)
     Path(out + ".json").write_text(json.dumps({"cpu": cpu, "wall": wall, "mixture": mixture}))

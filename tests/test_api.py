@@ -160,7 +160,7 @@ def test_defaults_are_filled_and_numbers_cast_on_construction():
 def test_repr_equality_and_hash_are_by_class_and_parameters():
     a, b = api.GeoInd(epsilon=1, h=0.5), api.GeoInd(h=0.5, epsilon=1.0)
     assert a == b and hash(a) == hash(b) and len({a, b}) == 1
-    assert repr(a) == "GeoInd(h=0.5, epsilon=1.0, kde='exact', timing='batch')"
+    assert repr(a) == "GeoInd(h=0.5, epsilon=1.0, kde='exact', timing='batch', person_reports=1)"
     assert eval(repr(a), {"GeoInd": api.GeoInd}) == a
     assert a != api.GeoInd(epsilon=2.0, h=0.5)
     assert api.FedKDE(h=0.5) != api.FedKDE(h=0.5, kde="binned")

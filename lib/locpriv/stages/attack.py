@@ -253,7 +253,7 @@ def _whole_view(view_paths: list[str]) -> pd.DataFrame:
     return view
 
 
-def _adversary(targets: Targets, batch: int, log_lik_of, prior: np.ndarray, grid, radius: float):
+def bayes_adversary(targets: Targets, batch: int, log_lik_of, prior: np.ndarray, grid, radius: float):
     """One Bayes adversary on the targets: its rows per target, how many persons needed the mixture, and
     each person's joint log-likelihood range over the cells it allows (None for user targets)."""
     log_liks = ((sl, log_lik_of(targets.view.iloc[sl], sl)) for sl in attacks.batches(len(targets.view), batch))
@@ -382,7 +382,7 @@ def bayes_attack(
         if targets.owner is not None:  # a constant joint likelihood: no fallback, a range of 0
             meta["persons_mixture"], person_range = 0, np.zeros(len(targets.ids))
     else:
-        result, meta["persons_mixture"], person_range = _adversary(targets, batch, population, prior, grid, radius)
+        result, meta["persons_mixture"], person_range = bayes_adversary(targets, batch, population, prior, grid, radius)
     person = (
         None
         if targets.owner is None
@@ -396,7 +396,7 @@ def bayes_attack(
     elif mech.informed_is_population:
         informed_result, informed_range = result, person_range
     else:
-        informed_result, meta["informed_persons_mixture"], informed_range = _adversary(
+        informed_result, meta["informed_persons_mixture"], informed_range = bayes_adversary(
             targets, batch, informed_adversary, prior, grid, radius
         )
     columns = {f"informed_{c}": informed_result[c].to_numpy() for c in bayes.RESULT_COLUMNS if c != "user"}
