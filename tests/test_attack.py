@@ -64,6 +64,22 @@ def test_person_targets_measure_to_the_nearest_of_the_persons_points():
     np.testing.assert_allclose(field[0], np.minimum(np.hypot(X, Y), np.hypot(X - 2, Y)), rtol=1e-12)
 
 
+def test_person_distance_in_blocks_equals_one_block_bit_for_bit(monkeypatch):
+    """A block of at most ``chunk`` distances at a time (bounded memory) gives the one-block minimum."""
+    r = rng(26, "person-distance")
+    persons = attack.PersonTargets([r.normal(0, 1, (m, 2)) for m in (1, 37, 500)])
+    who = r.integers(0, 3, 400)
+    x, y = r.uniform(-3, 3, (2, 400))
+    one_block = np.empty(400)
+    for k in range(3):
+        pts = persons.points[k]
+        one_block[who == k] = np.hypot(x[who == k, None] - pts[:, 0], y[who == k, None] - pts[:, 1]).min(axis=1)
+    monkeypatch.setattr(attack.PersonTargets, "chunk", 1000)  # 2 queries per block for the largest person
+    blocks = persons.distance(who, x, y)
+    assert np.array_equal(blocks, one_block)
+    assert (who == 2).sum() > 2  # power: the largest person's queries did span several blocks
+
+
 def test_person_field_is_the_minimum_over_all_their_points():
     """The k-d tree's nearest point gives the brute-force minimum of the distances over every point, on
     clustered points with exact duplicates and points off the grid (equal to 1 ulp: the same np.hypot)."""
