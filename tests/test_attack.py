@@ -105,3 +105,26 @@ def test_a_person_whose_surface_peaks_at_one_of_their_points_is_located():
     # against the first point alone the same guess is far off: the person target is what changed
     single = attack.local_maxima_batch(surface, GRID, pts[:1])
     assert single["Z"][0] == pytest.approx(np.hypot(*(pts[1] - pts[0])), rel=1e-9)
+
+
+def test_privtree_surfaces_follow_each_release_even_when_kept():
+    """PrivTree keeps the map of the release last asked about (the attack asks once per batch): views of
+    two releases, asked alternately, each get their own release's map, read-only."""
+    import pandas as pd
+
+    import locpriv
+    from locpriv.mechanisms.partitions import release_surface
+
+    mech = locpriv.PrivTree(epsilon=1.0)
+    shift = np.array([[[-1.0, 0.0]], [[1.0, 0.0]]])  # the two populations' centres
+    pts = (rng(5, "privtree-surfaces").normal(0, 1, (2, 300, 2)) + shift).clip(-2.9, 2.9)
+    views = [
+        mech.randomize_points(pd.DataFrame({"user": range(300), "x": p[:, 0], "y": p[:, 1]}), GRID, rng(k, "pt"))
+        for k, p in enumerate(pts)
+    ]
+    maps = [release_surface(v.attrs["release"], GRID) for v in views]
+    assert not np.array_equal(maps[0], maps[1])  # power: the two releases differ
+    for v, expect in [(views[0], maps[0]), (views[1], maps[1]), (views[0], maps[0])]:
+        got = mech.surfaces(v.iloc[:3], GRID)
+        assert got.shape == (3, *GRID.shape) and all(np.array_equal(s, expect) for s in got)
+        assert not got.flags.writeable
