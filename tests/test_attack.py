@@ -107,24 +107,31 @@ def test_a_person_whose_surface_peaks_at_one_of_their_points_is_located():
     assert single["Z"][0] == pytest.approx(np.hypot(*(pts[1] - pts[0])), rel=1e-9)
 
 
-def test_privtree_surfaces_follow_each_release_even_when_kept():
-    """PrivTree keeps the map of the release last asked about (the attack asks once per batch): views of
-    two releases, asked alternately, each get their own release's map, read-only."""
+def test_an_aggregate_only_mechanisms_published_map_is_built_once_for_all_rows(monkeypatch):
+    """The attack stage asks an aggregate-only mechanism (PrivTree here) for its map once and gives it to
+    every row, equal to what ``surfaces`` gives each batch; a per-user mechanism is still asked per batch."""
     import pandas as pd
 
     import locpriv
-    from locpriv.mechanisms.partitions import release_surface
+    from locpriv.stages.attack import _surfaces_of
 
-    mech = locpriv.PrivTree(epsilon=1.0)
-    shift = np.array([[[-1.0, 0.0]], [[1.0, 0.0]]])  # the two populations' centres
-    pts = (rng(5, "privtree-surfaces").normal(0, 1, (2, 300, 2)) + shift).clip(-2.9, 2.9)
-    views = [
-        mech.randomize_points(pd.DataFrame({"user": range(300), "x": p[:, 0], "y": p[:, 1]}), GRID, rng(k, "pt"))
-        for k, p in enumerate(pts)
-    ]
-    maps = [release_surface(v.attrs["release"], GRID) for v in views]
-    assert not np.array_equal(maps[0], maps[1])  # power: the two releases differ
-    for v, expect in [(views[0], maps[0]), (views[1], maps[1]), (views[0], maps[0])]:
-        got = mech.surfaces(v.iloc[:3], GRID)
-        assert got.shape == (3, *GRID.shape) and all(np.array_equal(s, expect) for s in got)
-        assert not got.flags.writeable
+    def counted(surfaces, calls):
+        def wrapper(self, rows, grid):
+            calls.append(len(rows))
+            return surfaces(self, rows, grid)
+
+        return wrapper
+
+    pts = rng(5, "privtree-surfaces").normal(0, 1, (300, 2)).clip(-2.9, 2.9)
+    users = pd.DataFrame({"user": range(300), "x": pts[:, 0], "y": pts[:, 1]})
+    calls = []
+    for mech, aggregate in ((locpriv.PrivTree(epsilon=1.0), True), (locpriv.LaplaceLDP(epsilon=2.0, h=0.5), False)):
+        assert mech.aggregate_only is aggregate
+        view = mech.randomize_points(users, GRID, rng(1, "surfaces-of"))
+        expect = [mech.surfaces(view.iloc[sl], GRID) for sl in (slice(0, 100), slice(100, 300))]
+        calls[:] = []
+        monkeypatch.setattr(type(mech), "surfaces", counted(type(mech).surfaces, calls))
+        surfaces_of = _surfaces_of(mech, view, GRID)
+        got = [surfaces_of(view.iloc[sl]) for sl in (slice(0, 100), slice(100, 300))]
+        assert all(np.array_equal(g, e) for g, e in zip(got, expect, strict=True))
+        assert calls == ([1] if aggregate else [100, 200])

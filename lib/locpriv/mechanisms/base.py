@@ -10,8 +10,8 @@ configured mechanism, in the style of IBM diffprivlib::
 Class-level declarations: ``name``; ``params`` (:class:`~locpriv.params.Param` per keyword);
 ``trust_model`` (whom a user must trust for the guarantee to hold, one of
 :data:`~locpriv.dp.TRUST_MODELS`); ``interactive`` (the protocol needs all of a run's users in one
-randomize job); ``aggregate_only`` (the server sees no per-user report); ``needs_domain``
-(randomisation reads the public box).
+randomize job); ``aggregate_only`` (the server sees no per-user report, so every row's surface is
+the one published map); ``needs_domain`` (randomisation reads the public box).
 
 The methods are the stages of a run ([RFF-KDE] and its baselines answer a density query on the
 broadcast grid):

@@ -19,24 +19,6 @@ from ..sldp import privtree as privtree_lib
 from .base import clamp_to_domain
 from .partitions import EPSILON, Released, domain_box, release_surface
 
-_last_surface: list = [None]  # (release, grid, map) of the last call of _surface_of
-
-
-def _surface_of(release: dict, grid) -> np.ndarray:
-    """``release_surface``, kept for the release last asked about.
-
-    The attack asks for the surfaces of a run's rows 256 at a time and every batch shares the same
-    release object (``stages.attack._shared``): recomputing the map each time was 79 of the 82 s of
-    the Geolife N = 100,000 local-maxima attack (3,785 batches at N = all).  The entry holds the
-    release itself, so an identity match is that release, never a later one at a reused address.
-    """
-    last = _last_surface[0]
-    if last is None or last[0] is not release or last[1] is not grid:
-        surface = release_surface(release, grid)
-        surface.flags.writeable = False
-        _last_surface[0] = last = (release, grid, surface)
-    return last[2]
-
 
 class PrivTree(Released):
     """Central-DP PrivTree partition (Zhang et al. 2016): a curator's noisy quadtree of all locations.
@@ -68,8 +50,8 @@ class PrivTree(Released):
         return view
 
     def surfaces(self, view, grid):
-        """Every user's surface is the released map (read-only, one array broadcast over the rows)."""
-        return np.broadcast_to(_surface_of(view.attrs["release"], grid), (len(view), *grid.shape))
+        release = release_surface(view.attrs["release"], grid)
+        return np.broadcast_to(release, (len(view), *grid.shape))
 
     informed_is_population = False
 
