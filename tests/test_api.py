@@ -99,7 +99,7 @@ def test_docs_api_example_runs():
 def test_the_api_classes_are_the_registered_mechanisms_exported_lazily():
     assert sorted(CLASSES) == mechanisms.names() == sorted(CONFIGS)
     assert all(CLASSES[name] is mechanisms.get(name) for name in CLASSES)  # no wrappers
-    assert set(api.__all__) == {*api.CLASSES, "Domain", "Grid", "Mechanism"}
+    assert set(api.__all__) == {*api.CLASSES, "BudgetAccountant", "BudgetError", "Domain", "Grid", "Mechanism"}
     assert locpriv.GeoInd is api.GeoInd is mechanisms.get("geoind") and locpriv.Grid is Grid
     assert set(dir(locpriv)) >= set(api.__all__)
     with pytest.raises(AttributeError):

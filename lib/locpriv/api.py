@@ -14,12 +14,14 @@ notebook and the Snakemake DAG run the same code and, for the same random stream
 bytes.  The API answers one shard holding every user; the DAG may split users into shards, each
 with its own stream.  Every built-in mechanism is exported under its class name (``GeoInd``,
 ``LaplaceLDP``, ``RFF``, ``SLDP``, ...), read from the registry: a new mechanism module is
-exported with no edit here.
+exported with no edit here.  :class:`BudgetAccountant` adds releases up against a total budget
+(``locpriv.accountant``), by the composition rule of the workflow's ledger.
 """
 
 from __future__ import annotations
 
 from . import mechanisms
+from .accountant import BudgetAccountant, BudgetError
 from .domain import Domain, Grid
 from .mechanisms.base import Mechanism
 
@@ -30,4 +32,4 @@ CLASSES = {
 }
 globals().update(CLASSES)
 
-__all__ = [*sorted(CLASSES), "Domain", "Grid", "Mechanism"]
+__all__ = [*sorted(CLASSES), "BudgetAccountant", "BudgetError", "Domain", "Grid", "Mechanism"]
