@@ -51,6 +51,7 @@ envvars:
     "LOCPRIV_PLUGINS",
 
 
+from locpriv import ledger as lpledger
 from locpriv import smk as lpsmk
 from locpriv.config import ConfigError
 
@@ -132,6 +133,30 @@ if workflow.is_main_process:
     lpsmk.announce_checkpoints(workflow.rules)
     for _line in CONFIG_WARNINGS:
         lpsmk.warn(_line, logger.warning)
+# every release this config makes is charged to its dataset's ledger before any job draws noise
+# (locpriv.ledger); over a dataset's budget, the run stops here with one line
+# (a command that runs no job checks and reports, charging nothing; Snakemake tells a dry run only
+# after this file is read, so the flags are read here; an unrecognised one charges: never too little)
+if workflow.is_main_process and RUNS and not REPORT_MODE:
+    _no_jobs = {
+        "-n",
+        "--dry-run",
+        "--dryrun",
+        "--lint",
+        "--unlock",
+        "--list-rules",
+        "--dag",
+    }
+    try:
+        for _line in lpledger.charge_runs(
+            config,
+            RUNS.values(),
+            RESULTS,
+            write=not _no_jobs.intersection(a.split("=")[0] for a in sys.argv),
+        ):
+            logger.info(_line)
+    except lpledger.LedgerError as exc:
+        raise WorkflowError(f"privacy budget: {exc}") from None
 # a live run's outputs may be mid-write: check this config's outputs only when this run is alone
 if workflow.is_main_process and not _other_run and not REPORT_MODE:
     for _line in lpsmk.remove_damaged(ALL_FILES, view_folders):
