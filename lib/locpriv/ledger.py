@@ -15,8 +15,9 @@ API's :class:`~locpriv.accountant.BudgetAccountant` (``dp.composition``):
 * the person-level record of a release: the run's guarantee (``Mechanism.run_guarantee``), under
   :data:`~locpriv.dp.composition.PERSON_REPLACE` by group privacy over the rows one person may
   hold (``dp.composition.person_level``): one for synthetic users and for real rows without a
-  person column (each row its own person), the cap with ``user_column`` (``max_points_per_person``;
-  1 with ``person_budget: split``), unbounded without a cap;
+  person column (each row its own person), days x per_day for a synthetic trajectory, the cap
+  with ``user_column`` (``max_points_per_person``; 1 with ``person_budget: split``), unbounded
+  without a cap;
 * a dataset's ``budget`` (``epsilon``, ``delta``, ``rule``, ``slack``) caps the total: the
   workflow charges a config's releases when it starts, before any job draws noise (write-ahead:
   an interrupted run stays charged, so the ledger never under-counts), and a config whose new
@@ -59,6 +60,8 @@ def is_simulation(spec: dict) -> bool:
 
 def rows_per_person(spec: dict) -> int | None:
     """The rows one person may hold in a release (None: unbounded; see the module docstring)."""
+    if "trajectory" in spec:  # every generated person has exactly days x per_day rows
+        return int(spec["trajectory"]["days"]) * int(spec["trajectory"]["per_day"])
     if spec["source"] == "synthetic" or not spec.get("user_column"):
         return 1
     if spec.get("person_budget") == "split":

@@ -7,7 +7,7 @@ import pandas as pd
 
 from ..domain import Domain, Grid
 from ..errors import InputError
-from . import persons, synthetic
+from . import persons, synthetic, times
 from . import points as real
 
 # stop the ingest when more of the file than this is unusable (config: max_dropped_fraction)
@@ -54,10 +54,15 @@ def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.Dat
         spec.get(k, d)
         for k, d in zip(col_keys, ("lon", "lat") if box_key == "lonlat_bbox" else ("x", "y"), strict=True)
     )
+    timed = {k: spec[k] for k in ("time_column", "time_format", "time_zone") if k in spec}
     pts, report, meta = real.load_points(
-        spec["path"], **{box_key: spec[box_key]}, columns=columns, user_column=spec.get("user_column")
+        spec["path"], **{box_key: spec[box_key]}, columns=columns, user_column=spec.get("user_column"), **timed
     )
     limit = float(spec.get("max_dropped_fraction", DEFAULT_MAX_DROPPED_FRACTION))
+    if "time_column" in spec:  # rows dropped for their time: the line names the time keys
+        error = times.too_many_dropped(str(spec["path"]), spec, report.dropped, report.rows_read, limit)
+        if error:
+            raise error
     dropped = report.rows_read - report.rows_kept
     if dropped > limit * report.rows_read:
         raise InputError(
@@ -123,10 +128,13 @@ def describe_drops(dropped: dict) -> str:
 def synthetic_batches(name: str, spec: dict, rng: np.random.Generator, batch: int):
     """Synthetic users in batches of ``batch`` (memory bounded whatever n_users).
 
-    Returns (iterator of DataFrames, metadata function to call after the last batch).
+    Returns (iterator of DataFrames, metadata function to call after the last batch).  With a
+    ``trajectory``, ``n_users`` persons each give days x per_day rows (:func:`synthetic.trajectories`).
     """
+    if "trajectory" in spec:
+        return _trajectory_batches(name, spec, rng, batch)
     n = int(spec["n_users"])
-    domain, units = domain_of(spec)
+    domain, _ = domain_of(spec)
     outside = [0]
 
     def frames():
@@ -137,18 +145,71 @@ def synthetic_batches(name: str, spec: dict, rng: np.random.Generator, batch: in
             yield pts
 
     def metadata():
+        return _synthetic_meta(name, spec, n, outside[0])
+
+    return frames(), metadata
+
+
+def _synthetic_meta(name: str, spec: dict, rows: int, outside: int) -> dict:
+    domain, units = domain_of(spec)
+    return {
+        "source": f"synthetic:{spec['pattern']}",
+        "units": units,
+        "bbox": domain.as_list(),
+        "projection": "none",
+        "licence": "generated",
+        "rows_read": rows,
+        "rows_kept": rows,
+        "rows_dropped": {},
+        "outside_domain": outside,
+        "dataset": name,
+        "n_users": rows,
+    }
+
+
+def _trajectory_batches(name: str, spec: dict, rng: np.random.Generator, batch: int):
+    """``synthetic_batches`` of a trajectory dataset: whole persons per batch, rows in person and time order
+    (each row a virtual user, as a real dataset's rows are; the first n rows are the first persons')."""
+    traj = {"stay": 0.8, "start": "2026-01-05", **spec["trajectory"]}
+    persons, steps = int(spec["n_users"]), int(traj["days"]) * int(traj["per_day"])
+    per_batch = max(1, batch // steps)
+    domain, _ = domain_of(spec)
+    seen = {"outside": 0, "first": None, "last": None}
+
+    def frames():
+        for start in range(0, persons, per_batch):
+            pts = synthetic.trajectories(
+                spec["pattern"],
+                min(per_batch, persons - start),
+                days=int(traj["days"]),
+                per_day=int(traj["per_day"]),
+                stay=float(traj["stay"]),
+                start=str(traj["start"]),
+                rng=rng,
+            )
+            pts["source_user"] = (pts["source_user"].astype(int) + start).astype(str)
+            pts.insert(0, "user", np.arange(start * steps, start * steps + len(pts), dtype=np.int64))
+            seen["outside"] += int((~domain.contains(pts.x.to_numpy(), pts.y.to_numpy())).sum())
+            seen["first"] = min(filter(None, (seen["first"], pts["time"].min())))
+            seen["last"] = max(filter(None, (seen["last"], pts["time"].max())))
+            yield pts
+
+    def metadata():
+        per_person = {"min": float(steps), "median": float(steps), "p90": float(steps), "max": float(steps)}
+        days = float(traj["days"])
         return {
-            "source": f"synthetic:{spec['pattern']}",
-            "units": units,
-            "bbox": domain.as_list(),
-            "projection": "none",
-            "licence": "generated",
-            "rows_read": n,
-            "rows_kept": n,
-            "rows_dropped": {},
-            "outside_domain": outside[0],
-            "dataset": name,
-            "n_users": n,
+            **_synthetic_meta(name, spec, persons * steps, seen["outside"]),
+            "persons": persons,
+            "person_cap": steps,
+            "rows_over_person_cap": 0,
+            "max_rows_per_person": steps,
+            "user_column": "source_user",
+            "trajectory": traj,
+            "time_first": seen["first"].isoformat(),
+            "time_last": seen["last"].isoformat(),
+            "time_span_days": float((seen["last"] - seen["first"]) / pd.Timedelta(days=1)),
+            "rows_per_person": per_person,
+            "days_per_person": {k: days for k in per_person},
         }
 
     return frames(), metadata

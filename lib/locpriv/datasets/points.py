@@ -21,6 +21,7 @@ import pandas as pd
 
 from .. import cf
 from ..errors import InputError
+from . import times as timing
 
 EARTH_RADIUS_M = 6_371_008.8  # mean Earth radius (IUGG), metres
 
@@ -210,6 +211,9 @@ def load_points(
     bbox=None,
     user_column: str | None = AUTO,
     columns: tuple[str, str] | None = None,
+    time_column: str | None = None,
+    time_format: str = timing.ISO8601,
+    time_zone: str = "UTC",
 ) -> tuple[pd.DataFrame, LoadReport, dict]:
     """Read, project and clip points.
 
@@ -220,7 +224,9 @@ def load_points(
     for none, or ``AUTO`` (a column named ``user`` if present).  Returns the
     points (columns ``x``, ``y``, ``source_user`` if a user column is used,
     ``lon``/``lat`` if projected), the drop report (reason -> rows, nonzero
-    reasons only), and metadata.
+    reasons only), and metadata.  ``time_column`` (with ``time_format``, ``time_zone``:
+    :mod:`locpriv.datasets.times`): each row's time, kept as ``time`` (UTC), the rows sorted by
+    person and time, the span and per-person counts in the metadata.
     """
     if (lonlat_bbox is None) == (bbox is None):
         raise ValueError("give exactly one of lonlat_bbox or bbox")
@@ -248,6 +254,13 @@ def load_points(
             str(user_column),
             f"user column missing (found {list(map(str, raw.columns))})",
             "set 'user_column' to one of the file's columns, or leave it out",
+        )
+    if time_column is not None and time_column not in raw.columns:
+        raise InputError(
+            str(path),
+            str(time_column),
+            f"time column missing (found {list(map(str, raw.columns))})",
+            "set 'time_column' to the file's column of times, or leave it out",
         )
     user = "user" if user_column == AUTO and "user" in raw.columns else (None if user_column == AUTO else user_column)
     a, miss_a, text_a = _coordinates(raw, cols[0])
@@ -281,6 +294,15 @@ def load_points(
         no_user = inside & (raw[user].isna().to_numpy() | (raw[user].astype(str).str.strip() == "").to_numpy())
         _count_drop(report, "missing_user_id", no_user)
         inside &= ~no_user
+    if time_column is not None:  # a row of no readable time cannot be placed in a window: dropped, counted
+        stamps, no_time, bad_time = timing.parse(
+            raw[time_column], path=str(path), column=time_column, fmt=time_format, zone=time_zone
+        )
+        if inside.any() and not (inside & ~no_time & ~bad_time).any():
+            raise timing.no_time_read(str(path), time_column, time_format, raw[time_column][inside])
+        _count_drop(report, "missing_time", inside & no_time)
+        _count_drop(report, "bad_time", inside & bad_time)
+        inside &= ~(no_time | bad_time)
     if not inside.any():
         _no_point_inside(path, cols, a, b, valid, (lo_x, hi_x, lo_y, hi_y), report.rows_read)
     out = pd.DataFrame(index=np.arange(int(inside.sum())))
@@ -292,6 +314,15 @@ def load_points(
         out["x"], out["y"] = a[inside], b[inside]
     if user is not None:
         out["source_user"] = raw[user].astype(str).to_numpy()[inside]
+    if time_column is not None:
+        out["time"] = stamps[inside].reset_index(drop=True)
+        out = out.iloc[timing.person_order(out.get("source_user"), out["time"])].reset_index(drop=True)
+        meta.update(
+            time_column=time_column,
+            time_format=time_format,
+            time_zone=time_zone,
+            **timing.summary(out["time"], out.get("source_user")),
+        )
     meta.update(
         bbox=box,
         rows_read=report.rows_read,

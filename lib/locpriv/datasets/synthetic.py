@@ -69,3 +69,35 @@ def generate(pattern: str, n: int, rng: np.random.Generator) -> tuple[pd.DataFra
     xy = mix.sample(n, rng)
     points = pd.DataFrame({"user": np.arange(n, dtype=np.int64), "x": xy[:, 0], "y": xy[:, 1]})
     return points, mix
+
+
+def trajectories(
+    pattern: str, persons: int, *, days: int, per_day: int, stay: float, start: str, rng: np.random.Generator
+) -> pd.DataFrame:
+    """Persons moving over ``days`` days, ``per_day`` rows each day: columns source_user, time (UTC), x, y.
+
+    Each person's locations are a Markov chain: the first drawn from the pattern's mixture, each next
+    one the previous with probability ``stay`` (a person returns to places) and a fresh draw from the
+    mixture otherwise.  The mixture is the chain's stationary law (if X_t ~ f, then X_{t+1} ~ stay f +
+    (1 - stay) f = f), so every row is distributed as the pattern and the analytic density stays the
+    reference, while a person's rows are dependent, as a real trajectory's are.  Row k of a day is at a
+    uniform time inside the k-th of ``per_day`` equal slots.  Rows are in person then time order.
+    """
+    mix = PATTERNS[pattern]()
+    steps = days * per_day
+    fresh = mix.sample(persons * steps, rng).reshape(persons, steps, 2)
+    moves = rng.random((persons, steps)) >= stay
+    moves[:, 0] = True
+    # the index of the last fresh draw at or before each step: where the person is
+    last = np.maximum.accumulate(np.where(moves, np.arange(steps), 0), axis=1)
+    xy = np.take_along_axis(fresh, last[..., None], axis=1).reshape(-1, 2)
+    slot = (np.arange(steps) + rng.random((persons, steps))) / per_day  # days since start
+    time = pd.Timestamp(start, tz="UTC") + pd.to_timedelta(np.round(slot.ravel() * 86400.0), unit="s")
+    return pd.DataFrame(
+        {
+            "source_user": np.repeat(np.arange(persons), steps).astype(str),
+            "time": time.astype("datetime64[ns, UTC]"),
+            "x": xy[:, 0],
+            "y": xy[:, 1],
+        }
+    )
