@@ -68,6 +68,9 @@ NO_DEFAULT = {
     "config.datasets.<name>.bbox",
     "config.datasets.<name>.user_column",
     "config.datasets.<name>.max_points_per_person",
+    "config.datasets.<name>.time_column",
+    "config.datasets.<name>.releases.start",
+    "config.datasets.<name>.releases.count",
     "config.studies.radiomap.runs.radio_fedavg",
 }  # left out of a given `runs`: not run
 

@@ -548,6 +548,9 @@ def check_startup(config: dict, workdir: Path | None) -> list[Run]:
         raise ConfigError(str(exc)) from None
     check_schema(config)
     check_values(config)
+    from .datasets import windows
+
+    windows.expand(config)  # releases: {window: ...}: one dataset per window, before the runs are expanded
     if workdir is not None:
         from .datasets import registry
 

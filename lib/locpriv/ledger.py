@@ -39,8 +39,11 @@ import math
 import os
 from dataclasses import dataclass
 
+import pandas as pd
+
 from . import io, mechanisms
 from .accountant import BudgetAccountant, BudgetError
+from .datasets import windows
 from .dp import composition as comp
 
 FOLDER = "ledger"
@@ -60,8 +63,11 @@ def is_simulation(spec: dict) -> bool:
 
 def rows_per_person(spec: dict) -> int | None:
     """The rows one person may hold in a release (None: unbounded; see the module docstring)."""
-    if "trajectory" in spec:  # every generated person has exactly days x per_day rows
-        return int(spec["trajectory"]["days"]) * int(spec["trajectory"]["per_day"])
+    if "trajectory" in spec:  # every generated person has exactly days x per_day rows (in a window: its days')
+        days = int(spec["trajectory"]["days"])
+        if "window" in spec:
+            days = min(days, math.ceil(windows.length(spec["window"]["length"], "") / pd.Timedelta(days=1)))
+        return days * int(spec["trajectory"]["per_day"])
     if spec["source"] == "synthetic" or not spec.get("user_column"):
         return 1
     if spec.get("person_budget") == "split":
@@ -218,6 +224,13 @@ def charge(
     return fresh, spent
 
 
+def _window(spec: dict) -> str | None:
+    if "window" not in spec:
+        return None
+    w = spec["window"]
+    return f"{w['index'] + 1} of {w['count']}: [{w['start']}, {w['end']})"
+
+
 def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None  # JSON has no inf: null means no limit
 
@@ -248,10 +261,10 @@ def charge_runs(config: dict, runs, results_dir: str, *, write: bool = True) -> 
 
     lines = []
     by_dataset: dict[str, list] = {}
-    for run in runs:
-        by_dataset.setdefault(run.dataset, []).append(run)
+    for run in runs:  # a window's releases go to the ledger of the dataset it was cut from
+        by_dataset.setdefault(windows.base_name(run.dataset, config["datasets"][run.dataset]), []).append(run)
     for dataset in sorted(by_dataset):
-        spec = config["datasets"][dataset]
+        spec = config["datasets"][by_dataset[dataset][0].dataset]
         if is_simulation(spec):
             lines.append(console_line(dataset, spec, None, [], None))
             continue
@@ -259,6 +272,7 @@ def charge_runs(config: dict, runs, results_dir: str, *, write: bool = True) -> 
         diameter = math.hypot(box.xmax - box.xmin, box.ymax - box.ymin)
         new = []
         for run in by_dataset[dataset]:
+            spec = config["datasets"][run.dataset]
             code = code_fingerprint(
                 "locpriv.stages.prepare", "locpriv.stages.run", mechanisms.get(run.mechanism).__module__
             )
@@ -269,7 +283,7 @@ def charge_runs(config: dict, runs, results_dir: str, *, write: bool = True) -> 
                     "mechanism": run.mechanism,
                     "params": run.pstr,
                     "rep": run.rep,
-                    "window": None,
+                    "window": _window(spec),
                     **person_record(spec, run.mechanism, run.params, diameter),
                 }
             )

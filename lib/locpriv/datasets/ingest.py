@@ -7,7 +7,7 @@ import pandas as pd
 
 from ..domain import Domain, Grid
 from ..errors import InputError
-from . import persons, synthetic, times
+from . import persons, synthetic, times, windows
 from . import points as real
 
 # stop the ingest when more of the file than this is unusable (config: max_dropped_fraction)
@@ -73,6 +73,12 @@ def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.Dat
             f"max_dropped_fraction {limit}",
             "fix those rows, or raise the dataset's 'max_dropped_fraction' in the config if dropping them is intended",
         )
+    if "window" in spec:  # one window's release (datasets.windows): its rows only, the others counted;
+        # the per-person cap below applies per window, as to any release
+        keep = windows.inside(pts["time"], spec)
+        meta["rows_outside_window"] = int((~keep).sum())
+        meta["window"] = spec["window"]
+        pts = pts[keep].reset_index(drop=True)
     # person_budget split: one seeded row per person per release, so the person-level epsilon is the
     # configured one (group: up to max_points_per_person rows, person-level epsilon cap x epsilon)
     cap = 1 if spec.get("person_budget") == "split" else spec.get("max_points_per_person")
@@ -174,7 +180,7 @@ def _trajectory_batches(name: str, spec: dict, rng: np.random.Generator, batch: 
     persons, steps = int(spec["n_users"]), int(traj["days"]) * int(traj["per_day"])
     per_batch = max(1, batch // steps)
     domain, _ = domain_of(spec)
-    seen = {"outside": 0, "first": None, "last": None}
+    seen = {"outside": 0, "first": None, "last": None, "rows": 0}
 
     def frames():
         for start in range(0, persons, per_batch):
@@ -188,21 +194,27 @@ def _trajectory_batches(name: str, spec: dict, rng: np.random.Generator, batch: 
                 rng=rng,
             )
             pts["source_user"] = (pts["source_user"].astype(int) + start).astype(str)
-            pts.insert(0, "user", np.arange(start * steps, start * steps + len(pts), dtype=np.int64))
+            pts = pts[windows.inside(pts["time"], spec)].reset_index(drop=True)
+            pts.insert(0, "user", np.arange(seen["rows"], seen["rows"] + len(pts), dtype=np.int64))
+            seen["rows"] += len(pts)
             seen["outside"] += int((~domain.contains(pts.x.to_numpy(), pts.y.to_numpy())).sum())
-            seen["first"] = min(filter(None, (seen["first"], pts["time"].min())))
-            seen["last"] = max(filter(None, (seen["last"], pts["time"].max())))
+            if len(pts):
+                seen["first"] = min(filter(None, (seen["first"], pts["time"].min())))
+                seen["last"] = max(filter(None, (seen["last"], pts["time"].max())))
             yield pts
 
     def metadata():
-        per_person = {"min": float(steps), "median": float(steps), "p90": float(steps), "max": float(steps)}
-        days = float(traj["days"])
+        # rows per person: all of a person's rows, or those of the window (per_day x the window's days)
+        rows = seen["rows"] // persons
+        per_person = {"min": float(rows), "median": float(rows), "p90": float(rows), "max": float(rows)}
+        days = float(rows // int(traj["per_day"]))
         return {
-            **_synthetic_meta(name, spec, persons * steps, seen["outside"]),
+            **_synthetic_meta(name, spec, seen["rows"], seen["outside"]),
+            **({"window": spec["window"]} if "window" in spec else {}),
             "persons": persons,
-            "person_cap": steps,
+            "person_cap": rows,
             "rows_over_person_cap": 0,
-            "max_rows_per_person": steps,
+            "max_rows_per_person": rows,
             "user_column": "source_user",
             "trajectory": traj,
             "time_first": seen["first"].isoformat(),

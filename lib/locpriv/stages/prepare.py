@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 from .. import cf, io, kde
 from ..config import ConfigError
 from ..datasets import ingest as ds_ingest
+from ..datasets import windows
 from ..domain import Grid
 from ..errors import InputError
 from ..sanity import knn_warnings, too_few_users
@@ -27,7 +28,8 @@ def ingest(
 ) -> None:
     """Points and metadata of one dataset; ``requested``: the runs' (config key, n), checked against
     the users kept before anything is written (``locpriv.sanity.too_few_users``)."""
-    rng = make_rng(seed, "ingest", name)
+    # a window of a dataset (datasets.windows) draws from the dataset's stream: the windows share its persons
+    rng = make_rng(seed, "ingest", windows.base_name(name, spec))
     if spec["source"] == "synthetic":
         frames, metadata_of = ds_ingest.synthetic_batches(name, spec, rng, POINTS_ROW_GROUP)
         meta = io.write_parquet_batches(frames, out_points, metadata_of, POINTS_ROW_GROUP)
