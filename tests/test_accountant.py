@@ -116,6 +116,10 @@ def test_accountant_spends_refuses_and_stays_unchanged():
     acc = BudgetAccountant(epsilon=10.0, relation=dp.REPLACE_ONE)
     acc.spend(api.LaplaceLDP(epsilon=1.0, h=0.1)).spend(api.PrivTree(epsilon=1.0))
     assert acc.total() == (3.0, 0.0) and acc.remaining(2) == (3.5, 0.0)
+    with pytest.raises(BudgetError, match="diameter="):
+        acc.spend(api.GeoInd(epsilon=1.0, h=0.05))
+    acc = BudgetAccountant(epsilon=10.0, relation=dp.REPLACE_ONE, diameter=math.sqrt(2))
+    assert acc.spend(api.GeoInd(epsilon=1.0, h=0.05)).total()[0] == pytest.approx(math.sqrt(2))
 
 
 def test_zcdp_accountant_remaining_is_the_largest_that_fits():

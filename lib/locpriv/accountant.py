@@ -42,7 +42,8 @@ class BudgetAccountant:
     or ``zcdp``), ``slack`` (the zcdp rule's delta', counted in ``delta``), ``relation`` (the
     neighbouring relation every record must be stated under; default: the first record's; a record
     stating a bound for it among its ``other_relations``, or implying one, is restated:
-    ``dp.composition.restate``).
+    ``dp.composition.restate``), ``diameter`` (the public domain's diameter: a metric record,
+    geo-indistinguishability, is restated under replace-one at it).
     """
 
     def __init__(
@@ -53,6 +54,7 @@ class BudgetAccountant:
         rule: str = comp.BASIC,
         slack: float = 0.0,
         relation: str | None = None,
+        diameter: float | None = None,
     ):
         self.epsilon = comp.number(epsilon, "BudgetAccountant epsilon", infinite=True)
         self.delta = comp.number(delta, "BudgetAccountant delta", high=1.0)
@@ -65,6 +67,7 @@ class BudgetAccountant:
         if relation is not None and not isinstance(relation, str):
             raise ValueError(f"BudgetAccountant relation must be a string or None, got {relation!r}")
         self.relation = relation
+        self.diameter = None if diameter is None else comp.number(diameter, "BudgetAccountant diameter")
         self._spent: list[Guarantee] = []
 
     def __repr__(self) -> str:
@@ -92,12 +95,15 @@ class BudgetAccountant:
         if not self.relation:
             return record
         try:
-            return comp.restate(record, self.relation)
+            return comp.restate(record, self.relation, diameter=self.diameter)
         except ValueError as exc:
-            raise BudgetError(
-                f"{exc}; an accountant of local, central and distributed records together takes "
+            hint = (
+                "give the accountant diameter= (the public domain's)"
+                if record.metric
+                else "an accountant of local, central and distributed records together takes "
                 "relation=locpriv.dp.REPLACE_ONE (their common relation: one user's location replaced)"
-            ) from None
+            )
+            raise BudgetError(f"{exc}; {hint}") from None
 
     def total(self, extra: tuple[Guarantee, ...] = ()) -> tuple[float, float]:
         """(epsilon, delta) spent, with ``extra`` records as if spent too, under the accountant's rule."""
