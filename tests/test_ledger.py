@@ -128,6 +128,14 @@ def test_console_says_which_and_refuses_before_any_noise(tmp_path):
     assert (wd / LEDGER).read_bytes() == before and not (wd / "results/runs").exists()
 
 
+def test_a_damaged_ledger_stops_with_one_line(tmp_path):
+    charge(kept(), tmp_path)
+    path = tmp_path / "ledger/gauss9.json"
+    path.write_text(path.read_text()[:100])
+    with pytest.raises(ledger.LedgerError, match=r"cannot be read.*delete it to start a new one"):
+        charge(kept(), tmp_path)
+
+
 def test_a_run_that_draws_nothing_charges_nothing(tmp_path):
     """--dry-run and the like check the budget and report, writing no ledger."""
     (line,) = charge(kept(epsilon=3.0), tmp_path, write=False)

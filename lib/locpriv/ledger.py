@@ -152,7 +152,13 @@ def load(path: str) -> dict[str, dict]:
     """The releases already charged (key -> entry); none when the dataset has no ledger yet."""
     if not os.path.exists(path):
         return {}
-    return {e["key"]: e for e in io.read_json(path)["releases"]}
+    try:
+        return {e["key"]: e for e in io.read_json(path)["releases"]}
+    except (ValueError, KeyError, TypeError):  # damaged: rebuilding it from this config would forget releases
+        raise LedgerError(
+            f"{path}: the ledger cannot be read (damaged JSON or not a ledger); restore it from a copy, or delete "
+            "it to start a new one (the releases it held stay spent: the persons' loss is not reset)"
+        ) from None
 
 
 def total(entries, budget: Budget) -> tuple[float, float] | None:
