@@ -44,7 +44,7 @@ import pandas as pd
 
 from ..domain import Grid
 from ..heatmaps.prefix_tree import PrefixTree
-from ..quadtree import cell_overlaps, interleave
+from ..quadtree import cell_overlaps, interleave, prefix_counts
 
 ABS_TOL = 1e-9  # nats
 REL_TOL = 1e-9  # of the recorded epsilon
@@ -356,15 +356,7 @@ class PrivTreeLikelihood:
 
     def node_counts(self, paths) -> np.ndarray:
         """How many of the given full-depth codes every node holds (int64, the nodes' order)."""
-        counts = np.zeros(len(self.n_level), dtype=np.int64)
-        ordered = np.sort(np.asarray(paths, dtype=np.int64))  # prefixes of sorted codes are sorted
-        for lv in np.unique(self.n_level):
-            at = self.n_level == lv
-            prefix = ordered >> (2 * (self.depth - lv))
-            counts[at] = np.searchsorted(prefix, self.n_code[at], "right") - np.searchsorted(
-                prefix, self.n_code[at], "left"
-            )
-        return counts
+        return prefix_counts(paths, self.n_level, self.n_code, self.depth)
 
     def person_values(self, person_paths: list[np.ndarray]) -> np.ndarray:
         """(n, K) log L per released leaf of the hypothesis "all k of the person's rows in that leaf", for n

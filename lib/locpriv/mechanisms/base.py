@@ -29,6 +29,8 @@ broadcast grid):
   ``informed_log_likelihood(view, grid, others)`` – the informed adversary's, which knows every
   other user's location (DP's threat model, ``locpriv.adversary.informed``), with the invariant
   statistic that ties it to the guarantee;
+* ``realised_noise(view, points, grid)`` – the noise each released number carries, given the true data
+  (checked against the record's law in every run, ``locpriv.audit.noise``);
 * ``guarantee()`` – the :class:`~locpriv.dp.Guarantee` (a subclass implements ``claim()``; the
   record's ``trust_model`` is the class's), ``run_guarantee(raw_params)`` – the guarantee of a
   workflow run as configured, ``audit_pairs(grid)`` – the empirical audit's neighbouring inputs
@@ -501,6 +503,17 @@ class Mechanism:
         ``privtree`` does; the distributed heatmaps do not yet (their rows' likelihoods, summed, each
         take the person's other rows in the shard sums as known; no shipped config attacks persons
         with them).
+        """
+        return None
+
+    def realised_noise(self, view: pd.DataFrame, points: pd.DataFrame, grid: Grid) -> list | None:
+        """The noise each released number carries, given the true data: a list of
+        :class:`locpriv.audit.noise.Noise` (values and the law the record states for them), or None
+        where this mechanism does not expose it (the run's noise check is then not made).
+
+        ``view``: the run's whole view as ``randomize`` returned it (``attrs`` the release and the
+        recorded noise); ``points``: user, x, y of each view row's user, in the view's row order.
+        The attack stage tests it in every run (``locpriv.audit.noise.check``).
         """
         return None
 

@@ -81,6 +81,17 @@ class GeoInd(FedKDE):
         with equality along rays from the report z), per distance unit as the guarantee states it."""
         return np.full(len(view), float(informed.recorded_noise(view, self.name)["epsilon"]))
 
+    def realised_noise(self, view, points, grid):
+        """Per report: the radius Λ ||K|| of its lattice noise K (report minus snapped location), planar Laplace at
+        the epsilon the view records."""
+        from ..audit.noise import LatticePlanarLaplaceRadius, Noise
+
+        epsilon = informed.recorded_noise(view, self.name)["epsilon"]
+        step = planar_laplace.grid_step(epsilon)
+        noise = planar_laplace.noise_of(view[["x", "y"]].to_numpy(), points[["x", "y"]].to_numpy(), epsilon)
+        radius = step * np.hypot(noise[:, 0], noise[:, 1])
+        return [Noise("|report - snapped location|, distance units", radius, LatticePlanarLaplaceRadius(epsilon, step))]
+
     def audit_case(self, grid):
         """Two points at distance d = 1/ε (ε d = 1), at the centre and at a corner; the bound is divided
         by d (metric DP)."""

@@ -43,7 +43,7 @@ from ..adversary import informed
 from ..params import Param
 from ..sldp import hdg as lib
 from .base import clamp_to_domain
-from .partitions import EPSILON, Released, domain_box, ones_column, oue_guarantee
+from .partitions import EPSILON, Released, domain_box, ones_column, oue_guarantee, oue_noise
 
 
 def _edges(centres: np.ndarray) -> np.ndarray:
@@ -177,6 +177,28 @@ class HDG(Released):
         """The posterior of each user under a uniform prior, as a pdf on the grid."""
         lik = self.likelihood(view, grid)
         return lik / (lik.sum(axis=(1, 2), keepdims=True) * grid.cell_area)
+
+    def realised_noise(self, view, points, grid):
+        """Per group: each member's report's bits set outside its own cell of the group's grid (clamped
+        location), OUE at the recorded epsilon."""
+        xy, _ = clamp_to_domain(points, grid)
+        r, epsilon = view.attrs["release"], informed.recorded_noise(view, self.name)["epsilon"]
+        group = view["group"].to_numpy()
+        out = []
+        for j, name in enumerate(lib.GROUPS[self.settings["variant"]]):
+            rows = np.flatnonzero(group == j)
+            own = lib.values(xy[rows], domain_box(grid), name, r["g1"], r["g2"])
+            bits = lib.domain_size(name, r["g1"], r["g2"])
+            out.append(
+                oue_noise(
+                    view["ones"].to_numpy()[rows],
+                    own,
+                    bits,
+                    epsilon,
+                    f"group {name}: OUE bits set outside the own cell",
+                )
+            )
+        return out
 
     def audit_case(self, grid):
         """Users at opposite corners (different cells of every group's grid), through ``randomize``: each

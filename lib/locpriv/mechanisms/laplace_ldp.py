@@ -120,6 +120,19 @@ class LaplaceLDP(FedKDE):
         scales = informed.recorded_noise(view, self.name)["scales"]
         return likelihoods.product_laplace_logpdf(view[["x", "y"]].to_numpy(), grid, scales)
 
+    def realised_noise(self, view, points, grid):
+        """Per report and coordinate: |report − snapped clamped location| in grid steps, discrete Laplace of the
+        scale the view records (``scales`` / step)."""
+        from ..audit.noise import DiscreteLaplace, Noise
+
+        bounds = _bounds(grid)
+        noise = laplace_ldp.noise_steps(view[["x", "y"]].to_numpy(), clamp_to_domain(points, grid)[0], bounds)
+        scales = np.asarray(informed.recorded_noise(view, self.name)["scales"]) / laplace_ldp.grid_steps(bounds)
+        return [
+            Noise(f"|report - snapped location| in {axis}, grid steps", np.abs(noise[:, j]), DiscreteLaplace(scales[j]))
+            for j, axis in enumerate("xy")
+        ]
+
     def audit_case(self, grid):
         """Opposite corners of the box; a point outside the box (clamped) against the far corner; the
         centre against a corner (the floating-point attack on continuous samplers lives there, Mironov 2012)."""

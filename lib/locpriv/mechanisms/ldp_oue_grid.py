@@ -19,7 +19,7 @@ from ..params import Param
 from ..quadtree import cell_codes
 from ..sldp.ldp_grid import grid_level, oue_bits, oue_probabilities
 from .base import PERSON_REPORTS, Mechanism, clamp_to_domain
-from .partitions import EPSILON, domain_box, level_area, ones_column
+from .partitions import EPSILON, domain_box, level_area, ones_column, oue_noise
 
 
 class OUEGrid(Mechanism):
@@ -154,6 +154,12 @@ class OUEGrid(Mechanism):
     def surfaces(self, view, grid):
         weight = np.exp(self._log_weights(view))
         return self._cell_surface(weight / weight.sum(axis=1, keepdims=True), grid)
+
+    def realised_noise(self, view, points, grid):
+        """Per report: the bits set outside the user's own cell (clamped location), OUE at the recorded epsilon."""
+        own = cell_codes(clamp_to_domain(points, grid)[0], domain_box(grid), self.level)
+        epsilon = informed.recorded_noise(view, self.name)["epsilon"]
+        return [oue_noise(view["ones"].to_numpy(), own, 4**self.level, epsilon, "OUE bits set outside the own cell")]
 
     def audit_case(self, grid):
         """Users in two different cells (opposite corners): the two cells' bits."""
