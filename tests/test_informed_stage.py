@@ -159,7 +159,7 @@ def test_the_attack_reads_the_noise_the_view_records(data):
 
 # ---- the noise actually drawn (locpriv.audit.noise), checked in every run ----------------------------
 
-NOISE_CHECKED = {"laplace_ldp", "geoind", "privtree", "ldp_oue_grid", "hdg"}
+NOISE_CHECKED = set(SETTINGS) - {"fedkde", "zero", "rff"}  # every mechanism that draws noise
 
 
 @pytest.mark.parametrize("name", sorted(SETTINGS))
@@ -171,7 +171,9 @@ def test_every_run_checks_the_noise_it_drew(data, name):
         return
     assert noise.ALPHA < checked["p"] <= 1.0  # the job ran, so the check passed
     assert 0.8 < checked["epsilon_ratio"] < 1.25
-    assert checked["power"] > 0.99  # a 2 eps fault at this size (1200 users) is refuted
+    # a 2 eps fault at this size (1,200 users) is refuted w.p. > 0.99 (dp_heatmap's adaptive sub-queries on
+    # 16 x 16 pixels release 250 sums: 0.90)
+    assert checked["power"] > (0.85 if name == "dp_heatmap" else 0.99)
 
 
 def _with_noise_check_off(monkeypatch):

@@ -243,14 +243,20 @@ def heatmap_log_likelihood(
                 f"the informed heatmap likelihood needs every shard's noise to be one discrete "
                 f"Laplace (Pólya r = 1: full shards, no dropout), got r = {r.tolist()}"
             )
-        node = reporting_node_of_pixels(rnd.levels, rnd.codes, depth)
-        sums = np.asarray(rnd.sums, dtype=np.int64)
-        noise = sums - np.stack([np.bincount(node[pixels], minlength=sums.shape[1]) for pixels in shard_pixels])
+        node, noise = shard_noise(rnd, shard_pixels, depth)
         residual = noise[target_shard].astype(float)
         residual[np.arange(len(target_pixel)), node[target_pixel]] += 1.0
         term = dlap_shift_log_ratio(residual, rnd.sensitivity / rnd.epsilon, 1.0)
         log_lik += term[:, node]
     return log_lik
+
+
+def shard_noise(rnd, shard_pixels: list[np.ndarray], depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """One sub-query's reporting node of every pixel (``reporting_node_of_pixels``) and its noise: each shard's
+    sums minus its users' exact histogram over the round's reporting nodes (n_shards, K_t)."""
+    node = reporting_node_of_pixels(rnd.levels, rnd.codes, depth)
+    sums = np.asarray(rnd.sums, dtype=np.int64)
+    return node, sums - np.stack([np.bincount(node[pixels], minlength=sums.shape[1]) for pixels in shard_pixels])
 
 
 def pixel_pieces(depth: int) -> tuple[np.ndarray, np.ndarray]:

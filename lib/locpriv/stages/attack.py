@@ -293,12 +293,11 @@ def _run_name(run: dict) -> str:
     )
 
 
-def _check_noise(mech, run: dict, record, others: informed.Others, grid) -> dict | None:
+def _check_noise(mech, run: dict, others: informed.Others, grid) -> dict | None:
     """The noise the run drew, tested against the law its record states (``audit.noise``): raises
-    NoiseCheckFailure (one line) if it is weaker.  None where the run states no epsilon or its mechanism
-    does not expose its noise (``Mechanism.realised_noise``)."""
-    if record.epsilon is None:
-        return None
+    NoiseCheckFailure (one line) if it is weaker.  None where the mechanism draws no noise it exposes
+    (``Mechanism.realised_noise``).  Runs whose record states no epsilon (a leaked input, a setting with no
+    proof) are checked too: their noise law is recorded all the same."""
     view = others.view
     points = others.points.iloc[others.rows_of(view["user"].to_numpy())].reset_index(drop=True)
     noises = mech.realised_noise(view, points, grid)
@@ -397,7 +396,7 @@ def bayes_attack(
     batch = int(adversary_cfg.get("batch", attacks.DEFAULT_BATCH))
     n = n_users_of(run["params"], meta_json)
     others = informed.Others(lambda: _run_points(points_path, n), lambda: _whole_view(view_paths))
-    meta["noise_check"] = _check_noise(mech, run, record, others, grid)  # fails the job before any output
+    meta["noise_check"] = _check_noise(mech, run, others, grid)  # fails the job before any output
     row_stat = np.empty(len(targets.view))
 
     def population(rows, sl):
