@@ -133,23 +133,15 @@ class LaplaceLDP(FedKDE):
             for j, axis in enumerate("xy")
         ]
 
+    def point_log_likelihood(self, view, xy, grid):
+        """Exact at the points: the likelihood is evaluated at cell centres (``log_likelihood_at_points``)."""
+        return self.log_likelihood_at_points(view, xy, grid)
+
     def audit_case(self, grid):
-        """Opposite corners of the box; a point outside the box (clamped) against the far corner; the
-        centre against a corner (the floating-point attack on continuous samplers lives there, Mironov 2012)."""
-        from ..audit.cases import Pair, domain_corners, randomized, xy_of
+        """The relation's worst-case pairs (``audit.cases.relation_pairs``): opposite corners along both diagonals,
+        a point outside the box (clamped) against the far corner, the centre against a corner (the
+        floating-point attack on continuous samplers lives there, Mironov 2012); each draw scored by the exact
+        log-likelihood ratio of the report, with the report's coordinates (and their granularity) beside it."""
+        from ..audit.cases import relation_pairs, xy_of
 
-        lo, hi = domain_corners(grid)
-        side = hi - lo
-
-        def clipped_sum(out):
-            # the Laplace log-likelihood ratio between the corners is increasing in this (public) sum
-            return (np.clip(out, lo, hi) / side).sum(axis=1)
-
-        def pair(name, a, b):
-            return Pair(name, randomized(self, grid, a, xy_of), randomized(self, grid, b, xy_of), clipped_sum)
-
-        return [
-            pair("opposite corners", lo, hi),
-            pair("outside the box (clamped) vs far corner", lo - side, hi),
-            pair("centre vs corner", (lo + hi) / 2, hi),
-        ]
+        return relation_pairs(self, grid, raw=xy_of)
