@@ -30,8 +30,10 @@ region, for geo-indistinguishability log L(x) − log L(x′) <= ε d(x, x′). 
 is taken over the pieces, i.e. over all pairs of *locations* (a grid cell's likelihood
 is a convex combination of pieces', so pairs of grid cells give at most the same).
 The likelihood reads the noise parameters the release itself records (e.g. each
-round's ε_t, the sampler's scale), never the configured ε: a mechanism whose noise is
-weaker than its record fails the check.  Tolerance ``ABS_TOL`` + ``REL_TOL`` × ε:
+round's ε_t, the sampler's scale), never the configured ε: a record whose own noise
+parameters allow more than its ε fails the check; noise drawn weaker than the record
+states does not (the likelihood reads the record, not the draws): that is the noise
+check's (``locpriv.audit.noise``).  Tolerance ``ABS_TOL`` + ``REL_TOL`` × ε:
 float rounding of sums of a few dozen terms of size <= ε (~1e-13), far below it.
 """
 
