@@ -20,9 +20,9 @@ sets are tested at α / m each (m sets, Bonferroni), α = ``ALPHA`` = 1e-6: a co
 with probability at most 1e-6.  Power, stated for every run: a 2ε fault (every value drawn at
 twice the recorded ε) is rejected with probability at least 1 − min over θ > 0 of
 exp(n log M₂(θ) − θ s*), M₂ the law at 2ε and s* the largest sum the test rejects (Chernoff
-again, so the stated power is a lower bound).  The run's ``noise_epsilon_ratio`` is the ε at
-which the law's mean magnitude equals the observed one, over the recorded ε (1 for correct
-noise, about 2 for noise at 2ε): a reading aid, not the test.
+again, so the stated power is a lower bound).  The run's ``noise_epsilon_ratio`` is, for its set
+with the smallest p-value, the ε at which the law's mean magnitude equals the observed one, over
+the recorded ε (1 for correct noise, about 2 for noise at 2ε): a reading aid, not the test.
 
 What it cannot see: a fault that leaves the mean magnitude in place (noise of the right size
 from the wrong law, e.g. per-axis Laplace in place of planar Laplace with the same mean radius,
@@ -184,9 +184,9 @@ def power(law, n: int, alpha: float, factor: float = FAULT_FACTOR) -> float:
 @dataclass(frozen=True)
 class Result:
     p: float  # the run's p-value: the smallest set's, times the number of sets (Bonferroni), capped at 1
-    epsilon_ratio: float  # the largest set's realised ε over the recorded one
+    epsilon_ratio: float  # that set's realised ε over the recorded one
     power: float  # lower bound on rejecting a 2ε fault at this run's size
-    statistic: str  # the set with the smallest p-value
+    statistic: str  # the set with the smallest p-value (the ratio's)
     values: int  # realised noise values checked
 
     def as_dict(self) -> dict:
@@ -203,7 +203,7 @@ def check(noises: list[Noise], *, mechanism: str, run: str, alpha: float = ALPHA
     worst = int(np.argmin(ps))
     result = Result(
         p=min(1.0, m * ps[worst]),
-        epsilon_ratio=float(np.nanmax(ratios)),
+        epsilon_ratio=float(ratios[worst]),
         power=max(power(nz.law, len(nz.values), alpha / m) for nz in noises),
         statistic=noises[worst].statistic,
         values=int(sum(len(nz.values) for nz in noises)),
