@@ -282,3 +282,28 @@ def test_geoind_with_its_y_noise_at_twice_epsilon_is_refuted(monkeypatch):
     )
     along_y = table["pair"].str.contains("y axis")
     assert table.loc[along_y, "epsilon_lb"].max() > 1.3
+
+
+def test_geoind_noise_on_one_side_only_is_refuted(monkeypatch):
+    # one-sided noise: the lattice noise's y reflected to >= 0 (every radius as drawn, so the noise check's
+    # magnitudes pass it; each x-marginal is unchanged, so pairs moved along x see eps); a report below
+    # a + d/2 along y never comes from the point above: infinite eps along y
+    real = planar_laplace.grid_noise
+
+    def upper_half(n, a, rng, timing_safe=False):
+        k = real(n, a, rng, timing_safe)
+        k[:, 1] = np.abs(k[:, 1])
+        return k
+
+    _, table = _control_then_refuted(
+        monkeypatch,
+        "geoind",
+        {"h": 0.5, "epsilon": 1.0},
+        lambda mp: mp.setattr(planar_laplace, "grid_noise", upper_half),
+    )
+    along_x = table["pair"].str.contains("x axis")
+    assert (
+        table.loc[along_x, "epsilon_lb"].max()
+        <= 1.0
+        < table.loc[table["pair"].str.contains("y axis"), "epsilon_lb"].max()
+    )
