@@ -307,3 +307,26 @@ def test_geoind_noise_on_one_side_only_is_refuted(monkeypatch):
         <= 1.0
         < table.loc[table["pair"].str.contains("y axis"), "epsilon_lb"].max()
     )
+
+
+def test_laplace_ldp_drawing_one_noise_for_both_coordinates_is_refuted(monkeypatch):
+    # x and y carry the same noise draw: each coordinate's law is right (the noise check passes it), x - y is
+    # released exactly; invisible along the main diagonal (7b42c39's pairs), refuted along the other one
+    from locpriv.dp import grid as dp_grid
+
+    real = dp_grid.release_on_grid
+
+    def shared(k, origin, step, sensitivity, epsilon, rng, timing_safe=False):
+        k = np.asarray(k)
+        noise = np.rint((real(k, origin, step, sensitivity, epsilon, rng, timing_safe) - origin) / step) - k
+        noise[:, 1] = noise[:, 0]
+        return origin + step * (k + noise)
+
+    _, table = _control_then_refuted(
+        monkeypatch,
+        "laplace_ldp",
+        {"h": 0.5, "epsilon": 1.0},
+        lambda mp: mp.setattr(dp_grid, "release_on_grid", shared),
+    )
+    other = table["pair"] == "opposite corners, other diagonal"
+    assert table.loc[other, "epsilon_lb"].max() > 3.0 and table.loc[~other, "epsilon_lb"].max() <= 1.0
