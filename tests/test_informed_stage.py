@@ -13,6 +13,7 @@ import pytest
 
 from locpriv import io, mechanisms
 from locpriv.adversary import informed
+from locpriv.audit import noise
 from locpriv.smk import error_line
 from locpriv.stages import attack as st_attack
 from locpriv.stages import prepare
@@ -154,3 +155,58 @@ def test_the_attack_reads_the_noise_the_view_records(data):
     grid = prepare.load_grid(data[1]["grid"])
     with pytest.raises(ValueError, match="records no noise parameters"):
         mech.log_likelihood(view, grid)
+
+
+# ---- the noise actually drawn (locpriv.audit.noise), checked in every run ----------------------------
+
+NOISE_CHECKED = set(SETTINGS) - {"fedkde", "zero", "rff"}  # every mechanism that draws noise
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_every_run_checks_the_noise_it_drew(data, name):
+    _, meta = attacked(data, name, SETTINGS[name])
+    checked = meta["noise_check"]
+    if name not in NOISE_CHECKED:
+        assert checked is None
+        return
+    assert noise.ALPHA < checked["p"] <= 1.0  # the job ran, so the check passed
+    assert 0.8 < checked["epsilon_ratio"] < 1.25
+    # a 2 eps fault at this size (1,200 users) is refuted w.p. > 0.99 (dp_heatmap's adaptive sub-queries on
+    # 16 x 16 pixels release 250 sums: 0.90)
+    assert checked["power"] > (0.85 if name == "dp_heatmap" else 0.99)
+
+
+def _with_noise_check_off(monkeypatch):
+    monkeypatch.setattr(st_attack, "_check_noise", lambda *args: None)
+
+
+FAULTS = {
+    # (mechanism, the function drawing its noise, position of epsilon in its arguments, factor): the record
+    # (view.attrs["noise"], the guarantee) is untouched, only the draw changes
+    "laplace_ldp": ("locpriv.laplace_ldp.randomize", 2, 2.0),
+    "privtree": ("locpriv.sldp.privtree.release_on_grid", 4, 4.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAULTS))
+def test_noise_weaker_than_its_record_fails_the_run_with_one_line(data, name, monkeypatch):
+    """laplace_ldp drawing at 2 eps and PrivTree's leaf counts at 4 eps, records untouched: the informed
+    adversary's invariant reads the record, so it passes them (first part: the check off, the run goes
+    through, as on 7b42c39); the noise check fails the run, naming mechanism, run and statistic."""
+    target, where, factor = FAULTS[name]
+    module, attr = target.rsplit(".", 1)
+    real = getattr(__import__(module, fromlist=[attr]), attr)
+
+    def weaker(*args, **kwargs):
+        args = list(args)
+        args[where] = factor * args[where]
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(target, weaker)
+    with monkeypatch.context() as off:
+        _with_noise_check_off(off)
+        attacked(data, name, SETTINGS[name])  # no exception: the invariant passes the fault
+    with pytest.raises(noise.NoiseCheckFailure) as err:
+        attacked(data, name, SETTINGS[name])
+    line = error_line("attack", err.value, None)
+    assert "\n" not in line and f"mechanism {name}, run two/{name}/" in line and "realised noise weaker" in line

@@ -158,6 +158,11 @@ def test_the_runs_summary_rows_state_the_person_level_epsilon(chain):
     assert rows["guarantee_epsilon_person"] == pytest.approx(CAP * rows["guarantee_epsilon"])
     # the attack metrics are means over persons, not points
     assert rows["privacy_Z"] == pytest.approx(pd.read_parquet(f["lm"])["Z"].mean())
+    # the run's noise check (made by the attack job) reaches the summary rows
+    checked = io.read_parquet_metadata(f["bayes"])["noise_check"]
+    assert rows["noise_check_p"] == pytest.approx(checked["p"]) and 1e-6 < rows["noise_check_p"] <= 1
+    assert rows["noise_epsilon_ratio"] == pytest.approx(checked["epsilon_ratio"])
+    assert rows["noise_check_power"] == pytest.approx(checked["power"])
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,6 @@ import math
 
 import numpy as np
 
-from locpriv.audit.cases import Pair, domain_corners, randomized
 from locpriv.dp import Guarantee
 from locpriv.mechanisms.base import Mechanism, clamp_to_domain
 from locpriv.params import Param
@@ -79,17 +78,7 @@ class RRGrid(Mechanism):
         lik = self.likelihood(view, grid)
         return lik / (lik.sum(axis=(1, 2), keepdims=True) * grid.cell_area)
 
-    def audit_case(self, grid):
-        lo, hi = domain_corners(grid)
-        corner = (hi - lo) / 1e6
-        a, b = lo + corner, hi - corner
-
-        def reported(view):
-            return view[["cell"]].to_numpy(dtype=float)
-        # a's own cell is cell 0 (the lower-left corner): reporting it is the most telling event
-        return [Pair("users in opposite corner cells: is the report the lower-left cell?",
-                     randomized(self, grid, a, reported), randomized(self, grid, b, reported),
-                     lambda out: (out[:, 0] == 0).astype(float), box_free=True)]
+    # no audit_case: it brings its likelihood, so the generic whole-report audit covers it
 
 
 def validate(section):
@@ -153,7 +142,9 @@ def test_a_plugin_mechanism_and_study_reach_their_summaries(make_workdir):
     value = rr.set_index(["epsilon", "metric"])["value"]
     for eps in (1.0, 3.0):
         assert value[(eps, "answered")] == 1 and value[(eps, "guarantee_epsilon")] == eps
-        assert 0 <= value[(eps, "audit_epsilon_lb")] <= eps  # its own audit case ran, below its claim
+        # audited with no case of its own (``Mechanism.audit_case``'s default: the whole-report likelihood
+        # ratio at its relation's worst-case pairs), below its claim
+        assert 0 <= value[(eps, "audit_epsilon_lb")] <= eps
         assert np.isfinite(value[(eps, "bayes_expected_error")]) and np.isfinite(value[(eps, "privacy_Z")])
     assert value[(3.0, "spearman")] > value[(1.0, "spearman")]  # more budget, a better map
     study = pd.read_parquet(wd / "results/studies/coin/summary.parquet")
@@ -164,9 +155,10 @@ def test_a_plugin_mechanism_and_study_reach_their_summaries(make_workdir):
 
 
 def test_a_plugin_claiming_epsilon_without_an_audit_case_stops_before_any_job(make_workdir):
+    # neither a case nor a likelihood of its reports: nothing to audit it with
     wd = make_workdir(_config())
     (wd / "rr_plugin.py").write_text(
-        PLUGIN.replace("    def audit_case(self, grid):", "    def _no_audit(self, grid):")
+        PLUGIN.replace("def likelihood(", "def _lik(").replace("self.likelihood(", "self._lik(")
     )
     proc = run_snakemake(wd, "--dry-run", check=False)
     assert proc.returncode != 0

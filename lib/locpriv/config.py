@@ -392,11 +392,13 @@ def _as_list(value) -> list:
 
 def check_run_params(cls, params: dict, where: str) -> None:
     """rff's B cannot exceed the users' max_features (every user would refuse); a setting that states an
-    epsilon needs an audit case (``Mechanism.audit_case``): refused here, not deep in a job."""
+    epsilon needs an audit case (``Mechanism.audit_case``, or a likelihood for the generic one): refused
+    here, not deep in a job."""
     if not cls.has_audit_case() and not cls.leaks(params) and cls(**params).guarantee().epsilon is not None:
         raise ConfigError(
             f"config key '{where}': mechanism {cls.name!r} states an epsilon but has no audit case; "
-            f"allowed: a mechanism class that implements audit_case(grid) ({cls.__module__})"
+            f"allowed: a mechanism class that implements audit_case(grid), or log_likelihood(view, grid) of a "
+            f"per-user report for the generic whole-report audit ({cls.__module__})"
         )
     if "B" in params and "max_features" in params and params["B"] > params["max_features"]:
         raise ConfigError(

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from .dp.grid import finite, grid_step, release_bounded
+from .dp.grid import finite, grid_step, release_bounded, snap
 from .dp.sampling import exact_scale
 from .dp.sampling import timing_safe_delta as timing_safe_delta_of
 
@@ -113,3 +113,14 @@ def randomize(
         )
     out = release_bounded(flat, bounds[:, 0], bounds[:, 1], epsilon / len(bounds), rng, timing_safe=timing_safe)
     return out.reshape(values.shape)
+
+
+def noise_steps(reports: np.ndarray, values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """The discrete Laplace noise each report carries, in grid steps (n, q): its grid index minus the
+    snapped value's, i.e. ``randomize`` inverted given the true values (in the bounds)."""
+    bounds = np.asarray(bounds, dtype=float)
+    step = grid_steps(bounds)
+    top = np.rint((bounds[:, 1] - bounds[:, 0]) / step)
+    reports = np.asarray(reports, dtype=float).reshape(len(reports), -1)
+    own = snap(np.asarray(values, dtype=float).reshape(reports.shape), bounds[:, 0], step, top)
+    return np.rint((reports - bounds[:, 0]) / step).astype(np.int64) - own

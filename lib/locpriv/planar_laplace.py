@@ -122,6 +122,12 @@ def perturb(points: np.ndarray, epsilon: float, rng: np.random.Generator, timing
     return step * (snapped + grid_noise(len(points), epsilon * step, rng, timing_safe))
 
 
+def noise_of(reports: np.ndarray, points: np.ndarray, epsilon: float) -> np.ndarray:
+    """The lattice noise K (N, 2) of each report: ``perturb`` inverted given the true points."""
+    step = grid_step(epsilon)
+    return snap_to_grid(reports, step, "reports") - snap_to_grid(points, step, "points")
+
+
 def epsilon_per_metre(epsilon_per_degree: float) -> float:
     """The paper's per-degree epsilon for real data (§4.2.3) in per-metre units.
 

@@ -54,6 +54,18 @@ def cell_codes(points: np.ndarray, box, depth: int) -> np.ndarray:
     return interleave(ix, iy, depth)
 
 
+def prefix_counts(paths, levels, codes, depth: int) -> np.ndarray:
+    """How many of the full-depth codes ``paths`` each cell (``levels``, ``codes``) holds (int64, the cells' order)."""
+    levels, codes = np.asarray(levels, dtype=np.int64), np.asarray(codes, dtype=np.int64)
+    counts = np.zeros(len(levels), dtype=np.int64)
+    ordered = np.sort(np.asarray(paths, dtype=np.int64))  # prefixes of sorted codes are sorted
+    for lv in np.unique(levels):
+        at = levels == lv
+        prefix = ordered >> (2 * (depth - lv))
+        counts[at] = np.searchsorted(prefix, codes[at], "right") - np.searchsorted(prefix, codes[at], "left")
+    return counts
+
+
 def cell_box(level: np.ndarray, code: np.ndarray, box) -> np.ndarray:
     """(xmin, xmax, ymin, ymax) of cells, shape (K, 4)."""
     xmin, xmax, ymin, ymax = box

@@ -18,12 +18,15 @@ half); with the fixed seed each outcome is deterministic.  The unplanted runs of
 """
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from locpriv import mechanisms
+from locpriv import mechanisms, planar_laplace
 from locpriv.audit.stage import DEFAULT_DRAWS, audit_setting, holds
 from locpriv.domain import Domain, Grid
+from locpriv.dp.sampling import discrete_laplace, exact_scale
 from locpriv.heatmaps import adaptive, baselines
+from locpriv.mechanisms.base import clamp_to_domain
 from locpriv.sldp import ldp_kdtree, privtree, protocol
 
 SEED = 20261123
@@ -166,3 +169,164 @@ def test_client_noise_at_twice_the_claimed_epsilon_is_refuted(monkeypatch, name,
     monkeypatch.setattr(target, doubled)
     table = _refuted(name, given)
     assert table["epsilon_lb"].max() > 1.3 * table["claimed_epsilon"].max()
+
+
+# Fault classes the feature-picked cases of 7b42c39 missed (issue 39): each case now scores the exact
+# log-likelihood ratio of a user's whole report (``audit.cases.whole_report``) at the worst-case pairs of its
+# relation (``relation_pairs``: both diagonals, outside the box, centre; for geoind four directions).  Each
+# test runs the correct code first (the control: every pair's bound at or below the claim, same seed), then
+# the plant.
+
+
+def _control_then_refuted(monkeypatch, name, given, plant):
+    params = dict(mechanisms.get(name)(**given).settings)
+    control = audit_setting(name, params, UNIT, DEFAULT_DRAWS, SEED)
+    assert (holds(control) == "yes").all(), control.to_string()
+    plant(monkeypatch)
+    return control, _refuted(name, given)
+
+
+def _sends_twice(cls, second):
+    """``cls.randomize_points`` plus a second report of every user (``second(self, view, points, grid, rng)``:
+    its rows, the same user ids), as two rows per user in the view."""
+    real = cls.randomize_points
+
+    def twice(self, points, grid, rng):
+        view = real(self, points, grid, rng)
+        out = pd.concat([view, second(self, view, points, grid, rng)], ignore_index=True)
+        out.attrs = view.attrs
+        return out
+
+    return twice
+
+
+def test_hdg_users_also_reporting_in_a_second_group_is_refuted(monkeypatch):
+    # every user also sends an OUE report in the next group at the full epsilon (true cost 2 eps); the
+    # 7b42c39 case read one row's group and two bits: 0.966 vs the claim 1
+    from locpriv.mechanisms.hdg import HDG
+    from locpriv.mechanisms.partitions import domain_box, ones_column
+    from locpriv.sldp import hdg as lib
+
+    def next_group(self, view, points, grid, rng):
+        xy, _ = clamp_to_domain(points, grid)
+        r, group = view.attrs["release"], (view["group"].to_numpy() + 1) % 3
+        bits = lib.client_reports(xy, group, domain_box(grid), "hdg", r["g1"], r["g2"], self.settings["epsilon"], rng)
+        ones = pd.Series([None] * len(view), dtype=object)
+        for j, b in enumerate(bits):
+            ones.iloc[np.flatnonzero(group == j)] = ones_column(b).to_numpy()
+        return pd.DataFrame({"user": view["user"], "group": group, "ones": ones})
+
+    control, table = _control_then_refuted(
+        monkeypatch,
+        "hdg",
+        {"epsilon": 1.0},
+        lambda mp: mp.setattr(HDG, "randomize_points", _sends_twice(HDG, next_group)),
+    )
+    assert control["epsilon_lb"].max() > 0.9  # the control is not vacuous
+    assert table["epsilon_lb"].max() > 1.6
+
+
+def _per_axis_laplace(n, a, rng, timing_safe=False):
+    """Independent discrete Laplace of scale 1/a grid steps per axis: eps per unit along an axis, sqrt(2) eps
+    along a diagonal."""
+    return discrete_laplace(exact_scale(1.0 / a), rng, size=(n, 2), timing_safe=timing_safe)
+
+
+def test_geoind_drawing_independent_laplace_per_axis_is_refuted(monkeypatch):
+    # the 7b42c39 case moved its pairs along x only: 0.984 vs 1
+    control, table = _control_then_refuted(
+        monkeypatch,
+        "geoind",
+        {"h": 0.5, "epsilon": 1.0},
+        lambda mp: mp.setattr(planar_laplace, "grid_noise", _per_axis_laplace),
+    )
+    assert control["epsilon_lb"].max() > 0.85  # the control is not vacuous
+    diagonal = table["pair"].str.contains("diagonal")
+    assert table.loc[diagonal, "epsilon_lb"].min() > 1.2 and table.loc[~diagonal, "epsilon_lb"].max() <= 1.0
+
+
+@pytest.mark.parametrize(
+    "name,given,cls",
+    [
+        ("laplace_ldp", {"h": 0.5, "epsilon": 1.0}, "locpriv.mechanisms.laplace_ldp.LaplaceLDP"),
+        ("ldp_oue_grid", {"epsilon": 1.0, "level": 2}, "locpriv.mechanisms.ldp_oue_grid.OUEGrid"),
+    ],
+)
+def test_a_report_sent_twice_is_refuted(monkeypatch, name, given, cls):
+    # every user's report sent twice with fresh noise (a client retrying a send it believes lost; true cost
+    # 2 eps): the 7b42c39 cases scored each row
+    # as a draw of its own (laplace_ldp 0.97, ldp_oue_grid 0.98 vs 1)
+    module, attr = cls.rsplit(".", 1)
+    klass = getattr(__import__(module, fromlist=[attr]), attr)
+    real = klass.randomize_points
+
+    def twice(mp):
+        mp.setattr(klass, "randomize_points", _sends_twice(klass, lambda self, v, p, g, rng: real(self, p, g, rng)))
+
+    _, table = _control_then_refuted(monkeypatch, name, given, twice)
+    assert table["epsilon_lb"].max() > 1.5
+
+
+def test_geoind_with_its_y_noise_at_twice_epsilon_is_refuted(monkeypatch):
+    # anisotropic noise: the y coordinate's lattice noise halved (2 eps per unit along y, eps along x); the
+    # 7b42c39 case moved its pairs along x only
+    real = planar_laplace.grid_noise
+
+    def y_halved(n, a, rng, timing_safe=False):
+        k = real(n, a, rng, timing_safe)
+        k[:, 1] = np.rint(k[:, 1] / 2).astype(np.int64)
+        return k
+
+    _, table = _control_then_refuted(
+        monkeypatch, "geoind", {"h": 0.5, "epsilon": 1.0}, lambda mp: mp.setattr(planar_laplace, "grid_noise", y_halved)
+    )
+    along_y = table["pair"].str.contains("y axis")
+    assert table.loc[along_y, "epsilon_lb"].max() > 1.3
+
+
+def test_geoind_noise_on_one_side_only_is_refuted(monkeypatch):
+    # one-sided noise: the lattice noise's y reflected to >= 0 (every radius as drawn, so the noise check's
+    # magnitudes pass it; each x-marginal is unchanged, so pairs moved along x see eps); a report below
+    # a + d/2 along y never comes from the point above: infinite eps along y
+    real = planar_laplace.grid_noise
+
+    def upper_half(n, a, rng, timing_safe=False):
+        k = real(n, a, rng, timing_safe)
+        k[:, 1] = np.abs(k[:, 1])
+        return k
+
+    _, table = _control_then_refuted(
+        monkeypatch,
+        "geoind",
+        {"h": 0.5, "epsilon": 1.0},
+        lambda mp: mp.setattr(planar_laplace, "grid_noise", upper_half),
+    )
+    along_x = table["pair"].str.contains("x axis")
+    assert (
+        table.loc[along_x, "epsilon_lb"].max()
+        <= 1.0
+        < table.loc[table["pair"].str.contains("y axis"), "epsilon_lb"].max()
+    )
+
+
+def test_laplace_ldp_drawing_one_noise_for_both_coordinates_is_refuted(monkeypatch):
+    # x and y carry the same noise draw: each coordinate's law is right (the noise check passes it), x - y is
+    # released exactly; invisible along the main diagonal (7b42c39's pairs), refuted along the other one
+    from locpriv.dp import grid as dp_grid
+
+    real = dp_grid.release_on_grid
+
+    def shared(k, origin, step, sensitivity, epsilon, rng, timing_safe=False):
+        k = np.asarray(k)
+        noise = np.rint((real(k, origin, step, sensitivity, epsilon, rng, timing_safe) - origin) / step) - k
+        noise[:, 1] = noise[:, 0]
+        return origin + step * (k + noise)
+
+    _, table = _control_then_refuted(
+        monkeypatch,
+        "laplace_ldp",
+        {"h": 0.5, "epsilon": 1.0},
+        lambda mp: mp.setattr(dp_grid, "release_on_grid", shared),
+    )
+    other = table["pair"] == "opposite corners, other diagonal"
+    assert table.loc[other, "epsilon_lb"].max() > 3.0 and table.loc[~other, "epsilon_lb"].max() <= 1.0

@@ -149,3 +149,68 @@ def test_sldp_case_moves_the_target_inside_a_proper_sub_region():
         level, fixed_round = out[:, 4], out[:, 5]
         assert ((level == 1) & (fixed_round == 2)).sum() >= 28
         assert (np.abs(out[:, :4]).sum(axis=1) > 0).sum() >= 28  # it answered round 2
+
+
+def _quadrant_rr(factor):
+    """A mechanism as a plugin would write it: randomized response over the box's four quadrants with a
+    ``likelihood`` and no audit case, abstract (no name); ``factor`` plants a fault (the keep probability
+    of factor x epsilon, the claim unchanged)."""
+    import math
+    from typing import ClassVar
+
+    from locpriv.dp import Guarantee
+    from locpriv.mechanisms.base import Mechanism, clamp_to_domain
+    from locpriv.params import Param
+
+    def quadrant(xy, d):
+        return 2 * (xy[:, 0] >= (d.xmin + d.xmax) / 2) + (xy[:, 1] >= (d.ymin + d.ymax) / 2)
+
+    class QuadrantRR(Mechanism):
+        trust_model = "local"
+        params: ClassVar[dict] = {"epsilon": Param("epsilon", "float", "LDP budget", low=0.0)}
+
+        def _keep(self, times=1.0):
+            e = math.exp(times * self.settings["epsilon"])
+            return e / (e + 3), 1 / (e + 3)
+
+        def claim(self):
+            return Guarantee(
+                model="epsilon-LDP",
+                epsilon=self.settings["epsilon"],
+                delta=0.0,
+                relation="any two inputs (local)",
+                covers="each user's quadrant",
+            )
+
+        def randomize_points(self, points, grid, rng):
+            own = quadrant(clamp_to_domain(points, grid)[0], grid.domain)
+            other = (own + rng.integers(1, 4, len(own))) % 4
+            view = points[["user"]].reset_index(drop=True)
+            view["q"] = np.where(rng.random(len(own)) < self._keep(factor)[0], own, other)
+            return view
+
+        def likelihood(self, view, grid):
+            p, q = self._keep()
+            gx, gy = np.meshgrid(grid.x, grid.y, indexing="ij")
+            cell = quadrant(np.column_stack([gx.ravel(), gy.ravel()]), grid.domain).reshape(grid.shape)
+            return np.where(view["q"].to_numpy()[:, None, None] == cell[None], p, q)
+
+    return QuadrantRR
+
+
+@pytest.mark.parametrize("factor", [1.0, 2.0])
+def test_a_plugin_with_a_likelihood_and_no_case_is_audited(monkeypatch, factor):
+    """The default audit case (``audit.cases.relation_pairs``, scored by the plugin's own likelihood): the
+    correct mechanism stays below its claim with power; keeping at 2 eps (claim eps) is refuted."""
+    from locpriv.mechanisms import base
+
+    name = f"quadrant_rr_{factor:g}"
+    cls = type("Plugin", (_quadrant_rr(factor),), {"name": name})  # registers it ...
+    monkeypatch.setitem(base.REGISTRY, name, base.REGISTRY.pop(name))  # ... for this test only
+    assert cls.has_audit_case() and cls.audit_case is base.Mechanism.audit_case
+    table = audit_setting(name, {"epsilon": 1.0}, {"unit": GRIDS["unit"]}, DRAWS, SEED)
+    assert set(table["scored"]) == {cases.WHOLE_REPORT}
+    if factor == 1.0:
+        assert 0.5 < table["epsilon_lb"].max() <= 1.0, table.to_string()
+    else:
+        assert table["epsilon_lb"].max() > 1.5, table.to_string()

@@ -65,6 +65,7 @@ def test_summary_rows_only_for_runs_stating_epsilon(tmp_path):
             "spent_epsilon": np.nan,
             "confidence": 0.95,
             "draws": 10,
+            "scored": "s",
             "event": "e",
             "k_x": 1,
             "k_xprime": 0,

@@ -30,8 +30,10 @@ region, for geo-indistinguishability log L(x) − log L(x′) <= ε d(x, x′). 
 is taken over the pieces, i.e. over all pairs of *locations* (a grid cell's likelihood
 is a convex combination of pieces', so pairs of grid cells give at most the same).
 The likelihood reads the noise parameters the release itself records (e.g. each
-round's ε_t, the sampler's scale), never the configured ε: a mechanism whose noise is
-weaker than its record fails the check.  Tolerance ``ABS_TOL`` + ``REL_TOL`` × ε:
+round's ε_t, the sampler's scale), never the configured ε: a record whose own noise
+parameters allow more than its ε fails the check; noise drawn weaker than the record
+states does not (the likelihood reads the record, not the draws): that is the noise
+check's (``locpriv.audit.noise``).  Tolerance ``ABS_TOL`` + ``REL_TOL`` × ε:
 float rounding of sums of a few dozen terms of size <= ε (~1e-13), far below it.
 """
 
@@ -44,7 +46,7 @@ import pandas as pd
 
 from ..domain import Grid
 from ..heatmaps.prefix_tree import PrefixTree
-from ..quadtree import cell_overlaps, interleave
+from ..quadtree import cell_overlaps, interleave, prefix_counts
 
 ABS_TOL = 1e-9  # nats
 REL_TOL = 1e-9  # of the recorded epsilon
@@ -243,14 +245,20 @@ def heatmap_log_likelihood(
                 f"the informed heatmap likelihood needs every shard's noise to be one discrete "
                 f"Laplace (Pólya r = 1: full shards, no dropout), got r = {r.tolist()}"
             )
-        node = reporting_node_of_pixels(rnd.levels, rnd.codes, depth)
-        sums = np.asarray(rnd.sums, dtype=np.int64)
-        noise = sums - np.stack([np.bincount(node[pixels], minlength=sums.shape[1]) for pixels in shard_pixels])
+        node, noise = shard_noise(rnd, shard_pixels, depth)
         residual = noise[target_shard].astype(float)
         residual[np.arange(len(target_pixel)), node[target_pixel]] += 1.0
         term = dlap_shift_log_ratio(residual, rnd.sensitivity / rnd.epsilon, 1.0)
         log_lik += term[:, node]
     return log_lik
+
+
+def shard_noise(rnd, shard_pixels: list[np.ndarray], depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """One sub-query's reporting node of every pixel (``reporting_node_of_pixels``) and its noise: each shard's
+    sums minus its users' exact histogram over the round's reporting nodes (n_shards, K_t)."""
+    node = reporting_node_of_pixels(rnd.levels, rnd.codes, depth)
+    sums = np.asarray(rnd.sums, dtype=np.int64)
+    return node, sums - np.stack([np.bincount(node[pixels], minlength=sums.shape[1]) for pixels in shard_pixels])
 
 
 def pixel_pieces(depth: int) -> tuple[np.ndarray, np.ndarray]:
@@ -356,15 +364,7 @@ class PrivTreeLikelihood:
 
     def node_counts(self, paths) -> np.ndarray:
         """How many of the given full-depth codes every node holds (int64, the nodes' order)."""
-        counts = np.zeros(len(self.n_level), dtype=np.int64)
-        ordered = np.sort(np.asarray(paths, dtype=np.int64))  # prefixes of sorted codes are sorted
-        for lv in np.unique(self.n_level):
-            at = self.n_level == lv
-            prefix = ordered >> (2 * (self.depth - lv))
-            counts[at] = np.searchsorted(prefix, self.n_code[at], "right") - np.searchsorted(
-                prefix, self.n_code[at], "left"
-            )
-        return counts
+        return prefix_counts(paths, self.n_level, self.n_code, self.depth)
 
     def person_values(self, person_paths: list[np.ndarray]) -> np.ndarray:
         """(n, K) log L per released leaf of the hypothesis "all k of the person's rows in that leaf", for n

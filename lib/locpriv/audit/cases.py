@@ -21,6 +21,7 @@ so an event on it is an output event and the bound is sound.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -37,6 +38,7 @@ SERVER_SIDE = {"n", "h", "estimator", "kde"}
 # End-to-end cases run the mechanism on a whole dataset per draw (1-5 ms of CPU), so their draws are
 # capped: 3,000 per input refutes every planted fault of tests/privacy/test_audit_faults.py.
 END_TO_END_MAX_DRAWS = 3_000
+WHOLE_REPORT = "exact log-likelihood ratio of the user's whole report (and its raw coordinates)"
 # Users per randomize call for mechanisms whose view is large per user (OUE: 4^level bits each).
 CHUNK = 20_000
 
@@ -57,6 +59,8 @@ class Pair:
     # the samplers' last column is the ε the draw's run accounted for itself (Σ_t ε_t): checked
     # against the claim at run time, not shown to the estimator
     accounts: bool = False
+    # what the estimator's events are built on (the audit table's ``scored`` column)
+    scored: str = "the case's features of the release"
 
 
 def audit_params(params: dict) -> dict:
@@ -90,6 +94,85 @@ def per_run(run: Callable[[np.random.Generator], np.ndarray], width: int) -> Sam
         return out
 
     return sample
+
+
+def whole_report(
+    mech, grid: Grid, name: str, a, b, *, at=None, raw=None, distance: float = 1.0, relation: str | None = None
+) -> Pair:
+    """A pair of users at ``a`` and at ``b`` through the configured mechanism's client side, each draw scored by
+    the exact log-likelihood ratio of *everything* the server holds from the user: the sum over all the view's
+    rows with its id of log L(row | a) − log L(row | b), from the mechanism's own likelihood at the two points
+    (``Mechanism.point_log_likelihood``).  A user who sends two reports (or any column the likelihood reads)
+    is scored on both, whatever features a case's author would have picked; by Neyman–Pearson, thresholds on
+    this ratio are the most powerful events for the pair (for the law the likelihood states).
+
+    ``at``: the two points the ratio is evaluated at, if not a and b (an input outside the box is scored at
+    the box point the mechanism clamps it to: any points give a public statistic, so the bound stays
+    sound); ``raw(view)``: per-row raw outputs appended when every user has one row (their float
+    granularity is what catches Mironov's attack on textbook samplers); ``distance``: d(a, b) for a metric
+    guarantee.
+    """
+    points = np.array([a, b] if at is None else at, dtype=float)
+
+    def columns(view: pd.DataFrame) -> np.ndarray:
+        users, row_user = np.unique(view["user"].to_numpy(), return_inverse=True)
+        ll = mech.point_log_likelihood(view, points, grid)
+        llr = np.bincount(row_user, weights=ll[:, 0] - ll[:, 1], minlength=len(users))
+        if raw is None or len(users) != len(view):
+            return llr[:, None]
+        return np.column_stack([llr, np.asarray(raw(view), dtype=float)[np.argsort(row_user)]])
+
+    return Pair(
+        name,
+        randomized(mech, grid, a, columns),
+        randomized(mech, grid, b, columns),
+        lambda out: out[:, 0],
+        distance=distance,
+        relation=relation,
+        scored=WHOLE_REPORT,
+    )
+
+
+def metric_directions(a, d: float, angles=(0.0, 45.0, 90.0, 135.0)):
+    """(label, b) for points b at distance d from a along each angle (degrees): diagonals included, where a
+    mechanism whose noise is not isotropic (independent Laplace per axis) leaks most."""
+    labels = {0.0: "x axis", 45.0: "diagonal", 90.0: "y axis", 135.0: "anti-diagonal"}
+    for angle in angles:
+        step = d * np.array([np.cos(np.radians(angle)), np.sin(np.radians(angle))])
+        yield labels.get(angle, f"{angle:g} degrees"), np.asarray(a, dtype=float) + step
+
+
+def relation_pairs(mech, grid: Grid, raw=None, box_free: bool = False) -> list[Pair]:
+    """Worst-case pairs from the guarantee's relation, each scored by ``whole_report``: the case of a mechanism
+    that brings a likelihood and no hand-written case (a plugin), and of the built-in local mechanisms.
+
+    Any two inputs (LDP): opposite corners of the box along both diagonals, a point outside the box against
+    the far corner (the guarantee covers every input), the centre against a corner.  Metric
+    (geo-indistinguishability): pairs at distance 1/ε from the centre in four directions and from a corner
+    along the x axis and the diagonal.  ``box_free``: the output law is the same on every box.
+    """
+    g = mech.guarantee()
+    lo, hi = domain_corners(grid)
+    side, centre = hi - lo, (lo + hi) / 2
+    if g.relation.startswith("metric"):
+        d = 1.0 / g.epsilon
+        return [
+            dataclasses.replace(
+                whole_report(
+                    mech, grid, f"distance 1/epsilon along the {label}, domain {where}", a, b, raw=raw, distance=d
+                ),
+                box_free=box_free,
+            )
+            for where, a, angles in (("centre", centre, (0.0, 45.0, 90.0, 135.0)), ("corner", lo, (0.0, 45.0)))
+            for label, b in metric_directions(a, d, angles)
+        ]
+    pairs = [
+        whole_report(mech, grid, "opposite corners", lo, hi, raw=raw),
+        whole_report(mech, grid, "opposite corners, other diagonal", [lo[0], hi[1]], [hi[0], lo[1]], raw=raw),
+        whole_report(mech, grid, "outside the box (scored clamped) vs far corner", lo - side, hi, at=[lo, hi], raw=raw),
+        whole_report(mech, grid, "centre vs corner", centre, hi, raw=raw),
+    ]
+    return [dataclasses.replace(p, box_free=box_free) for p in pairs]
 
 
 def moved_indicators(out: np.ndarray, a: int, b: int) -> np.ndarray:

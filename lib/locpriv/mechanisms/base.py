@@ -29,6 +29,8 @@ broadcast grid):
   ``informed_log_likelihood(view, grid, others)`` – the informed adversary's, which knows every
   other user's location (DP's threat model, ``locpriv.adversary.informed``), with the invariant
   statistic that ties it to the guarantee;
+* ``realised_noise(view, points, grid)`` – the noise each released number carries, given the true data
+  (checked against the record's law in every run, ``locpriv.audit.noise``);
 * ``guarantee()`` – the :class:`~locpriv.dp.Guarantee` (a subclass implements ``claim()``; the
   record's ``trust_model`` is the class's), ``run_guarantee(raw_params)`` – the guarantee of a
   workflow run as configured, ``audit_pairs(grid)`` – the empirical audit's neighbouring inputs
@@ -341,14 +343,29 @@ class Mechanism:
         return [dataclasses.replace(p, relation=REPORT_PREFIX + (p.relation or own)) for p in pairs]
 
     def audit_case(self, grid: Grid) -> list:
-        """The pairs of ``audit_pairs`` for a setting that states an epsilon."""
-        raise NotImplementedError(
-            f"mechanism {self.name!r} states an epsilon but defines no audit case: implement audit_case(grid)"
-        )
+        """The pairs of ``audit_pairs`` for a setting that states an epsilon.
+
+        Default, for a mechanism that brings its own likelihood of a per-user report (``log_likelihood`` or
+        ``likelihood``, e.g. a plugin): the worst-case pairs of its guarantee's relation, each draw scored by
+        the exact log-likelihood ratio of the user's whole report (``audit.cases.relation_pairs``)."""
+        if not self.brings_likelihood():
+            raise NotImplementedError(
+                f"mechanism {self.name!r} states an epsilon but defines no audit case: implement audit_case(grid) "
+                "or log_likelihood(view, grid)"
+            )
+        from ..audit.cases import relation_pairs
+
+        return relation_pairs(self, grid)
+
+    @classmethod
+    def brings_likelihood(cls) -> bool:
+        """The class states the likelihood of a per-user report itself (so the audit can score it)."""
+        own = cls.log_likelihood is not Mechanism.log_likelihood or cls.likelihood is not Mechanism.likelihood
+        return own and not cls.aggregate_only
 
     @classmethod
     def has_audit_case(cls) -> bool:
-        return cls.audit_case is not Mechanism.audit_case
+        return cls.audit_case is not Mechanism.audit_case or cls.brings_likelihood()
 
     # ---- client side --------------------------------------------------------------------------
 
@@ -450,6 +467,29 @@ class Mechanism:
             return np.zeros((len(view), *grid.shape))
         raise NotImplementedError(f"mechanism {self.name!r} declares no likelihood for the Bayes adversary")
 
+    def point_log_likelihood(self, view: pd.DataFrame, xy, grid: Grid) -> np.ndarray:
+        """log P(view row | user at point xy_j) for k points xy (k, 2): (rows, k), up to a constant per row.
+
+        The audit's whole-report ratio (``locpriv.audit.cases.whole_report``).  Default: ``log_likelihood`` on
+        ``grid`` at the cells holding the points (``likelihoods.cell_of``; points outside the box go to the
+        nearest cell, as a clamping mechanism moves them), rows in slices so the (rows, P, Q) array stays
+        small: exact for a mechanism whose report depends on the cell alone (e.g. randomized response over
+        the grid's cells); a mechanism whose likelihood is pointwise states it at the points themselves
+        (``log_likelihood_at_points``).  Any of them is a public function of the report, so the audit stays
+        sound; only its power depends on the likelihood being the report's.
+        """
+        i, j = likelihoods.cell_of(np.asarray(xy, dtype=float), grid)
+        parts = [self.log_likelihood(view.iloc[k : k + 256], grid)[:, i, j] for k in range(0, len(view), 256)]
+        return np.concatenate(parts) if parts else np.zeros((0, len(i)))
+
+    def log_likelihood_at_points(self, view: pd.DataFrame, xy, grid: Grid) -> np.ndarray:
+        """``point_log_likelihood`` of a likelihood evaluated at the grid's cell centres (product or planar
+        Laplace): ``log_likelihood`` on the grid whose centres are the points' coordinates, exact."""
+        xy = np.asarray(xy, dtype=float)
+        xs, ix = np.unique(xy[:, 0], return_inverse=True)
+        ys, iy = np.unique(xy[:, 1], return_inverse=True)
+        return self.log_likelihood(view, Grid(xs, ys, grid.domain))[:, ix, iy]
+
     @property
     def population_learns_nothing(self) -> bool:
         """``log_likelihood`` is 0 everywhere (an aggregate-only release read through this class): the
@@ -501,6 +541,17 @@ class Mechanism:
         ``privtree`` does; the distributed heatmaps do not yet (their rows' likelihoods, summed, each
         take the person's other rows in the shard sums as known; no shipped config attacks persons
         with them).
+        """
+        return None
+
+    def realised_noise(self, view: pd.DataFrame, points: pd.DataFrame, grid: Grid) -> list | None:
+        """The noise each released number carries, given the true data: a list of
+        :class:`locpriv.audit.noise.Noise` (values and the law the record states for them), or None
+        where this mechanism does not expose it (the run's noise check is then not made).
+
+        ``view``: the run's whole view as ``randomize`` returned it (``attrs`` the release and the
+        recorded noise); ``points``: user, x, y of each view row's user, in the view's row order.
+        The attack stage tests it in every run (``locpriv.audit.noise.check``).
         """
         return None
 

@@ -81,28 +81,40 @@ class GeoInd(FedKDE):
         with equality along rays from the report z), per distance unit as the guarantee states it."""
         return np.full(len(view), float(informed.recorded_noise(view, self.name)["epsilon"]))
 
+    def realised_noise(self, view, points, grid):
+        """Per report: the radius Λ ||K|| of its lattice noise K (report minus snapped location), planar Laplace at
+        the epsilon the view records."""
+        from ..audit.noise import LatticePlanarLaplaceRadius, Noise
+
+        epsilon = informed.recorded_noise(view, self.name)["epsilon"]
+        step = planar_laplace.grid_step(epsilon)
+        noise = planar_laplace.noise_of(view[["x", "y"]].to_numpy(), points[["x", "y"]].to_numpy(), epsilon)
+        radius = step * np.hypot(noise[:, 0], noise[:, 1])
+        return [Noise("|report - snapped location|, distance units", radius, LatticePlanarLaplaceRadius(epsilon, step))]
+
+    def point_log_likelihood(self, view, xy, grid):
+        """Exact at the points: the likelihood is evaluated at cell centres (``log_likelihood_at_points``)."""
+        return self.log_likelihood_at_points(view, xy, grid)
+
     def audit_case(self, grid):
-        """Two points at distance d = 1/ε (ε d = 1), at the centre and at a corner; the bound is divided
-        by d (metric DP)."""
-        from ..audit.cases import Pair, domain_corners, randomized, xy_of
+        """Pairs at distance about 1/eps (eps d ~ 1) from the domain centre in four directions (x, y and both
+        diagonals) and from a corner (x axis, diagonal), on the mechanism's public grid (where its guarantee is
+        exactly eps d; off it snapping adds a constant); each draw scored by the exact log-likelihood ratio of
+        the report (``audit.cases.whole_report``), with the report's coordinates beside it; the bound is
+        divided by d = ||a - b|| (metric DP)."""
+        from ..audit.cases import domain_corners, metric_directions, whole_report, xy_of
 
         lo, hi = domain_corners(grid)
-        # inputs on the mechanism's public grid, where its guarantee is exactly ε d (off the grid
-        # snapping adds a constant); d = 1/ε rounded to the grid, so ε d ≈ 1
-        epsilon = self.report_epsilon
-        step = planar_laplace.grid_step(epsilon)
-        d = max(step, step * round(1.0 / epsilon / step))
+        step = planar_laplace.grid_step(self.report_epsilon)
 
-        def pair(name, a):
-            a = step * np.round(np.asarray(a) / step)
-            b = a + np.array([d, 0.0])
+        def on_grid(point):
+            return step * np.round(np.asarray(point) / step)
 
-            def llr(out):  # planar Laplace: the log-likelihood ratio is ε (|y − b| − |y − a|)
-                return np.linalg.norm(out - b, axis=1) - np.linalg.norm(out - a, axis=1)
-
-            return Pair(name, randomized(self, grid, a, xy_of), randomized(self, grid, b, xy_of), llr, distance=d)
-
-        return [
-            pair("two grid points at distance ~1/epsilon, domain centre", (lo + hi) / 2),
-            pair("two grid points at distance ~1/epsilon, domain corner", lo),
-        ]
+        pairs = []
+        for where, a, angles in (("centre", (lo + hi) / 2, (0.0, 45.0, 90.0, 135.0)), ("corner", lo, (0.0, 45.0))):
+            a = on_grid(a)
+            for label, b in metric_directions(a, 1.0 / self.report_epsilon, angles):
+                b = on_grid(b)
+                name = f"two grid points at distance ~1/epsilon along the {label}, domain {where}"
+                pairs.append(whole_report(self, grid, name, a, b, raw=xy_of, distance=float(np.linalg.norm(b - a))))
+        return pairs

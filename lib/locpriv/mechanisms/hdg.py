@@ -43,7 +43,15 @@ from ..adversary import informed
 from ..params import Param
 from ..sldp import hdg as lib
 from .base import clamp_to_domain
-from .partitions import EPSILON, Released, domain_box, ones_column, oue_guarantee
+from .partitions import (
+    EPSILON,
+    Released,
+    domain_box,
+    ones_column,
+    oue_guarantee,
+    oue_noise,
+    oue_point_log_likelihood,
+)
 
 
 def _edges(centres: np.ndarray) -> np.ndarray:
@@ -178,37 +186,41 @@ class HDG(Released):
         lik = self.likelihood(view, grid)
         return lik / (lik.sum(axis=(1, 2), keepdims=True) * grid.cell_area)
 
-    def audit_case(self, grid):
-        """Users at opposite corners (different cells of every group's grid), through ``randomize``: each
-        user's group and its report's bits of the two corners' cells (the group is a function of the user
-        id, the same under both inputs)."""
-        from ..audit.cases import Pair, domain_corners, randomized
-
-        lo, hi = domain_corners(grid)
-        corners = np.array([lo, hi])
-        names = lib.GROUPS[self.settings["variant"]]
-
-        def group_and_bits(view):
-            """(group, bit of the low corner's cell, bit of the high corner's cell) of each user's report."""
-            r = view.attrs["release"]
-            # cells[j]: the two corners' cells in group j's grid
-            cells = np.array([lib.values(corners, domain_box(grid), name, r["g1"], r["g2"]) for name in names])
-            group = view["group"].to_numpy()
-            ones = view["ones"].to_numpy()
-            rows = np.repeat(np.arange(len(ones)), [len(o) for o in ones])
-            flat = np.concatenate(ones).astype(np.int64) if len(rows) else np.zeros(0, np.int64)
-            out = np.zeros((len(view), 3))
-            out[:, 0] = group
-            for corner in (0, 1):
-                out[rows[flat == cells[group[rows], corner]], 1 + corner] = 1.0
-            return out
-
-        return [
-            Pair(
-                "users at opposite corners: their group and the two corners' bits",
-                randomized(self, grid, lo, group_and_bits),
-                randomized(self, grid, hi, group_and_bits),
-                lambda out: 4 * out[:, 0] + 2 * out[:, 1] + out[:, 2],
-                box_free=True,
+    def realised_noise(self, view, points, grid):
+        """Per group: each member's report's bits set outside its own cell of the group's grid (clamped
+        location), OUE at the recorded epsilon."""
+        xy, _ = clamp_to_domain(points, grid)
+        r, epsilon = view.attrs["release"], informed.recorded_noise(view, self.name)["epsilon"]
+        group = view["group"].to_numpy()
+        out = []
+        for j, name in enumerate(lib.GROUPS[self.settings["variant"]]):
+            rows = np.flatnonzero(group == j)
+            own = lib.values(xy[rows], domain_box(grid), name, r["g1"], r["g2"])
+            bits = lib.domain_size(name, r["g1"], r["g2"])
+            out.append(
+                oue_noise(
+                    view["ones"].to_numpy()[rows],
+                    own,
+                    bits,
+                    epsilon,
+                    f"group {name}: OUE bits set outside the own cell",
+                )
             )
-        ]
+        return out
+
+    def point_log_likelihood(self, view, xy, grid):
+        """The OUE likelihood at points, exactly: eps (as the view records it) where the row's report set the bit
+        of the cell of its group's grid holding the (clamped) point, 0 elsewhere (up to a constant per row)."""
+        epsilon = informed.recorded_noise(view, self.name)["epsilon"]
+        r, box = view.attrs["release"], domain_box(grid)
+        xy = np.clip(np.asarray(xy, dtype=float), [box[0], box[2]], [box[1], box[3]])
+        cells = np.array([lib.values(xy, box, name, r["g1"], r["g2"]) for name in lib.GROUPS[self.settings["variant"]]])
+        return oue_point_log_likelihood(view["ones"].to_numpy(), cells[view["group"].to_numpy()], epsilon)
+
+    def audit_case(self, grid):
+        """The relation's worst-case pairs (``audit.cases.relation_pairs``: corners, outside the box, centre), each
+        user scored by the exact log-likelihood ratio of everything it sends (its group is a function of its id:
+        the same under both inputs); the output law does not depend on the box."""
+        from ..audit.cases import relation_pairs
+
+        return relation_pairs(self, grid, box_free=True)

@@ -261,6 +261,28 @@ class Heatmap(Released):
         )
         return pieces.to_grid(values), informed.max_log_ratio(values)
 
+    def realised_noise(self, view, points, grid):
+        """Per sub-query, every full shard's sums minus its users' exact histogram over the round's reporting
+        nodes (``adversary.informed.shard_noise``): discrete Laplace of scale sensitivity / eps_t, the Pólya
+        shares summed over a full shard (r = 1), eps_t as the release records it; rounds of one scale pooled."""
+        from ..audit.noise import DiscreteLaplace, Noise
+
+        depth = self.settings["depth"]
+        x, y, _ = pixels(points, grid, depth)
+        pixel, shard = x * (1 << depth) + y, view["shard"].to_numpy()
+        rounds = server_rounds(view)
+        shard_pixels = [pixel[shard == j] for j in range(len(rounds[0].sums))] if rounds else []
+        by_scale: dict[float, list] = {}
+        for rnd in rounds:
+            full = np.asarray(rnd.r) == 1.0
+            by_scale.setdefault(rnd.sensitivity / rnd.epsilon, []).append(
+                np.abs(informed.shard_noise(rnd, shard_pixels, depth)[1][full]).ravel()
+            )
+        return [
+            Noise(f"|shard sum - exact count|, rounds of scale {scale:.4g}", np.concatenate(v), DiscreteLaplace(scale))
+            for scale, v in sorted(by_scale.items())
+        ]
+
     def result(self, points, grid, rng):
         """The heatmaps library's whole run (clients' shares, shard sums, server) on ``points``."""
         raise NotImplementedError

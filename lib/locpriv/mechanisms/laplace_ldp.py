@@ -120,23 +120,28 @@ class LaplaceLDP(FedKDE):
         scales = informed.recorded_noise(view, self.name)["scales"]
         return likelihoods.product_laplace_logpdf(view[["x", "y"]].to_numpy(), grid, scales)
 
-    def audit_case(self, grid):
-        """Opposite corners of the box; a point outside the box (clamped) against the far corner; the
-        centre against a corner (the floating-point attack on continuous samplers lives there, Mironov 2012)."""
-        from ..audit.cases import Pair, domain_corners, randomized, xy_of
+    def realised_noise(self, view, points, grid):
+        """Per report and coordinate: |report − snapped clamped location| in grid steps, discrete Laplace of the
+        scale the view records (``scales`` / step)."""
+        from ..audit.noise import DiscreteLaplace, Noise
 
-        lo, hi = domain_corners(grid)
-        side = hi - lo
-
-        def clipped_sum(out):
-            # the Laplace log-likelihood ratio between the corners is increasing in this (public) sum
-            return (np.clip(out, lo, hi) / side).sum(axis=1)
-
-        def pair(name, a, b):
-            return Pair(name, randomized(self, grid, a, xy_of), randomized(self, grid, b, xy_of), clipped_sum)
-
+        bounds = _bounds(grid)
+        noise = laplace_ldp.noise_steps(view[["x", "y"]].to_numpy(), clamp_to_domain(points, grid)[0], bounds)
+        scales = np.asarray(informed.recorded_noise(view, self.name)["scales"]) / laplace_ldp.grid_steps(bounds)
         return [
-            pair("opposite corners", lo, hi),
-            pair("outside the box (clamped) vs far corner", lo - side, hi),
-            pair("centre vs corner", (lo + hi) / 2, hi),
+            Noise(f"|report - snapped location| in {axis}, grid steps", np.abs(noise[:, j]), DiscreteLaplace(scales[j]))
+            for j, axis in enumerate("xy")
         ]
+
+    def point_log_likelihood(self, view, xy, grid):
+        """Exact at the points: the likelihood is evaluated at cell centres (``log_likelihood_at_points``)."""
+        return self.log_likelihood_at_points(view, xy, grid)
+
+    def audit_case(self, grid):
+        """The relation's worst-case pairs (``audit.cases.relation_pairs``): opposite corners along both diagonals,
+        a point outside the box (clamped) against the far corner, the centre against a corner (the
+        floating-point attack on continuous samplers lives there, Mironov 2012); each draw scored by the exact
+        log-likelihood ratio of the report, with the report's coordinates (and their granularity) beside it."""
+        from ..audit.cases import relation_pairs, xy_of
+
+        return relation_pairs(self, grid, raw=xy_of)

@@ -22,7 +22,7 @@ from ..params import Param
 from ..sldp import ldp_kdtree as kd
 from ..sldp.range_queries import overlap_fraction
 from .base import clamp_to_domain
-from .partitions import EPSILON, Released, domain_box, ones_column, oue_guarantee
+from .partitions import EPSILON, Released, domain_box, ones_column, oue_guarantee, oue_noise
 
 
 def _grid_centres(grid) -> np.ndarray:
@@ -129,6 +129,22 @@ class LDPKDTree(Released):
         """The OUE posterior of each user over the grid cells (uniform prior), as a pdf on the grid."""
         weight = np.exp(self.log_likelihood(view, grid))
         return weight / (weight.sum(axis=(1, 2), keepdims=True) * grid.cell_area)
+
+    def realised_noise(self, view, points, grid):
+        """Per depth group: each member's report's bits set outside its own (node, bucket) value (clamped
+        location, the released splits above the depth), OUE at the recorded epsilon."""
+        s = self.settings
+        xy, _ = clamp_to_domain(points, grid)
+        splits = _splits(view.attrs["release"], s["height"])
+        epsilon = informed.recorded_noise(view, self.name)["epsilon"]
+        levels, ones = view["level"].to_numpy(), view["ones"].to_numpy()
+        out = []
+        for level in np.unique(levels):
+            rows = np.flatnonzero(levels == level)
+            own = kd.values(xy[rows], splits[:level], domain_box(grid), s["buckets"])
+            bits = 2**level * s["buckets"]
+            out.append(oue_noise(ones[rows], own, bits, epsilon, f"depth {level}: OUE bits set outside the own value"))
+        return out
 
     def audit_case(self, grid):
         """The whole protocol on a small dataset, the target (user 0) near the lower-left vs the

@@ -19,7 +19,7 @@ from ..params import Param
 from ..quadtree import cell_codes
 from ..sldp.ldp_grid import grid_level, oue_bits, oue_probabilities
 from .base import PERSON_REPORTS, Mechanism, clamp_to_domain
-from .partitions import EPSILON, domain_box, level_area, ones_column
+from .partitions import EPSILON, domain_box, level_area, ones_column, oue_noise, oue_point_log_likelihood
 
 
 class OUEGrid(Mechanism):
@@ -155,31 +155,25 @@ class OUEGrid(Mechanism):
         weight = np.exp(self._log_weights(view))
         return self._cell_surface(weight / weight.sum(axis=1, keepdims=True), grid)
 
+    def realised_noise(self, view, points, grid):
+        """Per report: the bits set outside the user's own cell (clamped location), OUE at the recorded epsilon."""
+        own = cell_codes(clamp_to_domain(points, grid)[0], domain_box(grid), self.level)
+        epsilon = informed.recorded_noise(view, self.name)["epsilon"]
+        return [oue_noise(view["ones"].to_numpy(), own, 4**self.level, epsilon, "OUE bits set outside the own cell")]
+
+    def point_log_likelihood(self, view, xy, grid):
+        """The OUE likelihood at points, exactly: eps (as the view records it) where the report set the bit of the
+        cell holding the (clamped) point (without the (rows, 4^level) weights ``log_likelihood`` builds)."""
+        box = domain_box(grid)
+        xy = np.clip(np.asarray(xy, dtype=float), [box[0], box[2]], [box[1], box[3]])
+        cells = np.broadcast_to(cell_codes(xy, box, self.level), (len(view), len(xy)))
+        return oue_point_log_likelihood(
+            view["ones"].to_numpy(), cells, informed.recorded_noise(view, self.name)["epsilon"]
+        )
+
     def audit_case(self, grid):
-        """Users in two different cells (opposite corners): the two cells' bits."""
-        from ..audit.cases import Pair, domain_corners, randomized
+        """The relation's worst-case pairs (``audit.cases.relation_pairs``: corners, outside the box, centre), each
+        user scored by the exact log-likelihood ratio of its report; the output law does not depend on the box."""
+        from ..audit.cases import relation_pairs
 
-        lo, hi = domain_corners(grid)
-        level = self.level
-        half_cell = (hi - lo) / 2**level / 2
-        a, b = lo + half_cell, hi - half_cell
-        cells = cell_codes(np.array([a, b]), domain_box(grid), level)
-
-        def bits(view):
-            ones = view["ones"].to_numpy()
-            rows = np.repeat(np.arange(len(ones)), [len(o) for o in ones])
-            flat = np.concatenate(ones).astype(np.int64) if len(rows) else np.zeros(0, np.int64)
-            out = np.zeros((len(ones), 2))
-            for j, cell in enumerate(cells):
-                out[rows[flat == cell], j] = 1.0
-            return out
-
-        return [
-            Pair(
-                "users in two opposite corner cells: their two bits",
-                randomized(self, grid, a, bits),
-                randomized(self, grid, b, bits),
-                lambda out: 2 * out[:, 0] + out[:, 1],
-                box_free=True,
-            )
-        ]
+        return relation_pairs(self, grid, box_free=True)

@@ -37,6 +37,31 @@ def ones_column(bits: np.ndarray) -> pd.Series:
     return pa.ListArray.from_arrays(offsets, cols).to_pandas()
 
 
+def oue_noise(ones, own: np.ndarray, bits: int, epsilon: float, statistic: str):
+    """The realised noise of OUE reports (``ones``: each report's set bits; ``own``: its user's cell): per
+    report, the bits set among its ``bits`` − 1 cells that are not its own, Binomial(bits − 1, q) at ε."""
+    from ..audit.noise import Noise, OUEZeros
+
+    ones = np.asarray(ones, dtype=object)
+    sizes = np.array([len(o) for o in ones], dtype=np.int64)
+    flat = np.concatenate(ones).astype(np.int64) if sizes.sum() else np.zeros(0, np.int64)
+    rows = np.repeat(np.arange(len(ones)), sizes)
+    own_set = np.bincount(rows[flat == np.asarray(own)[rows]], minlength=len(ones))
+    return Noise(statistic, (sizes - own_set).astype(float), OUEZeros(epsilon, bits - 1))
+
+
+def oue_point_log_likelihood(ones, cells: np.ndarray, epsilon: float) -> np.ndarray:
+    """OUE's log-likelihood at points (Wang et al. 2017): (rows, k), eps where row i's report set the bit of
+    ``cells[i, j]`` (the cell point j encodes to in that row's grid), 0 elsewhere (up to a constant per row)."""
+    ones = np.asarray(ones, dtype=object)
+    rows = np.repeat(np.arange(len(ones)), [len(o) for o in ones])
+    flat = np.concatenate(ones).astype(np.int64) if len(rows) else np.zeros(0, np.int64)
+    out = np.zeros(cells.shape)
+    for j in range(cells.shape[1]):
+        out[rows[flat == cells[rows, j]], j] = epsilon
+    return out
+
+
 def oue_guarantee(epsilon: float, covers: str, note: str) -> Guarantee:
     """The claim of one OUE report per user (Wang et al. 2017; ``ldp_kdtree``, ``hdg``): epsilon-LDP,
     as p (1 - q) / (q (1 - p)) = e^eps bounds the report's probability ratio between any two inputs."""

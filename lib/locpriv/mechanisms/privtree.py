@@ -82,6 +82,17 @@ class PrivTree(Released):
         pieces = others.memo("privtree_pieces", lambda: informed.PieceMap(likelihood.level, likelihood.code, grid))
         return pieces.to_grid(values), informed.max_log_ratio(values), likelihood.statistic(mine)
 
+    def realised_noise(self, view, points, grid):
+        """Per released leaf: |released count − exact count| in grid steps, discrete Laplace of the recorded
+        ``count_scale``.  The split decisions show only their sign, so their noise is not checked."""
+        from ..audit.noise import DiscreteLaplace, Noise
+
+        release, noise = view.attrs["release"], informed.recorded_noise(view, self.name)
+        xy, _ = clamp_to_domain(points, grid)
+        paths = cell_codes(xy, domain_box(grid), noise["max_depth"])
+        z = privtree_lib.count_noise(release["level"], release["code"], release["count"], paths, noise)
+        return [Noise("|leaf count - exact count|, grid steps", np.abs(z), DiscreteLaplace(noise["count_scale"]))]
+
     def _informed_model(self, view, grid, others):
         """The release's ``PrivTreeLikelihood`` and every user's full-depth code, made once per attack job."""
         release, noise = view.attrs["release"], informed.recorded_noise(view, self.name)

@@ -191,6 +191,28 @@ class SLDP(Released):
         )
         return informed.pieces_on_grid(level, code, values, grid), informed.max_log_ratio(values)
 
+    def realised_noise(self, view, points, grid):
+        """Per user and round answered, its four indicators minus U · 1{its (clamped) location in that child}, in
+        grid steps: discrete Laplace of the recorded ``indicator_scale``."""
+        from ..audit.noise import DiscreteLaplace, Noise
+
+        noise = informed.recorded_noise(view, self.name)
+        reports = view["reports"].to_numpy()
+        rounds = np.array([len(r) for r in reports], dtype=np.int64) // 4
+        steps = (np.concatenate(reports) if len(reports) else np.zeros(0)).astype(np.int64).reshape(-1, 4)
+        depth = self.settings["max_depth"]
+        path = cell_codes(clamp_to_domain(points, grid)[0], domain_box(grid), depth)
+        user = np.repeat(np.arange(len(view)), rounds)
+        answered = np.arange(len(user)) - np.repeat(np.cumsum(rounds) - rounds, rounds) + 1  # round 1, 2, ...
+        steps[np.arange(len(user)), (path[user] >> (2 * (depth - answered))) & 3] -= noise["indicator_unit"]
+        return [
+            Noise(
+                "|indicator - exact indicator|, grid steps",
+                np.abs(steps).ravel(),
+                DiscreteLaplace(noise["indicator_scale"]),
+            )
+        ]
+
     def audit_case(self, grid):
         """The whole protocol on a constructed dataset, the target user moved inside its privacy region.
 

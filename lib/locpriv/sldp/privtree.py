@@ -36,7 +36,7 @@ import pandas as pd
 from ..dp import ADD_REMOVE, REPLACE_ONE, Guarantee
 from ..dp.grid import release_on_grid
 from ..dp.sampling import discrete_laplace, exact_scale
-from ..quadtree import cell_codes
+from ..quadtree import cell_codes, prefix_counts
 
 STEP = 2.0**-8
 UNIT = round(1 / STEP)  # grid steps per count
@@ -136,6 +136,13 @@ def privtree(
     out = pd.concat(leaves, ignore_index=True)
     out.attrs["noise"] = noise
     return out
+
+
+def count_noise(level, code, count, paths, noise: dict) -> np.ndarray:
+    """The noise of each released leaf count, in grid steps: its value minus the leaf's exact count times
+    ``unit`` (``paths``: every user's full-depth code, as ``privtree`` placed them; ``noise``: the record)."""
+    exact = prefix_counts(paths, level, code, int(noise["max_depth"]))
+    return np.rint(np.asarray(count, dtype=float) / float(noise["step"])).astype(np.int64) - exact * int(noise["unit"])
 
 
 def guarantee(epsilon_tree: float, epsilon_count: float) -> Guarantee:

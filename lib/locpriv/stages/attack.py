@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from .. import io
 from ..adversary import bayes, informed
 from ..adversary import local_maxima as attacks
+from ..audit import noise
 from ..datasets.persons import person_level_epsilon
 from ..seeding import rng as make_rng
 from .metrics import run_metrics
@@ -283,16 +284,32 @@ def bayes_adversary(targets: Targets, batch: int, log_lik_of, prior: np.ndarray,
     return bayes.bayes_attack(log_liks, prior, grid, _ids(targets), targets.truth, radius), mixture, person_range
 
 
+def _run_name(run: dict) -> str:
+    """dataset/mechanism/params/rep~r: how a failing check names the run."""
+    return (
+        f"{run['dataset']}/{run['mechanism']}/"
+        + ",".join(f"{k}={v}" for k, v in run["params"].items())
+        + f"/rep~{run['rep']}"
+    )
+
+
+def _check_noise(mech, run: dict, others: informed.Others, grid) -> dict | None:
+    """The noise the run drew, tested against the law its record states (``audit.noise``): raises
+    NoiseCheckFailure (one line) if it is weaker.  None where the mechanism draws no noise it exposes
+    (``Mechanism.realised_noise``).  Runs whose record states no epsilon (a leaked input, a setting with no
+    proof) are checked too: their noise law is recorded all the same."""
+    view = others.view
+    points = others.points.iloc[others.rows_of(view["user"].to_numpy())].reset_index(drop=True)
+    noises = mech.realised_noise(view, points, grid)
+    return None if noises is None else noise.check(noises, mechanism=mech.name, run=_run_name(run)).as_dict()
+
+
 def _check_invariant(
     mech, run: dict, record, targets: Targets, row_stat: np.ndarray, person_stat: np.ndarray | None, meta_json: str
 ) -> float | None:
     """The invariant (``adversary.informed``): every attacked row's statistic within the recorded epsilon,
     every person's within the person-level epsilon where one holds.  Returns the person-level epsilon."""
-    name = (
-        f"{run['dataset']}/{run['mechanism']}/"
-        + ",".join(f"{k}={v}" for k, v in run["params"].items())
-        + f"/rep~{run['rep']}"
-    )
+    name = _run_name(run)
     if record.epsilon is not None:
         informed.check(  # one row is one report: at epsilon / person_reports under person_budget split_epsilon
             row_stat,
@@ -379,6 +396,7 @@ def bayes_attack(
     batch = int(adversary_cfg.get("batch", attacks.DEFAULT_BATCH))
     n = n_users_of(run["params"], meta_json)
     others = informed.Others(lambda: _run_points(points_path, n), lambda: _whole_view(view_paths))
+    meta["noise_check"] = _check_noise(mech, run, others, grid)  # fails the job before any output
     row_stat = np.empty(len(targets.view))
 
     def population(rows, sl):

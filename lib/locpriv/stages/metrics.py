@@ -61,6 +61,14 @@ def run_metrics(
         "n_users": float(est["density"].attrs["n_users"]),
         "guarantee_epsilon": float("nan") if g.epsilon is None else float(g.epsilon),
     }
+    # the run's noise check (``audit.noise``, made by the attack job): NaN where none is made
+    checked = io.read_parquet_metadata(bayes_path).get("noise_check") or {}
+    for metric, key in (
+        ("noise_check_p", "p"),
+        ("noise_epsilon_ratio", "epsilon_ratio"),
+        ("noise_check_power", "power"),
+    ):
+        values[metric] = float(checked.get(key, nan))
     meta = io.read_json(meta_json)
     if "persons" in meta:  # rows come from fewer people: the person-level epsilon beside the row-level one
         person = person_level_epsilon(g.epsilon if not g.delta else None, meta.get("person_cap"), mech.person_reports)
@@ -175,6 +183,9 @@ METRIC_UNITS = {
     "informed_hit_r": "probability",
     "informed_max_log_ratio": "nats, per {u} if metric",
     "informed_max_log_ratio_person": "nats, per {u} if metric",
+    "noise_check_p": "p-value",
+    "noise_epsilon_ratio": "realised / recorded",
+    "noise_check_power": "probability, 2 eps fault",
     "range_mre": "fraction",
     "hotspot_recall": "fraction",
     "comm_per_user": "numbers sent",
