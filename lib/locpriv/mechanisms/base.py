@@ -530,9 +530,12 @@ class Mechanism:
         return log_lik, self.informed_statistic(view, log_lik)
 
     def informed_person_log_likelihood(self, view: pd.DataFrame, owner: np.ndarray, n_persons: int, grid: Grid, others):
-        """The informed adversary on persons (``view``'s rows, ``owner[t]`` the person 0..n_persons-1 of row t):
-        (joint log L on the grid (n_persons, P, Q), each person's statistic (n_persons,), each row's (rows,)),
-        or None where a person's joint likelihood is the sum of their rows' (``bayes.person_log_likelihoods``).
+        """The person-level invariant on persons (``view``'s rows, ``owner[t]`` the person 0..n_persons-1 of
+        row t): (joint log L on the grid (n_persons, P, Q) of all the person's rows at one location, each
+        person's statistic (n_persons,), each row's (rows,)), or None where a person's joint likelihood is the
+        sum of their rows' (``bayes.person_log_likelihoods``).  Only the statistic is used: the informed
+        adversary's attack on persons is ``stages.attack.informed_person_attack`` (one target row, every
+        other row known), whose likelihood is the release's law for any spread of a person's rows.
 
         That sum is exact where no row's likelihood reads another row of the same person: every
         per-user report (each row's law depends on its own location only) and SLDP.  A mechanism

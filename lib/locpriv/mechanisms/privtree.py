@@ -72,7 +72,7 @@ class PrivTree(Released):
         return likelihood.evaluate(mine, grid)
 
     def informed_person_log_likelihood(self, view, owner, n_persons, grid, others):
-        """Persons as the unit: every other person's rows known, the hypothesis "all k of the person's rows
+        """The person-level invariant: every other person's rows known, the hypothesis "all k of the person's rows
         at one location" (``adversary.informed.PrivTreeLikelihood.person_values`` derives it); its range
         over the leaves is bounded by k times the replace-one epsilon (group privacy).  Each row's own
         statistic (the others, the person's other rows included, known) as ``informed_log_likelihood``."""
