@@ -167,7 +167,9 @@ def _user_reports(answered: list[tuple[np.ndarray, np.ndarray]], n: int, scale: 
     return UserReports(offsets, steps[order].ravel(), scale)
 
 
-SPLIT_RULES = ("all_children", "per_child")
+SPLIT_RULES = ("all_children", "per_child", "pooled")
+# the split margin's delta is shared among this many children's noise tails (``guarantee``'s proof sketch)
+MARGIN_SHARES = {"all_children": 1, "per_child": 1, "pooled": 2}
 LEAVES = ("children", "merge")
 COUNTS = ("regions", "noisy")
 
@@ -235,11 +237,14 @@ def run_protocol(
         n_parent = np.bincount(inverse, minlength=parents.size)
         n_hat = np.zeros((parents.size, 4))
         np.add.at(n_hat, inverse, y)
-        margin = split_margin(n_parent, scale, delta, INDICATOR_STEP)
+        margin = split_margin(n_parent, scale, delta / MARGIN_SHARES[split_rule], INDICATOR_STEP)
         above = n_hat >= threshold + margin[:, None]
         if split_rule == "all_children":
             above = np.repeat(above.all(axis=1, keepdims=True), 4, axis=1)
         split = above.all(axis=1)
+        # "pooled": the sparse children of a parent that splits in part form one region (the parent minus
+        # its dense children); their users stop at the parent, the region's box
+        pooled = above.any(axis=1) & ~split if split_rule == "pooled" else np.zeros_like(split)
         rounds.append(
             pd.DataFrame(
                 {
@@ -285,6 +290,11 @@ def run_protocol(
                 )
             )
         part_parent, part_child = np.nonzero(~above & ~(whole[:, None] & (leaves == "merge")))
+        if pooled.any():  # pooled children lie inside their users' region, like a whole parent's
+            in_pool = pooled[part_parent]
+            inner.append(
+                pd.DataFrame({"level": level + 1, "code": (parents[part_parent[in_pool]] << 2) | part_child[in_pool]})
+            )
         cells.append(
             pd.DataFrame(
                 {
@@ -300,7 +310,7 @@ def run_protocol(
         )
         # users fix their region (parent or child) and stop answering; the others move down
         goes_on = above[inverse, child_digit]
-        stop_at_parent = whole[inverse]
+        stop_at_parent = whole[inverse] | (pooled[inverse] & ~goes_on)
         final_level[idx[stop_at_parent]] = level
         moved = ~stop_at_parent
         current[idx[moved]] = (current[idx[moved]] << 2) | child_digit[moved]
@@ -385,8 +395,8 @@ def _region_counts(
         estimate = weight * estimate + (1 - weight) * fresh.to_numpy()
     parent = pd.MultiIndex.from_arrays([level - 1, code >> 2])
     total = located.reindex(parent, fill_value=0).to_numpy(dtype=float)
-    siblings = pd.Series(estimate).groupby([level, code >> 2]).transform("sum").to_numpy()
-    exact[is_inner] = estimate + (total - siblings) / 4
+    siblings = pd.Series(estimate).groupby([level, code >> 2])  # 4 in a whole parent, 1-3 pooled ones
+    exact[is_inner] = estimate + (total - siblings.transform("sum").to_numpy()) / siblings.transform("size").to_numpy()
     return part.assign(count=exact)
 
 
