@@ -27,6 +27,7 @@ SETTINGS = [
     ("ldp_oue_grid", {"epsilon": 1.0, "level": 2}),
     ("sldp", {"epsilon": 1.0, "split_rule": "all_children", "delta": 0.001}),  # δ enters the bound
     ("sldp", {"epsilon": 1.0, "split_rule": "all_children", "calibration": "paper", "delta": 0.001}),
+    ("sldp", {"epsilon": 1.0, "split_rule": "pooled", "delta": 0.001}),  # the density-adaptive rule with a proof
     ("hdg", {"epsilon": 1.0}),
     ("hdg", {"epsilon": 1.0, "variant": "tdg"}),
     ("dp_heatmap", {"epsilon": 1.0, "shard_size": 1000}),

@@ -276,38 +276,33 @@ def paired_summary(table: pd.DataFrame, reference: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+METHODS = [AUTHORS, "per_child", "per_child_noisy", "all_children", "pooled"]  # the page's column order
+COMPARISONS = ((AUTHORS, ["per_child", "all_children", "pooled"]), ("per_child", ["pooled"]))
+
+
 def summary_markdown(table: pd.DataFrame) -> str:
-    """The results page's tables: mean MREs per setting, then each proven or unproven locpriv method against
-    the authors (equal printed eps) and ``pooled`` against ``per_child``."""
+    """The results page's tables: mean MREs per setting; then, against the authors (same printed eps) and
+    ``pooled`` against ``per_child``, per setting "mean difference % [95 % interval] reps lower", and a
+    one-line tally per method."""
     mres = table.pivot_table(index=SETTING, columns="method", values="mre")
-    parts = [mres.to_markdown(floatfmt=".4f")]
-    for reference, methods in ((AUTHORS, ["per_child", "all_children", "pooled"]), ("per_child", ["pooled"])):
+    shown = mres[[m for m in METHODS if m in mres]].reset_index().astype({"epsilon": str})
+    parts = [shown.to_markdown(index=False, floatfmt=".4f")]
+    for reference, methods in COMPARISONS:
         paired = paired_summary(table, reference)
         paired = paired[paired["method"].isin(methods)]
-        shown = paired.assign(
-            **{
-                f"vs {reference} (%)": paired["diff"].map("{:+.1f}".format),
-                "95 % interval (%)": [
-                    f"[{lo:+.1f}, {hi:+.1f}]" for lo, hi in zip(paired["low"], paired["high"], strict=True)
-                ],
-                "reps lower": [f"{k:g} / {r}" for k, r in zip(paired["lower"], paired["reps"], strict=True)],
-            }
-        ).pivot_table(
-            index=SETTING,
-            columns="method",
-            values=[f"vs {reference} (%)", "95 % interval (%)", "reps lower"],
-            aggfunc="first",
-        )
-        shown.columns = [f"{method}: {what}" for what, method in shown.columns]
-        parts.append(shown[sorted(shown.columns, key=lambda c: methods.index(c.split(":")[0]))].to_markdown())
-        settings = paired.groupby("method")
+        cell = [
+            f"{r.diff:+.1f} [{r.low:+.1f}, {r.high:+.1f}] {r.lower:g}/{r.reps}" for r in paired.itertuples(index=False)
+        ]
+        shown = paired.assign(cell=cell).pivot(index=SETTING, columns="method", values="cell")[methods]
+        shown.columns = [f"{m} vs {reference}: % [95 %] reps lower" for m in methods]
+        parts.append(shown.reset_index().to_markdown(index=False))
         parts.append(
             "\n".join(
-                f"* {method} vs {reference}: lower mean in {int((g['diff'] < 0).sum())} of {len(g)} settings, "
-                f"interval entirely below 0 in {int((g['high'] < 0).sum())}, entirely above in "
-                f"{int((g['low'] > 0).sum())}; lower in {g['lower'].sum():g} of {g['reps'].sum()} paired repetitions; "
-                f"mean difference {g['diff'].min():+.1f} % to {g['diff'].max():+.1f} %"
-                for method, g in settings
+                f"* {method} vs {reference}: lower mean MRE in {int((g['diff'] < 0).sum())} of {len(g)} settings "
+                f"(interval below 0 in {int((g['high'] < 0).sum())}, above 0 in {int((g['low'] > 0).sum())}); "
+                f"lower in {g['lower'].sum():g} of {g['reps'].sum()} paired repetitions; mean difference "
+                f"{g['diff'].min():+.1f} % to {g['diff'].max():+.1f} % (over all settings {g['diff'].mean():+.1f} %)"
+                for method, g in paired.groupby("method", sort=False)
             )
         )
     return "\n\n".join(parts) + "\n"
