@@ -208,6 +208,11 @@ def test_guarantee_states_the_true_cost_and_no_epsilon_without_a_proof():
     assert guarantee(0.5, 0.05, 20, "all_children", "sensitivity2", task_epsilon=0.5, task="mean").epsilon == 1.0
     per_child = guarantee(1.0, 0.05, 20, "per_child", "sensitivity2")
     assert per_child.epsilon is None and per_child.model.startswith("none proven")
+    # and says why, including that its exact counts are not the free ones
+    assert "reveals which child of its ideal region" in per_child.note and "without noise" in per_child.note
+    assert (
+        "not covered" in per_child.covers and "free" in guarantee(1.0, 0.05, 20, "all_children", "sensitivity2").covers
+    )
 
 
 def test_split_needs_every_child_above_threshold_plus_margin():

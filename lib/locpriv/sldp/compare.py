@@ -190,7 +190,13 @@ AUTHORS = "authors"  # the method label of their code's runs
 
 
 def authors_table(
-    ns: list[int], epsilons: list[float], reps: int, seed: int, directory: str, path: str | None = None
+    ns: list[int],
+    epsilons: list[float],
+    reps: int,
+    seed: int,
+    directory: str,
+    path: str | None = None,
+    first_rep: int = 0,
 ) -> pd.DataFrame:
     """Paired MREs at the same printed eps: locpriv's SLDP under each split rule (exact region counts,
     and per_child also with the transcript's n_hat) and the authors' code, on the same points and queries."""
@@ -201,7 +207,7 @@ def authors_table(
     rows = []
     for dataset in datasets:
         for n in ns:
-            for rep in range(reps):
+            for rep in range(first_rep, reps):  # a repetition's streams depend on its index only
                 pts = _points(dataset, n, rep, seed, path, authors)
                 for eps in epsilons:
                     q = range_queries.anchored_workload(
@@ -316,6 +322,7 @@ def main(argv=None) -> None:
     parser.add_argument("--n", type=int, nargs="+", default=[20000])
     parser.add_argument("--epsilon", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--first-rep", type=int, default=0, help="authors: run repetitions first-rep .. reps - 1")
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--geolife", help="Geolife CSV (each GPS point a user); synthetic clusters are always run")
     parser.add_argument("--calibration", nargs="+", default=["sensitivity2", "paper"])
@@ -360,7 +367,7 @@ def main(argv=None) -> None:
     else:
         if not args.authors:
             parser.error("authors needs --authors DIR (a checkout of asuvor/privacy)")
-        table = authors_table(args.n, args.epsilon, args.reps, args.seed, args.authors, args.geolife)
+        table = authors_table(args.n, args.epsilon, args.reps, args.seed, args.authors, args.geolife, args.first_rep)
         wide = table.pivot_table(index=["dataset", "n", "epsilon"], columns="method", values="mre")
     table.to_csv(args.out, index=False)
     print(wide.to_string(float_format=lambda v: f"{v:.4g}"))
