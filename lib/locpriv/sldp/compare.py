@@ -283,7 +283,11 @@ def paired_summary(table: pd.DataFrame, reference: str) -> pd.DataFrame:
 
 
 METHODS = [AUTHORS, "per_child", "per_child_noisy", "all_children", "pooled"]  # the page's column order
-COMPARISONS = ((AUTHORS, ["per_child", "all_children", "pooled"]), ("per_child", ["pooled"]))
+COMPARISONS = (
+    (AUTHORS, ["per_child", "all_children", "pooled"]),
+    ("per_child", ["pooled"]),
+    ("per_child_noisy", ["pooled"]),
+)
 
 
 def summary_markdown(table: pd.DataFrame) -> str:
