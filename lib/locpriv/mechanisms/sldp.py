@@ -250,8 +250,9 @@ class SLDP(Released):
         cxp, run_xp = released(np.array([0.375, 0.125]))
         return [
             cases.Pair(
-                f"whole protocol, target moved between grandchildren inside U* = the lower-left root child "
-                f"({crowd} users in each root child)",
+                "whole protocol, target moved between grandchildren inside U* = the lower-left root child "
+                + ("less its crowd's grandchild " if s["split_rule"] == "pooled" else "")
+                + f"({crowd} users in each root child)",
                 cases.per_run(run_x, 6),
                 cases.per_run(run_xp, 6),
                 lambda out: cases.moved_indicators(out, cx, cxp),
