@@ -326,7 +326,7 @@ def test_compact_user_reports_are_the_transcripts_reports():
     np.testing.assert_array_equal(np.diff(compact.offsets), 4 * res.user_cell["fixed_round"].to_numpy())
 
 
-@pytest.mark.parametrize("split_rule", ["all_children", "per_child"])
+@pytest.mark.parametrize("split_rule", ["all_children", "per_child", "pooled"])
 def test_sldp_likelihood_is_the_brute_force_law_of_the_targets_reports(split_rule):
     """Every location of a fine lattice: 0 off the reported path and the revealed region, else the product of
     every report's pmf."""
@@ -340,8 +340,9 @@ def test_sldp_likelihood_is_the_brute_force_law_of_the_targets_reports(split_rul
         cells["level"], cells["code"], compact.offsets, compact.steps, compact.scale, round(1 / INDICATOR_STEP)
     )
     at_region = np.diff(compact.offsets) // 4 == cells["level"].to_numpy() + 1
-    # Alg. 2 as printed stops whole parents only; the per-child rule also stops users at a child region
-    assert at_region.any() and (split_rule == "all_children" or (~at_region).any())
+    # Alg. 2 as printed and the pooled rule stop users at a parent (a pooled region's box) only; the
+    # per-child rule also stops users at a child region
+    assert at_region.any() and (split_rule != "per_child" or (~at_region).any())
     fine = (np.arange(256) + 0.5) / 256
     lattice = np.column_stack([np.repeat(fine, 256), np.tile(fine, 256)])
     lattice_path = cell_codes(lattice, BOX, 6)

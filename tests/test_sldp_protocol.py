@@ -8,7 +8,15 @@ import pytest
 
 from locpriv.dp.sampling import discrete_laplace, exact_scale
 from locpriv.sldp.margin import split_margin
-from locpriv.sldp.protocol import INDICATOR_STEP, child_reports, guarantee, noise_scale, round_cost, run_protocol
+from locpriv.sldp.protocol import (
+    INDICATOR_STEP,
+    SPLIT_RULES,
+    child_reports,
+    guarantee,
+    noise_scale,
+    round_cost,
+    run_protocol,
+)
 
 BOX = (-10.0, 10.0, -10.0, 10.0)
 
@@ -24,9 +32,9 @@ def sample(n, seed=0):
     return pts
 
 
-@pytest.fixture(scope="module", params=["all_children", "per_child"])
+@pytest.fixture(scope="module", params=SPLIT_RULES)
 def result(request):
-    return run_protocol(
+    return request.param, run_protocol(
         sample(20000),
         BOX,
         epsilon=1.0,
@@ -39,6 +47,7 @@ def result(request):
 
 
 def test_transcript_has_no_location_or_raw_indicator(result):
+    _, result = result
     assert set(result.reports.columns) == {"round", "user", "level", "code", "y"}
     assert not {"x", "y_location", "indicator"} & set(result.rounds.columns)
     # reports lie on the public grid (Mironov-safe); a bare indicator value is as rare as
@@ -54,6 +63,7 @@ def test_users_stop_answering_once_their_region_is_fixed(result):
     So its cost is set by its own region (r <= region depth + 1), not by the total
     number of rounds the server runs (Remark 4.1).
     """
+    _, result = result
     per_user = result.reports.groupby("user")["round"].agg(["count", "max"])
     cells = result.user_cell.set_index("user")
     fixed = cells["fixed_round"].loc[per_user.index]
@@ -63,10 +73,16 @@ def test_users_stop_answering_once_their_region_is_fixed(result):
 
 
 def test_partition_holds_every_user_exactly_once(result):
+    """Every user's region is a released cell, except under "pooled", where a pooled region is released
+    as its cells (the sparse children of the parent the user's region records) and the parent is not."""
+    split_rule, result = result
     cells = result.cells
     assert len(result.user_cell) == 20000 and (result.user_cell["level"] >= 0).all()
     keyed = set(zip(cells["level"], cells["code"], strict=True))
-    assert all(k in keyed for k in zip(result.user_cell["level"], result.user_cell["code"], strict=True))
+    regions = set(zip(result.user_cell["level"], result.user_cell["code"], strict=True))
+    pooled = regions - keyed
+    assert bool(pooled) == (split_rule == "pooled")
+    assert all(any((lvl + 1, code << 2 | k) in keyed for k in range(4)) for lvl, code in pooled)
     # disjoint: no partition cell is an ancestor of another
     for lvl, code in keyed:
         for up in range(lvl):
@@ -192,6 +208,11 @@ def test_guarantee_states_the_true_cost_and_no_epsilon_without_a_proof():
     assert guarantee(0.5, 0.05, 20, "all_children", "sensitivity2", task_epsilon=0.5, task="mean").epsilon == 1.0
     per_child = guarantee(1.0, 0.05, 20, "per_child", "sensitivity2")
     assert per_child.epsilon is None and per_child.model.startswith("none proven")
+    # and says why, including that its exact counts are not the free ones
+    assert "reveals which child of its ideal region" in per_child.note and "without noise" in per_child.note
+    assert (
+        "not covered" in per_child.covers and "free" in guarantee(1.0, 0.05, 20, "all_children", "sensitivity2").covers
+    )
 
 
 def test_split_needs_every_child_above_threshold_plus_margin():
@@ -343,3 +364,43 @@ def test_sldp_mean_is_unbiased():
     scale = squared_norm_oscillation(cell_box(part.user_cell["level"], part.user_cell["code"], BOX))
     se = np.sqrt(2 * (scale**2).sum()) / len(pts) / np.sqrt(200)  # Var Lap(b) = 2 b^2
     assert abs(est.mean() - (pts**2).sum(1).mean()) < 5 * se
+
+
+def test_pooled_rule_is_the_per_child_transcript_with_sparse_siblings_stopped_as_one_region():
+    """ "pooled" at delta runs the per-child rule's rounds at the margin of delta / 2 (same reports,
+    counts and decisions); what changes is where users stop: a sparse child's users stop at its parent,
+    whose released cells (the sparse children) carry counts summing to that region's exact number of
+    users.  Power: some parents split in part, and the pooled children's counts are not exact."""
+    pts = sample(20000, seed=18)
+    kw = dict(box=BOX, epsilon=1.0, threshold=20, max_depth=8, keep_reports=True)
+    pooled = run_protocol(pts, delta=0.05, rng=np.random.default_rng(19), split_rule="pooled", **kw)
+    per_child = run_protocol(pts, delta=0.025, rng=np.random.default_rng(19), split_rule="per_child", **kw)
+    pd.testing.assert_frame_equal(pooled.rounds, per_child.rounds)
+    pd.testing.assert_frame_equal(pooled.reports, per_child.reports)
+    rounds = pooled.rounds
+    partial = rounds[(rounds["children_split"] > 0) & ~rounds["split"]]
+    assert len(partial) > 5
+    regions = pooled.user_cell.merge(partial[["level", "code"]], on=["level", "code"])
+    assert len(regions) > 0 and (regions["fixed_round"] == regions["level"] + 1).all()
+    sparse = [
+        {"level": r.level + 1, "code": r.code << 2 | c, "parent": r.code, "n_hat": getattr(r, f"n_hat_{c}")}
+        for r in partial.itertuples()
+        for c in range(4)
+        if getattr(r, f"n_hat_{c}") < 20 + r.margin
+    ]
+    released = pooled.cells.merge(pd.DataFrame(sparse), on=["level", "code"])
+    assert len(released) == len(sparse)  # every pooled child is a cell
+    sums = released.groupby("parent")["count"].sum()
+    users = regions.groupby("code").size()
+    np.testing.assert_allclose(sums, users.reindex(sums.index, fill_value=0))
+    # the pooled children's counts are the transcript's n_hat shifted to the region's count, not exact
+    assert not np.allclose(released["count"], released["n_hat"])
+    inside = per_child.user_cell.groupby(["level", "code"]).size().rename("users").reset_index()
+    exact = released.merge(inside, on=["level", "code"], how="left").fillna({"users": 0})
+    assert (exact["count"] != exact["users"]).any()
+
+
+def test_pooled_record_is_proven_for_its_own_regions():
+    record = guarantee(1.0, 0.05, 20, "pooled", "sensitivity2")
+    assert (record.epsilon, record.delta) == (1.0, 0.05) and record.model.startswith("(epsilon, delta)-SLDP")
+    assert "fewer than Q users" in record.relation and "delta / 2" in record.note

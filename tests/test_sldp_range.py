@@ -96,3 +96,23 @@ def test_study_defaults_are_the_papers_thresholds_and_merged_leaves():
         study.validate_config({"threshold": 20})
     with pytest.raises(ConfigError, match=r"studies\.sldp\.leaves"):
         study.validate_config({"leaves": "parent"})
+
+
+def test_paired_summary_of_the_authors_table():
+    """Paired per repetition: a method at 0.9x the reference in every rep is -10 % with a zero-width
+    interval and lower in 3 of 3; ties count half; the t interval widens with the spread."""
+    from locpriv.sldp.compare import paired_summary
+
+    ref = np.array([0.2, 0.4, 0.3])
+    rows = [
+        {"dataset": "d", "n": 10, "epsilon": 1.0, "rep": r, "method": m, "mre": v}
+        for r in range(3)
+        for m, v in (("authors", ref[r]), ("per_child", 0.9 * ref[r]), ("pooled", ref[r] * (1, 1.2, 1.5)[r]))
+    ]
+    out = paired_summary(pd.DataFrame(rows), "authors").set_index("method")
+    assert out.loc["per_child", "diff"] == pytest.approx(-10) and out.loc["per_child", "lower"] == 3
+    assert out.loc["per_child", "high"] - out.loc["per_child", "low"] == pytest.approx(0, abs=1e-9)
+    pooled = out.loc["pooled"]
+    assert pooled["diff"] == pytest.approx(70 / 3) and pooled["lower"] == 0.5 and pooled["reps"] == 3
+    # t(0.975, 2) = 4.303 times the standard error of (0, 20, 50)
+    assert pooled["high"] - pooled["diff"] == pytest.approx(4.3027 * np.std([0, 20, 50], ddof=1) / np.sqrt(3), rel=1e-4)

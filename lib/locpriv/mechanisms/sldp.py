@@ -15,10 +15,16 @@ the exact tail of the report noise, valid for every delta > ``sldp.margin.MIN_DE
 
 Guarantee (Kroshnin & Suvorikova 2025, Thm 4.1, ``all_children`` = Alg. 2 as printed):
 (eps, delta)-DP for replacing one user's location by another inside its privacy region U*(X),
-the cell of the ideal partition holding it; the region itself is revealed.  ``per_child`` (the
-authors' code, the default: Alg. 2 as printed stops a parent as soon as any child is sparse,
-which on concentrated data leaves every user at level 1) has no proof: its record has no epsilon
-("none proven").
+the cell of the ideal partition holding it; the region itself is revealed, and so are the exact
+counts of the released regions (free: a released region is a stopped parent).  ``pooled``
+(density-adaptive: dense children go on, a parent's sparse children stop together as one
+region) has the same form for its own ideal regions, which may hold fewer than Q users (proof
+sketch: ``sldp.protocol.guarantee``); its users' recorded region is the parent, the box of the
+pooled region, so the attack's surface also spreads over the parent's dense children, which the
+server knows the user is not in.  ``per_child`` (the authors' code, the default: Alg. 2 as
+printed stops a parent as soon as any child is sparse, which on concentrated data leaves every
+user at level 1) has no proof: its record has no epsilon ("none proven"), and its exact counts
+of stopped children are a release without noise.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from ..sldp.protocol import (
     DEFAULT_THRESHOLD,
     INDICATOR_STEP,
     LEAVES,
+    MARGIN_SHARES,
     SPLIT_RULES,
     noise_scale,
     run_protocol,
@@ -71,14 +78,15 @@ class SLDP(Released):
         "split_rule": Param(
             "split_rule",
             "choice",
-            "per_child (authors' code; no privacy proof) or all_children (Alg. 2 as printed, Thm 4.1)",
+            "per_child (authors' code; no privacy proof), all_children (Alg. 2 as printed, Thm 4.1) or pooled "
+            "(dense children go on, sparse siblings form one region; proven, regions may hold < Q users)",
             default="per_child",
             choices=SPLIT_RULES,
         ),
         "threshold": Param(
             "threshold",
             "float",
-            "split threshold Q: least users per privacy region (the paper's k)",
+            "split threshold Q: least users per privacy region (the paper's k; pooled: per child that goes on)",
             default=DEFAULT_THRESHOLD,
             low=0.0,
         ),
@@ -219,9 +227,10 @@ class SLDP(Released):
         ``crowd`` users sit at one point in each root child (centre of its upper-right grandchild), so
         every root child holds >= Q and the ideal partition splits the root; inside the lower-left
         child they fill one grandchild only, so it stops there: U* is the lower-left root child, a
-        proper sub-region (a quarter of the box).  The target (user 0) sits in that child's lower-left
-        grandchild (x) or its lower-right one (x′), both inside U*.  ``crowd`` is the least (growing by
-        a quarter) with crowd >= Q + 2 margin(4 crowd + 1): each child's n_hat is then above
+        proper sub-region (a quarter of the box); under ``pooled`` the crowd's grandchild goes on and
+        U* is the union of the other three grandchildren.  The target (user 0) sits in that child's
+        lower-left grandchild (x) or its lower-right one (x′), both inside U* either way.  ``crowd``
+        is the least (growing by a quarter) with crowd >= Q + 2 margin(4 crowd + 1): each child's n_hat is then above
         Q + margin unless its noise exceeds the margin (probability <= δ), so the noisy protocol
         splits the root too and the target answers round 2 about x's or x′'s grandchild.  The
         protocol's release as the server sees it is scored: the target's round-2 indicators for x's
@@ -236,7 +245,8 @@ class SLDP(Released):
             raise ValueError("sldp: the audit case needs max_depth >= 2 (a privacy region below the root); got 1")
         q, scale = s["threshold"], noise_scale(s["epsilon"], s["calibration"])
         crowd = max(int(np.ceil(q)), 1)
-        while crowd < q + 2 * float(split_margin(np.array([4 * crowd + 1]), scale, s["delta"], INDICATOR_STEP)[0]):
+        delta = s["delta"] / MARGIN_SHARES[s["split_rule"]]  # the margin the protocol uses
+        while crowd < q + 2 * float(split_margin(np.array([4 * crowd + 1]), scale, delta, INDICATOR_STEP)[0]):
             crowd += crowd // 4 + 1
         centres = np.array([[0.375, 0.375], [0.875, 0.375], [0.375, 0.875], [0.875, 0.875]])
         base = np.concatenate([[lo], np.repeat(lo + centres * (hi - lo), crowd, axis=0)])
@@ -262,8 +272,9 @@ class SLDP(Released):
         cxp, run_xp = released(np.array([0.375, 0.125]))
         return [
             cases.Pair(
-                f"whole protocol, target moved between grandchildren inside U* = the lower-left root child "
-                f"({crowd} users in each root child)",
+                "whole protocol, target moved between grandchildren inside U* = the lower-left root child "
+                + ("less its crowd's grandchild " if s["split_rule"] == "pooled" else "")
+                + f"({crowd} users in each root child)",
                 cases.per_run(run_x, 6),
                 cases.per_run(run_xp, 6),
                 lambda out: cases.moved_indicators(out, cx, cxp),

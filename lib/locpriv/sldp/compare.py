@@ -21,17 +21,24 @@ PrivTree, the OUE grid, LDP-KDTree on the same points and queries), one row per 
 
 ``authors``: locpriv's SLDP against the authors' own code (a checkout of asuvor/privacy, given
 with ``--authors DIR``; never part of this repository) on identical points and the same 200
-anchored queries, one MRE function (``range_queries.mean_relative_error``).  Their range notebook
-(Appendix_spatial_queries_synthetic.ipynb) builds the partition with
-``run_dp_quadtree_optimized(X, eps / 2, Q=20, C=6, T=10, delta=0.05)`` and re-releases every leaf's
-count with the other eps / 2; its cells that define the data generator and the synopsis are run
-as they are (``_authors_namespace``).  The protocol spends its eps / 2 as Laplace(2/eps) noise on
-4 indicators of sensitivity 2 (eps), so their true total is 1.5 eps: "equal true cost" runs them
-at eps / 1.5.  Datasets: the study's synthetic clusters, the authors' clustered generator, and
-Geolife (``--geolife``)::
+anchored queries, one MRE function (``range_queries.mean_relative_error``), both at the same
+printed eps.  Their range notebook (Appendix_spatial_queries_synthetic.ipynb) builds the
+partition with ``run_dp_quadtree_optimized(X, eps / 2, Q=20, C=6, T=10, delta=0.05)`` (the
+per-child rule) and re-releases every leaf's count with the other eps / 2; its cells that define
+the data generator and the synopsis are run as they are (``_authors_namespace``).  locpriv runs
+each split rule (``SPLIT_RULES``) at the study's defaults with exact region counts, and
+``per_child`` also with the transcript's n_hat ("noisy").  Neither per-child side has a proof;
+``all_children`` and ``pooled`` are (eps, delta)-SLDP (``protocol.guarantee``).  Datasets: the
+study's synthetic clusters, the authors' clustered generator, and Geolife (``--geolife``)::
 
     python -m locpriv.sldp.compare authors --authors DIR --out docs/results/sldp_vs_authors.csv \
         --n 5000 20000 [--geolife PATH]
+
+``summary``: the paired table of an ``authors`` csv (``--csv``): per setting, each method's mean
+MRE and, against the authors and against ``per_child``, the mean paired relative difference with
+its 95 % t interval over the repetitions and the repetitions in which the method is lower::
+
+    python -m locpriv.sldp.compare summary --csv docs/results/sldp_vs_authors.csv --out TABLE.md
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ import pandas as pd
 
 from ..seeding import rng as make_rng
 from . import range_queries, study
-from .protocol import COUNTS, LEAVES, run_protocol
+from .protocol import COUNTS, LEAVES, SPLIT_RULES, run_protocol
 
 GEOLIFE_BBOX = [116.15, 116.60, 39.75, 40.10]
 
@@ -144,7 +151,6 @@ def methods_table(n: int, epsilons: list[float], reps: int, seed: int, path: str
 # cells of the authors' range notebook run as they are: 1 the clustered generator, 2 the synopses
 # (their cell 0 holds imports and an IPython magic, cell 3 the answering: ours is the same sum)
 AUTHORS_NOTEBOOK, AUTHORS_CELLS = "Appendix_spatial_queries_synthetic.ipynb", (1, 2)
-AUTHORS_COST = 1.5  # their true total per printed epsilon (module docstring)
 
 
 def _authors_namespace(directory: str) -> dict:
@@ -180,18 +186,28 @@ def _points(dataset: str, n: int, rep: int, seed: int, path: str | None, authors
     )
 
 
+AUTHORS = "authors"  # the method label of their code's runs
+
+
 def authors_table(
-    ns: list[int], epsilons: list[float], reps: int, seed: int, directory: str, path: str | None = None
+    ns: list[int],
+    epsilons: list[float],
+    reps: int,
+    seed: int,
+    directory: str,
+    path: str | None = None,
+    first_rep: int = 0,
 ) -> pd.DataFrame:
-    """Paired MREs: locpriv's SLDP at eps (default settings, and counts "noisy") and the authors'
-    code at eps (printed) and eps / 1.5 (equal true cost), on the same points and queries."""
+    """Paired MREs at the same printed eps: locpriv's SLDP under each split rule (exact region counts,
+    and per_child also with the transcript's n_hat) and the authors' code, on the same points and queries."""
     authors = _authors_namespace(directory)
     cfg = study.validate_config({})
     datasets = ["synthetic_clusters", "authors_clusters"] + (["geolife"] if path else [])
+    settings = [(rule, "regions") for rule in SPLIT_RULES] + [("per_child", "noisy")]
     rows = []
     for dataset in datasets:
         for n in ns:
-            for rep in range(reps):
+            for rep in range(first_rep, reps):  # a repetition's streams depend on its index only
                 pts = _points(dataset, n, rep, seed, path, authors)
                 for eps in epsilons:
                     q = range_queries.anchored_workload(
@@ -199,7 +215,7 @@ def authors_table(
                     )
                     truth = range_queries.true_counts(q, pts)
                     answers = {}
-                    for counts in COUNTS:
+                    for rule, counts in settings:
                         part = run_protocol(
                             pts,
                             study.UNIT,
@@ -208,21 +224,21 @@ def authors_table(
                             cfg["max_depth"],
                             cfg["delta"],
                             make_rng(seed, "sldp-protocol", dataset, n, eps, rep),
-                            split_rule=cfg["split_rule"],
+                            split_rule=rule,
                             keep_reports=False,
                             calibration=cfg["calibration"],
                             leaves=cfg["leaves"],
                             counts=counts,
                         ).cells
-                        answers[f"locpriv_{counts}"] = range_queries.answer(q, part, study.UNIT)
-                    for label, printed in (("authors_printed", eps), ("authors_equal_cost", eps / AUTHORS_COST)):
-                        authors["rng"] = make_rng(seed, "authors-sldp", dataset, n, eps, rep, label)
-                        cells, counts = authors["build_quadtree_synopsis"](pts, printed, bounds=(0, 0, 1, 1))
-                        answers[label] = range_queries.answer(
-                            q,
-                            pd.DataFrame(cells[:, [0, 2, 1, 3]], columns=["x0", "x1", "y0", "y1"]).assign(count=counts),
-                            study.UNIT,
-                        )
+                        label = rule if counts == "regions" else f"{rule}_{counts}"
+                        answers[label] = range_queries.answer(q, part, study.UNIT)
+                    authors["rng"] = make_rng(seed, "authors-sldp", dataset, n, eps, rep, "authors_printed")
+                    cells, counts = authors["build_quadtree_synopsis"](pts, eps, bounds=(0, 0, 1, 1))
+                    answers[AUTHORS] = range_queries.answer(
+                        q,
+                        pd.DataFrame(cells[:, [0, 2, 1, 3]], columns=["x0", "x1", "y0", "y1"]).assign(count=counts),
+                        study.UNIT,
+                    )
                     rows += [
                         {
                             "dataset": dataset,
@@ -237,13 +253,80 @@ def authors_table(
     return pd.DataFrame(rows)
 
 
+SETTING = ["dataset", "n", "epsilon"]
+
+
+def paired_summary(table: pd.DataFrame, reference: str) -> pd.DataFrame:
+    """Per setting and method, against ``reference``: the mean over repetitions of MRE / MRE(reference) - 1
+    (%), its 95 % t interval, and the repetitions in which the method's MRE is lower (ties count half)."""
+    from scipy import stats
+
+    wide = table.pivot_table(index=[*SETTING, "rep"], columns="method", values="mre")
+    rows = []
+    for method in wide.columns.drop(reference):
+        ratio = 100 * (wide[method] / wide[reference] - 1)
+        lower = (wide[method] < wide[reference]) + 0.5 * (wide[method] == wide[reference])
+        for key, r in ratio.groupby(level=SETTING):
+            half = stats.t.ppf(0.975, len(r) - 1) * r.sem()
+            rows.append(
+                {
+                    **dict(zip(SETTING, key, strict=True)),
+                    "method": method,
+                    "diff": r.mean(),
+                    "low": r.mean() - half,
+                    "high": r.mean() + half,
+                    "lower": float(lower.loc[key].sum()),
+                    "reps": len(r),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+METHODS = [AUTHORS, "per_child", "per_child_noisy", "all_children", "pooled"]  # the page's column order
+COMPARISONS = (
+    (AUTHORS, ["per_child", "all_children", "pooled"]),
+    ("per_child", ["pooled"]),
+    ("per_child_noisy", ["pooled"]),
+)
+
+
+def summary_markdown(table: pd.DataFrame) -> str:
+    """The results page's tables: mean MREs per setting; then, against the authors (same printed eps) and
+    ``pooled`` against ``per_child``, per setting "mean difference % [95 % interval] reps lower", and a
+    one-line tally per method."""
+    mres = table.pivot_table(index=SETTING, columns="method", values="mre")
+    shown = mres[[m for m in METHODS if m in mres]].reset_index().astype({"epsilon": str})
+    parts = [shown.to_markdown(index=False, floatfmt=".4f")]
+    for reference, methods in COMPARISONS:
+        paired = paired_summary(table, reference)
+        paired = paired[paired["method"].isin(methods)]
+        cell = [
+            f"{r.diff:+.1f} [{r.low:+.1f}, {r.high:+.1f}] {r.lower:g}/{r.reps}" for r in paired.itertuples(index=False)
+        ]
+        shown = paired.assign(cell=cell).pivot(index=SETTING, columns="method", values="cell")[methods]
+        shown.columns = [f"{m} vs {reference}: % [95 %] reps lower" for m in methods]
+        parts.append(shown.reset_index().to_markdown(index=False))
+        parts.append(
+            "\n".join(
+                f"* {method} vs {reference}: lower mean MRE in {int((g['diff'] < 0).sum())} of {len(g)} settings "
+                f"(interval below 0 in {int((g['high'] < 0).sum())}, above 0 in {int((g['low'] > 0).sum())}); "
+                f"lower in {g['lower'].sum():g} of {g['reps'].sum()} paired repetitions; mean difference "
+                f"{g['diff'].min():+.1f} % to {g['diff'].max():+.1f} % (over all settings {g['diff'].mean():+.1f} %)"
+                for method, g in paired.groupby("method", sort=False)
+            )
+        )
+    return "\n\n".join(parts) + "\n"
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("table", choices=["leaves", "methods", "authors"])
+    parser.add_argument("table", choices=["leaves", "methods", "authors", "summary"])
     parser.add_argument("--out", required=True)
+    parser.add_argument("--csv", help="summary: an authors csv")
     parser.add_argument("--n", type=int, nargs="+", default=[20000])
     parser.add_argument("--epsilon", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--first-rep", type=int, default=0, help="authors: run repetitions first-rep .. reps - 1")
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--geolife", help="Geolife CSV (each GPS point a user); synthetic clusters are always run")
     parser.add_argument("--calibration", nargs="+", default=["sensitivity2", "paper"])
@@ -257,6 +340,11 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--authors", help="authors: a checkout of asuvor/privacy (their code is run, never copied)")
     args = parser.parse_args(argv)
+    if args.table == "summary":
+        if not args.csv:
+            parser.error("summary needs --csv (an authors table)")
+        Path(args.out).write_text(summary_markdown(pd.read_csv(args.csv)))
+        return
     paths = [None] + ([args.geolife] if args.geolife else [])
     if args.table == "leaves":
         table = pd.concat(
@@ -283,7 +371,7 @@ def main(argv=None) -> None:
     else:
         if not args.authors:
             parser.error("authors needs --authors DIR (a checkout of asuvor/privacy)")
-        table = authors_table(args.n, args.epsilon, args.reps, args.seed, args.authors, args.geolife)
+        table = authors_table(args.n, args.epsilon, args.reps, args.seed, args.authors, args.geolife, args.first_rep)
         wide = table.pivot_table(index=["dataset", "n", "epsilon"], columns="method", values="mre")
     table.to_csv(args.out, index=False)
     print(wide.to_string(float_format=lambda v: f"{v:.4g}"))

@@ -33,7 +33,17 @@ one child is below Q + Delta); "per_child" is the authors' code (asuvor/privacy,
 sldp_opt_utils.py): each child decides alone, a sparse child becomes a partition
 cell while its siblings go on.  On peaked data the printed rule stops after the
 first rounds (a sparse corner child halts its dense siblings), which is why the
-authors' mean-estimation results need the per-child rule.
+authors' mean-estimation results need the per-child rule.  The per-child rule has no
+proof: a user of a dense child goes on answering while its sparse siblings' users stop,
+so whether it answers the next round reveals which child of its (all_children) ideal
+region it is in, and each further round costs again.
+"pooled" is density-adaptive with a proof (``guarantee``): the dense children (n_hat >=
+Q + Delta) go on as under the per-child rule, but the sparse children of a parent stop
+together as ONE region, the parent minus its dense children; their users stop at the
+parent (``user_cell`` records the parent, the region's box), and the pooled children are
+released as cells inside that region (their n_hat shifted to the region's exact count,
+like a whole parent's children under ``leaves: children``).  Its margin is taken at
+delta / 2 (``MARGIN_SHARES``: the proof needs two children's tails).
 
 ``leaves``: what the released partition holds where all four children of a
 parent stopped.  "merge" (the default) releases the parent as one cell; "children"
@@ -44,7 +54,10 @@ parent stops at the parent: the server does not learn its child).
 ``counts``: the count each released cell carries.
 
 * "regions" (default): a cell that is some users' privacy region carries the exact number
-  of users whose region it is, at no privacy cost.  Proof sketch: fix user i0 and a
+  of users whose region it is, at no privacy cost under "all_children" and "pooled" (under
+  "per_child" it is an extra release without noise: a released child can lie strictly inside
+  the user's ideal region, and moving the user there changes two exact counts by 1).  Proof
+  sketch (all_children; pooled the same with its good event, ``guarantee``): fix user i0 and a
   neighbour X' (X_i0 moved inside its ideal region U*).  Let G be the transcripts on
   which i0 stops by round tau + 1 (U* not split; P(not G) <= delta is Thm 4.1's delta
   term).  On G the released cell holding X_i0 contains U*, hence X'_i0: the vector
@@ -167,7 +180,9 @@ def _user_reports(answered: list[tuple[np.ndarray, np.ndarray]], n: int, scale: 
     return UserReports(offsets, steps[order].ravel(), scale)
 
 
-SPLIT_RULES = ("all_children", "per_child")
+SPLIT_RULES = ("all_children", "per_child", "pooled")
+# the split margin's delta is shared among this many children's noise tails (``guarantee``'s proof sketch)
+MARGIN_SHARES = {"all_children": 1, "per_child": 1, "pooled": 2}
 LEAVES = ("children", "merge")
 COUNTS = ("regions", "noisy")
 
@@ -235,11 +250,14 @@ def run_protocol(
         n_parent = np.bincount(inverse, minlength=parents.size)
         n_hat = np.zeros((parents.size, 4))
         np.add.at(n_hat, inverse, y)
-        margin = split_margin(n_parent, scale, delta, INDICATOR_STEP)
+        margin = split_margin(n_parent, scale, delta / MARGIN_SHARES[split_rule], INDICATOR_STEP)
         above = n_hat >= threshold + margin[:, None]
         if split_rule == "all_children":
             above = np.repeat(above.all(axis=1, keepdims=True), 4, axis=1)
         split = above.all(axis=1)
+        # "pooled": the sparse children of a parent that splits in part form one region (the parent minus
+        # its dense children); their users stop at the parent, the region's box
+        pooled = above.any(axis=1) & ~split if split_rule == "pooled" else np.zeros_like(split)
         rounds.append(
             pd.DataFrame(
                 {
@@ -285,6 +303,11 @@ def run_protocol(
                 )
             )
         part_parent, part_child = np.nonzero(~above & ~(whole[:, None] & (leaves == "merge")))
+        if pooled.any():  # pooled children lie inside their users' region, like a whole parent's
+            in_pool = pooled[part_parent]
+            inner.append(
+                pd.DataFrame({"level": level + 1, "code": (parents[part_parent[in_pool]] << 2) | part_child[in_pool]})
+            )
         cells.append(
             pd.DataFrame(
                 {
@@ -300,7 +323,7 @@ def run_protocol(
         )
         # users fix their region (parent or child) and stop answering; the others move down
         goes_on = above[inverse, child_digit]
-        stop_at_parent = whole[inverse]
+        stop_at_parent = whole[inverse] | (pooled[inverse] & ~goes_on)
         final_level[idx[stop_at_parent]] = level
         moved = ~stop_at_parent
         current[idx[moved]] = (current[idx[moved]] << 2) | child_digit[moved]
@@ -385,8 +408,8 @@ def _region_counts(
         estimate = weight * estimate + (1 - weight) * fresh.to_numpy()
     parent = pd.MultiIndex.from_arrays([level - 1, code >> 2])
     total = located.reindex(parent, fill_value=0).to_numpy(dtype=float)
-    siblings = pd.Series(estimate).groupby([level, code >> 2]).transform("sum").to_numpy()
-    exact[is_inner] = estimate + (total - siblings) / 4
+    siblings = pd.Series(estimate).groupby([level, code >> 2])  # 4 in a whole parent, 1-3 pooled ones
+    exact[is_inner] = estimate + (total - siblings.transform("sum").to_numpy()) / siblings.transform("size").to_numpy()
     return part.assign(count=exact)
 
 
@@ -410,7 +433,26 @@ def guarantee(
     (2 eps under the printed calibration); the child release (4 indicators, sensitivity 2) costs
     ``round_cost(child_epsilon)``, and it and the task compose with the partition (basic
     composition).  Exact counts of the released regions cost nothing (module docstring).  The
-    per-child rule is not covered by the theorem: no epsilon is recorded for it.
+    per-child rule is not covered by the theorem and no proof is known: no epsilon is recorded.
+
+    ``pooled``, proof sketch (Thm 4.1's, with a different ideal partition and good event).  Ideal
+    partition F*(X) on true counts: a cell P whose four children all hold >= Q users splits; if none
+    does, P is a region; otherwise its children with >= Q users go on and the others together form
+    ONE region, P minus those children (it may hold fewer than Q users).  Fix user i0, its ideal region
+    U* inside the level-tau cell P (U* = P or a pooled union of P's children), and X' moving X_i0 to a
+    point of U*; c, c' the children of P holding X_i0 and X'_i0, both with n_X < Q.  (1) Rounds <= tau
+    query P's ancestors' children: i0's reports have the same law under X and X' (both points lie in
+    the same cells), as do all others', so transcripts stopping i0 by round tau are equally likely.
+    (2) Round tau + 1 queries P's children: i0's 4 indicators cost round_cost(eps).  Let G = {neither
+    c nor c' is declared dense}.  On G, i0 stops after round tau + 1 under X and under X' alike, its
+    released region P minus the declared-dense children contains both points, and the rest of the
+    transcript is the other users' (same law): so P(O in S, i0 stops at tau + 1, G) <= e^eps P(O' in S).
+    (3) P_X(not G) <= P(n_hat(c) >= Q + Delta) + P(n_hat(c') >= Q + Delta) <= 2 (delta / 2), since
+    n_X(c), n_X(c') < Q and the margin is the sum of the report noises' (1 - delta / 2) quantile.
+    Together: P(O in S) <= e^eps P(O' in S) + delta.  Exact region counts: on G every released
+    region holds X_i0 iff it holds X'_i0, so the users-per-region vector is the same function of the
+    transcript under X and X' (module docstring), and the pooled children's counts are the
+    transcript's n_hat shifted to that count (post-processing).
 
     ``timing_tv``: with fixed-work sampling, the total variation (``timing_tv``) of one user's whole
     transcript from the exact sampler's; the coupling P'(S) <= P(S) + tv <= e^eps P(S') + delta + tv
@@ -418,7 +460,7 @@ def guarantee(
     """
     children = round_cost(child_epsilon, calibration) if child_epsilon else 0.0
     cost = round_cost(epsilon, calibration) + children
-    proven = split_rule == "all_children"
+    proven = split_rule != "per_child"
     timing = (1 + math.exp(cost + task_epsilon)) * timing_tv
     spent = (
         f"partition {round_cost(epsilon, calibration):g} (calibration {calibration})"
@@ -426,18 +468,32 @@ def guarantee(
         + (f" + {task} {task_epsilon:g}" if task else "")
     )
     return Guarantee(
-        model="(epsilon, delta)-SLDP (semi-local DP)" if proven else "none proven (per_child split rule)",
+        model=("(epsilon, delta)-SLDP (semi-local DP)" + (", pooled sparse children" if split_rule == "pooled" else ""))
+        if proven
+        else "none proven (per_child split rule)",
         epsilon=cost + task_epsilon if proven else None,
         delta=delta + timing if proven else None,
         relation="replace one user's location by another inside its privacy region U*(X) (the ideal "
-        f"partition's cell holding it, >= Q = {threshold:g} users)",
+        + (
+            f"partition's cell holding it, >= Q = {threshold:g} users)"
+            if split_rule != "pooled"
+            else f"pooled partition's region holding it: a cell whose children all hold < Q = {threshold:g} users, "
+            "or the union of a cell's children holding < Q users where some sibling holds >= Q (it may hold "
+            "fewer than Q users))"
+        ),
         covers="the location inside its privacy region only; the region and the exact number of users in each "
-        "released region are revealed to the server (free: invariant under the relation)",
+        "released region are revealed to the server"
+        + (" (free: invariant under the relation)" if proven else " (not covered: see note)"),
         discretisation=f"indicators (and task values) released on public power-of-two grids (indicators: "
         f"{INDICATOR_STEP:g}) with exact discrete Laplace noise (Canonne, Kamath & Steinke 2020)",
         note=(
-            f"Kroshnin & Suvorikova 2025 Thm 4.1 at the true cost: {spent}; the 4 indicators have L1 "
-            "sensitivity 2; split margin: the sum of the report noises' exact-tail (1 - delta) quantile bound"
+            (
+                f"Kroshnin & Suvorikova 2025 Thm 4.1 at the true cost: {spent}"
+                if split_rule == "all_children"
+                else f"Thm 4.1's argument for the pooled rule (sldp.protocol.guarantee) at the true cost: {spent}"
+            )
+            + "; the 4 indicators have L1 sensitivity 2; split margin: the sum of the report noises' exact-tail "
+            + ("(1 - delta) quantile bound" if split_rule == "all_children" else "(1 - delta / 2) quantile bound")
             + (
                 f"; timing: fixed work per draw, delta includes {timing:.3g} = (1 + e^eps) x the transcript's "
                 "total variation from exact (sldp.protocol.timing_tv)"
@@ -445,7 +501,9 @@ def guarantee(
                 else ""
             )
             if proven
-            else "the authors' per-child split rule is not covered by Thm 4.1 and no proof is known to us, so "
-            f"no epsilon is claimed (budget as configured: {spent})"
+            else "the authors' per-child split rule is not covered by Thm 4.1 and no proof is known to us (whether a "
+            "user answers the next round reveals which child of its ideal region it is in, and its further rounds "
+            "cost again; the exact counts of stopped children are a release without noise), so no epsilon is "
+            f"claimed (budget as configured: {spent})"
         ),
     )
