@@ -95,7 +95,7 @@ def metrics_vs_n(*, summary_path: str, out_png: str, settings: dict) -> None:
         )
     wide["variant"] = _variants(wide, params)
     datasets = sorted(wide["dataset"].unique())
-    colours = figures.colours(wide["mechanism"])
+    colours = figures.mechanism_colours(wide["mechanism"])
     variants = sorted(wide["variant"].unique(), key=_natural)
     ns = sorted(wide["n_users"].unique())
     sizes = dict(zip(ns, np.linspace(30, 70, len(ns)), strict=True))

@@ -32,6 +32,8 @@ BAYES_COLUMNS = {
     **bayes.RESULT_COLUMNS,
     **{f"informed_{c}": t for c, t in bayes.RESULT_COLUMNS.items() if c != "user"},
     "informed_max_log_ratio": "float64",
+    "prior_expected_error": "float64",
+    "prior_hit_r": "float64",
 }
 
 
@@ -352,7 +354,8 @@ def bayes_attack(
     adversary's person likelihood itself (``Mechanism.informed_person_log_likelihood``: the person as
     the unit, ``informed_person_model`` in the metadata).  A release that tells the population
     adversary nothing (``Mechanism.population_learns_nothing``) has the prior as every posterior,
-    formed once (``bayes.prior_attack``).
+    formed once (``bayes.prior_attack``).  ``prior_expected_error``, ``prior_hit_r``: the no-information
+    adversary's (the prior as every posterior) on the same targets, the frontier's reference.
     """
     mech = configured(run, bandwidth_json)
     grid = load_grid(grid_path)
@@ -415,6 +418,13 @@ def bayes_attack(
             targets, batch, informed_adversary, prior, grid, radius
         )
     columns = {f"informed_{c}": informed_result[c].to_numpy() for c in bayes.RESULT_COLUMNS if c != "user"}
+    # the no-information adversary (the prior alone) on the same targets: the frontier's levels are
+    # fractions of its error, so "more private" means "closer to knowing nothing"
+    prior_only = (
+        result
+        if mech.population_learns_nothing
+        else bayes.prior_attack(prior, grid, _ids(targets), targets.truth, radius, batch)
+    )
     if targets.owner is None:
         columns["informed_max_log_ratio"] = row_stat
         person_stat = None
@@ -423,6 +433,8 @@ def bayes_attack(
         metric = record.relation.startswith("metric")  # metric: the per-row Lipschitz constants add up
         person_stat = np.bincount(targets.owner, weights=row_stat) if metric else informed_range
         columns["informed_max_log_ratio_person"] = person_stat
+    columns["prior_expected_error"] = prior_only["expected_error"].to_numpy()
+    columns["prior_hit_r"] = prior_only["hit_r"].to_numpy()
     meta["informed_epsilon_person"] = _check_invariant(mech, run, record, targets, row_stat, person_stat, meta_json)
     out = pd.concat([result, pd.DataFrame(columns)], axis=1)
     io.write_parquet(_with_ids(out, targets), out_attack, metadata=meta)
