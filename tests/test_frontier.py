@@ -448,6 +448,7 @@ def test_workflow_scores_every_mechanism_on_one_workload_and_writes_the_frontier
         "zero": {"n": [300]},
         "privtree": {"n": [300], "epsilon": [2]},
     }
+    config["experiments"]["density"]["reps"] = 3
     config["utility"] = {"range_queries": 20, "hotspot_k": 10}
     wd = make_workdir(config)
     run_snakemake(wd, "-c1", "results/summary/frontier.csv", "results/plots/frontier.png")
@@ -464,6 +465,20 @@ def test_workflow_scores_every_mechanism_on_one_workload_and_writes_the_frontier
     # privtree is aggregate-only: the adversary keeps its prior, exactly as against the 0-feature answer
     assert wide.loc["privtree", "bayes_expected_error"] == pytest.approx(wide.loc["zero", "bayes_expected_error"])
     assert wide.loc["fedkde", "bayes_expected_error"] < 0.1 * wide.loc["zero", "bayes_expected_error"]
-    table = pd.read_csv(wd / "results/summary/frontier.csv")
-    assert set(table["row"]) == {"pareto", "best_at_level"}
+    table = pd.read_csv(wd / "results/summary/frontier.csv", keep_default_na=False, na_values=[""])
+    assert {"pareto", "best_at_level"} <= set(table["row"]) <= {"pareto", "best_at_level", "not_worse_at_level"}
     assert "fedkde" in set(table.loc[table["row"] == "pareto", "mechanism"])
+    assert set(table["utility_metric"]) == set(frontier.UTILITIES) and (table["reps"].dropna() == 3).all()
+    assert set(table.loc[table["mechanism"] == "fedkde", "guarantee"]) == {"no proof"}
+    privtree = table[table["mechanism"] == "privtree"].iloc[0]
+    assert privtree["epsilon_guaranteed"] == 4 and privtree["guarantee"].startswith("ε = 4 (replace one user")
+    recommended = table[table["row"].str.endswith("at_level") & table["mechanism"].notna()]
+    assert recommended.loc[recommended["trust_model"] != "none", "epsilon_guaranteed"].notna().all()
+    # one row per run and attacked user, the tail statistics the summary holds summarise them
+    users = pd.read_parquet(wd / "results/summary/attacked_users.parquet")
+    assert len(users) == 3 * 3 * 30 and users.groupby(["mechanism", "rep"]).size().eq(30).all()
+    exposed = users.groupby(["mechanism", "rep"])["informed_hit_r"].apply(lambda h: (h >= 0.5).mean())
+    tidy = summary[summary["metric"] == "informed_exposed"].set_index(["mechanism", "rep"])["value"]
+    pd.testing.assert_series_equal(exposed.sort_index(), tidy.sort_index(), check_names=False)
+    runs = pd.read_csv(wd / "results/summary/runs.csv")
+    assert runs.set_index("mechanism").loc["privtree", "guarantee"].startswith("ε = 4 (replace one user")
