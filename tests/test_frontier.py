@@ -414,7 +414,8 @@ def test_frontier_writes_the_table_the_recommendation_and_the_figure(tmp_path):
     assert rec.startswith("<style>") and rec.count("<table") == 2 and "<html" not in rec
     assert "Task ise" in rec and "Task spearman" in rec and ">2 m<" in rec  # the level (50 % of 4 m) with its unit
     assert "privtree epsilon=2" not in rec and frontier.NO_SETTING in rec  # its error 1.6 m reaches no level
-    assert "<html" in out["html"].read_text()
+    page = out["html"].read_text()
+    assert "<html" in page and ">2 m<" in page and ">1.6 m<" in page and ">10 %<" in page  # units, percentages
     summary_bad = tmp_path / "old.parquet"
     io.write_parquet(_summary(ROWS).drop(columns="trust_model"), summary_bad)
     with pytest.raises(ValueError, match=f"^{summary_bad}: no trust_model column"):
@@ -482,3 +483,12 @@ def test_workflow_scores_every_mechanism_on_one_workload_and_writes_the_frontier
     pd.testing.assert_series_equal(exposed.sort_index(), tidy.sort_index(), check_names=False)
     runs = pd.read_csv(wd / "results/summary/runs.csv")
     assert runs.set_index("mechanism").loc["privtree", "guarantee"].startswith("ε = 4 (replace one user")
+
+
+def test_distances_are_written_with_their_unit_and_three_digits():
+    from locpriv import units
+
+    assert units.distance(10_500.0, "m") == "10.5 km" and units.distance(254.4, "m") == "254 m"
+    assert units.distance(0.25, "km") == "250 m" and units.distance(3.21, "km") == "3.21 km"
+    assert units.distance(999.7, "m") == "1000 m" and units.distance(0.6123, "1") == "0.612 domain units"
+    assert units.distance(float("nan"), "m") == "—"

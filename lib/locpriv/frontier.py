@@ -570,6 +570,29 @@ def _number(v: float) -> str:
     return "—" if not np.isfinite(v) else f"{v:.3g}"
 
 
+DISTANCES = ("expected_error", "p10_error", "guess_error")
+FRACTIONS = ("exposed", "hit_r")
+
+
+def readable(frontier_table: pd.DataFrame) -> pd.DataFrame:
+    """``frontier.csv`` for the HTML page: distances with their unit and three significant digits
+    ("254 m", "10.5 km"), fractions of users as percentages, utilities to three digits."""
+    out = frontier_table.copy()
+    units = out["distance_unit"]
+    exposed = out["privacy_metric"].map(lambda p: PRIVACY_METRICS[p][0] == "exposed")
+    for column in (*DISTANCES, "level", "privacy", "privacy_ci_low", "privacy_ci_high"):
+        shared = exposed if column in ("level", "privacy", "privacy_ci_low", "privacy_ci_high") else False
+        out[column] = [
+            "" if pd.isna(v) else f"{v * 100:.0f} %" if share else lpunits.distance(v, u)
+            for v, u, share in zip(out[column], units, np.broadcast_to(shared, len(out)), strict=True)
+        ]
+    for column in FRACTIONS:
+        out[column] = ["" if pd.isna(v) else f"{v * 100:.0f} %" for v in out[column]]
+    for column in ("utility", "utility_ci_low", "utility_ci_high", "p_worse_than_best"):
+        out[column] = ["" if pd.isna(v) else _number(v) for v in out[column]]
+    return out.drop(columns="distance_unit")
+
+
 def plot(
     pts: pd.DataFrame,
     utilities: list[str],
@@ -779,5 +802,5 @@ def frontier(
         out_recommendation,
         fragment=True,
     )
-    report_tables.write_html(out, out_html, title="The privacy-utility frontier (frontier.csv)")
+    report_tables.write_html(readable(out), out_html, title="The privacy-utility frontier (frontier.csv)")
     plot(pts, utilities, by_panel, units, out_png, dpi, adversary, privacy)
