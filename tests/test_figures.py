@@ -265,6 +265,11 @@ def test_summary_figures_follow_the_rules(tmp_path, saved, name):
     )
     (fig,) = saved
     assert figures.problems(fig) == []
+    if name == "tradeoff":  # each mechanism in its fixed colour, its curves told apart by line style
+        fixed = figures.mechanism_colours([])
+        lines = [line for line in fig.axes[0].lines if line.get_label().startswith(("rff", "laplace_ldp", "zero"))]
+        assert {line.get_label().split()[0] for line in lines} == {"rff", "laplace_ldp", "zero"}
+        assert all(line.get_color() == fixed[line.get_label().split()[0]] for line in lines)
     if name == "metrics_vs_n":
         # one row per mechanism setting on the y axis, not a line per setting against N
         ax = fig.axes[0]
