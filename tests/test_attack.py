@@ -135,3 +135,21 @@ def test_an_aggregate_only_mechanisms_published_map_is_built_once_for_all_rows(m
         got = [surfaces_of(view.iloc[sl]) for sl in (slice(0, 100), slice(100, 300))]
         assert all(np.array_equal(g, e) for g, e in zip(got, expect, strict=True))
         assert calls == ([1] if aggregate else [100, 200])
+
+
+@pytest.mark.parametrize("persons", [False, True])
+def test_one_surface_broadcast_to_every_target_gives_the_bits_of_its_copies(persons):
+    """A batch broadcast from one published surface (stride 0 along the users) is analysed once and gives,
+    bit for bit, what the same surface copied for every target gives, for users and for persons."""
+    gen = rng(6, "attack-broadcast")
+    peaks = gen.uniform(-2.5, 2.5, size=(5, 2))
+    surface = kde.kernel_surfaces(peaks, GRID.x, GRID.y, 0.3).sum(axis=0) + 0.2 * np.sin(GRID.x)[:, None]
+    true = gen.uniform(-2.9, 2.9, size=(40, 2))
+    if persons:
+        true = attack.PersonTargets([true[k : k + 2] for k in range(0, 40, 2)])
+    n = len(true)
+    shared = attack.local_maxima_batch(np.broadcast_to(surface, (n, *surface.shape)), GRID, true)
+    copied = attack.local_maxima_batch(np.repeat(surface[None], n, axis=0), GRID, true)
+    assert shared.keys() == copied.keys()
+    assert all(np.array_equal(shared[k], copied[k]) for k in copied)
+    assert np.unique(shared["n_maxima"]).size == 1 and shared["n_maxima"][0] > 1  # several maxima, shared

@@ -62,6 +62,32 @@ def test_every_config_that_reads_data_has_a_data_free_variant():
         assert outline(variant) == outline(shipped), name
 
 
+def test_every_density_experiment_releases_each_setting_at_least_three_times():
+    """A recommendation rests on R >= 3 independent releases of every setting (issue 38): the default
+    config and every shipped config with a density experiment."""
+    for path in [ROOT / "config.yaml", *SHIPPED]:
+        for name, experiment in yaml.safe_load(path.read_text()).get("experiments", {}).items():
+            assert experiment.get("reps", 1) >= 3, f"{path.name}: experiments.{name}.reps"
+
+
+def test_the_default_config_gives_every_trust_model_a_curve():
+    """At least three privacy settings per trust model in the default run, and three epsilons for each
+    central and distributed mechanism, so no trust model's frontier is a single point."""
+    from locpriv import mechanisms
+
+    levels = {}
+    for experiment in yaml.safe_load((ROOT / "config.yaml").read_text())["experiments"].values():
+        for name, params in experiment["mechanisms"].items():
+            trust = mechanisms.get(name).trust_model
+            values = {k: v if isinstance(v, list) else [v] for k, v in params.items() if k in ("epsilon", "B")}
+            settings = {(name, k, v) for k, vs in values.items() for v in vs} or {(name,)}
+            levels.setdefault(trust, set()).update(settings)
+            if trust in ("central", "distributed"):
+                assert len(settings) >= 3, name
+    assert sorted(levels) == ["central", "distributed", "local", "none"]
+    assert all(len(found) >= 3 for found in levels.values()), levels
+
+
 def test_the_stand_in_data_is_what_make_data_writes(tmp_path):
     """The committed stand-ins are reproducible from .test/make_data.py (and nothing else is in .test/data)."""
     shutil.copy(TEST_DIR / "make_data.py", tmp_path / "make_data.py")

@@ -106,6 +106,14 @@ def _per_user_mean(user: np.ndarray, values: np.ndarray, weights: np.ndarray | N
     )
 
 
+def _per_user(found: tuple[np.ndarray, ...], n: int) -> tuple[np.ndarray, ...]:
+    """np.nonzero's (user, i, j) of one surface repeated for ``n`` users (n = 0: as found)."""
+    if not n:
+        return found
+    _, i, j = found
+    return np.repeat(np.arange(n), len(i)), np.tile(i, n), np.tile(j, n)
+
+
 def local_maxima_batch(surfaces: np.ndarray, grid: Grid, true_xy, ratio: float = 1.1) -> dict[str, np.ndarray]:
     """Z, best-guess error and maxima count for a batch of surfaces (n, P, Q).
 
@@ -122,18 +130,23 @@ def local_maxima_batch(surfaces: np.ndarray, grid: Grid, true_xy, ratio: float =
     if ratio < 1:
         raise ValueError(f"attack ratio must be >= 1, got {ratio}")
     n = surfaces.shape[0]
-    emax = surfaces.reshape(n, -1).max(axis=1)
+    # one surface broadcast to every user (an aggregate-only release, ``stages.attack._surfaces_of``): its
+    # maxima are found once and repeated per user, the index arrays np.nonzero gives on the whole batch
+    shared = n > 1 and surfaces.strides[0] == 0
+    analysed = surfaces[:1] if shared else surfaces
+    m = analysed.shape[0]
+    emax = analysed.reshape(m, -1).max(axis=1)
     positive = emax > 0
     thr = np.where(positive, emax / ratio, emax * ratio)
-    keep = surfaces >= maximum_filter(surfaces, size=(1, 3, 3), mode="nearest")
-    keep &= surfaces >= thr[:, None, None]
-    u, i, j = np.nonzero(keep)
-    weights = np.where(positive[u], surfaces[u, i, j], 1.0)
+    keep = analysed >= maximum_filter(analysed, size=(1, 3, 3), mode="nearest")
+    keep &= analysed >= thr[:, None, None]
+    u, i, j = _per_user(np.nonzero(keep), n if shared else 0)
+    weights = np.where(positive[0 if shared else u], surfaces[u, i, j], 1.0)
     dist = target_distance(true_xy, u, grid.x[i], grid.y[j])
     Z = _per_user_mean(u, dist, weights, n)
 
-    scale = np.maximum(np.abs(surfaces).reshape(n, -1).max(axis=1), np.finfo(float).tiny)
-    tu, ti, tj = np.nonzero(surfaces >= (emax - 1e-12 * scale)[:, None, None])
+    scale = np.maximum(np.abs(analysed).reshape(m, -1).max(axis=1), np.finfo(float).tiny)
+    tu, ti, tj = _per_user(np.nonzero(analysed >= (emax - 1e-12 * scale)[:, None, None]), n if shared else 0)
     guess = np.stack([_per_user_mean(tu, grid.x[ti], None, n), _per_user_mean(tu, grid.y[tj], None, n)], axis=1)
     return {
         "Z": Z,
