@@ -187,7 +187,7 @@ def test_table_ranks_within_each_trust_model_and_says_when_none_reaches_a_level(
     assert (table["utility_metric"] == "spearman").all() and (table["privacy_metric"] == "p10").all()
     # one row per dataset x N x trust model x level
     assert len(best) == 3 * 4 and best.index.is_unique
-    assert (table["reps"].dropna() >= 2).all()
+    assert (table["reps"] >= 2).all()  # every row, an empty answer too, says on how many releases it rests
 
 
 def test_a_setting_that_qualifies_in_one_release_of_three_does_not_qualify():

@@ -472,7 +472,9 @@ def table(
                 candidates = reach[reach["above_floor"].fillna(True).astype(bool)]
                 if candidates.empty:
                     note = NO_SETTING if reach.empty else BELOW_FLOOR
-                    rows.append({**at, "row": "best_at_level", "mechanism": "", "setting": "", "note": note})
+                    # reps: the trust model's fewest releases, what the empty answer rests on
+                    empty = {"mechanism": "", "setting": "", "note": note, "reps": part["reps"].min()}
+                    rows.append({**at, "row": "best_at_level", **empty})
                     continue
                 # best mean utility; among equals the more private, then by name (a stable choice)
                 sign = _oriented(privacy)[1]
