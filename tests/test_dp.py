@@ -316,6 +316,8 @@ def test_a_guarantee_says_its_bound_under_every_relation_it_states():
     metric = Guarantee("geo-ind", 0.5, 0.0, "metric: Euclidean distance in km", "each location")
     assert metric.describe() == "ε = 0.5 per km (metric: Euclidean distance in km)"
     assert metric.describe("m").startswith("ε = 0.5 per m")
+    unnamed = Guarantee("geo-ind", 5.0, 0.0, "metric: Euclidean distance in distance units of the dataset", "x")
+    assert unnamed.describe().startswith("ε = 5 per distance unit (metric")
     approx = Guarantee("DP", 1.0, 1e-6, "add/remove one user", "all")
     assert approx.describe() == "ε = 1, δ = 1e-06 (add/remove one user)"
     assert get("sldp")(epsilon=2).guarantee().describe() == "no proof: none proven (per_child split rule)"

@@ -100,7 +100,14 @@ class Guarantee:
         if not relation.startswith("metric"):
             return f"ε = {epsilon:g}{delta} ({relation})"
         named = unit or (relation.rsplit(" in ", 1)[1] if " in " in relation else "")
-        per = "domain unit" if named in ("", "1", "domain units") else named
+        # a mechanism built without the dataset's unit names it "distance units of the dataset"
+        per = (
+            "domain unit"
+            if named in ("", "1", "domain units")
+            else "distance unit"
+            if "of the dataset" in named
+            else named
+        )
         return f"ε = {epsilon:g} per {per}{delta} ({relation})"
 
     def as_dict(self) -> dict:
