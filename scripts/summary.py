@@ -1,5 +1,5 @@
 from locpriv.smk import logged, optional_input
-from locpriv.stages.metrics import runs_table, summary
+from locpriv.stages.metrics import attacked_users, runs_table, summary
 
 with logged(snakemake):
     summary(
@@ -9,3 +9,8 @@ with logged(snakemake):
         audit_table=optional_input(snakemake, "audit"),
     )
     runs_table(summary_parquet=snakemake.output.parquet, units=snakemake.params.units, out_csv=snakemake.output.runs)
+    attacked_users(
+        metric_paths=list(snakemake.input.metrics),
+        attack_paths=list(snakemake.input.attacks),
+        out_parquet=snakemake.output.users,
+    )

@@ -302,3 +302,31 @@ def test_discrete_gaussian_follows_its_law_with_power():
     assert ((wide - expected) ** 2 / expected).sum() > crit
     # sigma = 0 releases the value itself; the support is all integers for any sigma > 0
     assert not discrete_gaussian(np.zeros(5), r).any()
+
+
+def test_a_guarantee_says_its_bound_under_every_relation_it_states():
+    from locpriv.datasets.persons import person_guarantee_words
+    from locpriv.mechanisms import get
+
+    # PrivTree(epsilon=1): a replace-one 2 and an add/remove 1; its repr cannot be read as "epsilon 1" alone
+    tree = get("privtree")(epsilon=1).guarantee()
+    words = "ε = 2 (replace one user's location (n is public)); ε = 1 (add/remove one user)"
+    assert tree.describe() == words and repr(tree).startswith(f"Guarantee<{words}>(model=")
+    assert "epsilon=" not in repr(tree)  # the bare number is not repeated without its relation
+    metric = Guarantee("geo-ind", 0.5, 0.0, "metric: Euclidean distance in km", "each location")
+    assert metric.describe() == "ε = 0.5 per km (metric: Euclidean distance in km)"
+    assert metric.describe("m").startswith("ε = 0.5 per m")
+    unnamed = Guarantee("geo-ind", 5.0, 0.0, "metric: Euclidean distance in distance units of the dataset", "x")
+    assert unnamed.describe().startswith("ε = 5 per distance unit (metric")
+    approx = Guarantee("DP", 1.0, 1e-6, "add/remove one user", "all")
+    assert approx.describe() == "ε = 1, δ = 1e-06 (add/remove one user)"
+    assert get("sldp")(epsilon=2).guarantee().describe() == "no proof: none proven (per_child split rule)"
+    assert no_guarantee("reveals the location").describe() == "no proof"
+    assert tree.leaked("the true n").describe() == "no proof: voided by the true n"
+    # a person: the cap times the row's epsilon, or unbounded without a cap
+    row = Guarantee("LDP", 2.0, 0.0, "any two inputs (local)", "one location")
+    eps, text = person_guarantee_words(row, 50)
+    assert eps == 100 and text == "one person, up to 50 rows: ε = 100 (each row: ε = 2 (any two inputs (local)))"
+    eps, text = person_guarantee_words(row, None)
+    assert math.isinf(eps) and text.startswith("one person: unbounded (no cap on a person's rows")
+    assert person_guarantee_words(approx, 5) == (None, "no proof: (ε, δ) per row, not scaled to persons")

@@ -139,7 +139,19 @@ def test_palette_keeps_a_dozen_mechanisms_apart():
     assert _closest_pair(plt.get_cmap("tab20").colors) < 13  # the measure sees tab20's near pairs
     assert _closest_pair(figures.PALETTE[:12]) > 24
     assert _closest_pair(figures.PALETTE[:16]) > 21 and _closest_pair(figures.PALETTE) > 17
-    assert figures.colours(["b", "a", "b"]) == {"a": figures.PALETTE[0], "b": figures.PALETTE[1]}
+
+
+def test_a_mechanism_has_one_colour_in_every_figure_of_every_config():
+    from locpriv.mechanisms import builtin_names
+
+    alone = figures.mechanism_colours(["zero"])
+    every = figures.mechanism_colours(builtin_names())
+    assert alone["zero"] == every["zero"] and alone == every  # the config's mechanisms do not matter
+    assert len(set(every.values())) == len(every)  # the built-in ones all apart
+    with_plugins = figures.mechanism_colours(["zero", "my_plugin", "another"])
+    free = figures.PALETTE[len(every) : len(every) + 2]
+    assert (with_plugins["another"], with_plugins["my_plugin"]) == free  # the next free colours, sorted
+    assert with_plugins["zero"] == every["zero"]
 
 
 def test_labels_of_a_crowded_cluster_do_not_overlap():
@@ -189,10 +201,13 @@ def _summary(path):
     for dataset, side in (("gauss9", 6.0), ("octagon8", 12.0)):
         for n in (1000, 20000):
             for mech, trust in MECHANISMS.items():
-                for setting in settings.get(mech, [{"epsilon": 2}]):
+                for setting, rep in ((s, r) for s in settings.get(mech, [{"epsilon": 2}]) for r in range(3)):
                     err = rng.uniform(0, 0.3 * side)
                     values = {
                         "spearman": rng.uniform(0, 1),
+                        "ise": rng.uniform(0, 0.1),
+                        "range_mre": rng.uniform(0, 1),
+                        "hotspot_recall": rng.uniform(0, 1),
                         "spearman_pooled": rng.uniform(0, 1),
                         "privacy_Z": rng.uniform(0, side / 2),
                         "answered": 1.0,
@@ -200,16 +215,21 @@ def _summary(path):
                         "informed_expected_error": err,
                         "informed_guess_error": err,
                         "informed_hit_r": 0.1,
+                        "informed_p10_error": err / 2,
+                        "informed_exposed": rng.uniform(0, 1),
+                        "prior_expected_error": 0.3 * side,
+                        "prior_p10_error": 0.15 * side,
                         "bayes_expected_error": err * 1.2,
                         "bayes_guess_error": err,
                         "bayes_hit_r": 0.1,
+                        "guarantee_epsilon": float(setting.get("epsilon", np.nan)),
                     }
                     for metric, value in values.items():
                         rows.append(
                             {
                                 "dataset": dataset,
                                 "mechanism": mech,
-                                "rep": 0,
+                                "rep": rep,
                                 "n": n,
                                 "trust_model": trust,
                                 "epsilon": float(setting.get("epsilon", np.nan)),
@@ -245,6 +265,11 @@ def test_summary_figures_follow_the_rules(tmp_path, saved, name):
     )
     (fig,) = saved
     assert figures.problems(fig) == []
+    if name == "tradeoff":  # each mechanism in its fixed colour, its curves told apart by line style
+        fixed = figures.mechanism_colours([])
+        lines = [line for line in fig.axes[0].lines if line.get_label().startswith(("rff", "laplace_ldp", "zero"))]
+        assert {line.get_label().split()[0] for line in lines} == {"rff", "laplace_ldp", "zero"}
+        assert all(line.get_color() == fixed[line.get_label().split()[0]] for line in lines)
     if name == "metrics_vs_n":
         # one row per mechanism setting on the y axis, not a line per setting against N
         ax = fig.axes[0]
@@ -253,11 +278,17 @@ def test_summary_figures_follow_the_rules(tmp_path, saved, name):
 
 
 def test_frontier_figure_follows_the_rules(tmp_path, saved):
-    pts = frontier.points(pd.read_parquet(_summary(tmp_path / "s.parquet")), "spearman")
-    levels = {"gauss9": {"10 % of side": 0.6, "25 % of side": 1.5}, "octagon8": {"10 % of side": 1.2}}
-    frontier.plot(pts, "spearman", levels, UNITS, "x.png", 50)
+    pts = frontier.points(frontier.releases(pd.read_parquet(_summary(tmp_path / "s.parquet"))))
+    levels = frontier.levels_of(pts, frontier.settings({}), {})
+    frontier.plot(pts, list(frontier.UTILITIES), levels, UNITS, "x.png", 50)
     (fig,) = saved
-    assert figures.problems(fig) == [] and len(fig.axes) == 4
+    assert figures.problems(fig) == [] and len(fig.axes) == 4 * 4  # four tasks x two datasets x two N
+    # the numbers beside the points never overlap one another within a panel
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        boxes = [figures.text_box(t, renderer) for t in ax.texts if not t.get_text().startswith("L")]
+        assert len(boxes) == len(pts) // 4
+        assert all(figures._overlap(a, b) == 0 for i, a in enumerate(boxes) for b in boxes[i + 1 :])
 
 
 def test_surfaces_and_rff_illustrations_follow_the_rules(tmp_path, saved):

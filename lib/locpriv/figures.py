@@ -64,10 +64,16 @@ PALETTE = (
 _UNIT = re.compile(r"\[[^\]]+\]|\([^)]+\)")
 
 
-def colours(names) -> dict:
-    """One palette colour per name, in sorted order (the same names get the same colours in
-    every figure); more than 24 names reuse colours."""
-    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(sorted(set(names)))}
+def mechanism_colours(names) -> dict:
+    """One colour per mechanism, the same in every figure of every config: the built-in mechanisms
+    take the palette in the order of their sorted names, whether a config runs them or not; other
+    names (plugins) take the next free colours, in sorted order."""
+    from .mechanisms import builtin_names
+
+    builtin = builtin_names()
+    fixed = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(builtin)}
+    others = sorted(set(names) - set(fixed))
+    return {**fixed, **{name: PALETTE[(len(builtin) + i) % len(PALETTE)] for i, name in enumerate(others)}}
 
 
 def save(fig, path, dpi: int) -> None:

@@ -95,7 +95,7 @@ def metrics_vs_n(*, summary_path: str, out_png: str, settings: dict) -> None:
         )
     wide["variant"] = _variants(wide, params)
     datasets = sorted(wide["dataset"].unique())
-    colours = figures.colours(wide["mechanism"])
+    colours = figures.mechanism_colours(wide["mechanism"])
     variants = sorted(wide["variant"].unique(), key=_natural)
     ns = sorted(wide["n_users"].unique())
     sizes = dict(zip(ns, np.linspace(30, 70, len(ns)), strict=True))
@@ -232,6 +232,10 @@ def _mean_by(frame: pd.DataFrame, key: str) -> pd.DataFrame:
     return out.sort_index()
 
 
+# the line styles of one mechanism's curves over another swept parameter (its colour is fixed)
+CURVE_STYLES = ("-", "--", ":", "-.")
+
+
 def tradeoff(*, summary_path: str, out_png: str, settings: dict) -> None:
     """[RFF-KDE] Fig. 10-12: Spearman against privacy score Z, one panel per dataset and N.
 
@@ -249,6 +253,7 @@ def tradeoff(*, summary_path: str, out_png: str, settings: dict) -> None:
         len(datasets), ncol, figsize=(4.6 * ncol + 3.2, 4.0 * len(datasets)), squeeze=False, layout="constrained"
     )
     labels = []  # (axes, x, y, text, colour): placed once the layout is final
+    colours = figures.mechanism_colours(wide["mechanism"])
     for r, ds in enumerate(datasets):
         ns = [n for ds2, n in cells if ds2 == ds]
         unit = units.long_name(settings.get("units", {}).get(ds, ""))
@@ -257,23 +262,22 @@ def tradeoff(*, summary_path: str, out_png: str, settings: dict) -> None:
                 fig.delaxes(ax)
                 continue
             sub = wide[(wide["dataset"] == ds) & (wide["n_users"] == ns[c])]
-            for mech, key, style in (
-                ("rff", "B", "o-"),
-                ("geoind", "epsilon", "s--"),
-                ("laplace_ldp", "epsilon", "^:"),
-            ):
+            for mech, key, marker in (("rff", "B", "o"), ("geoind", "epsilon", "s"), ("laplace_ldp", "epsilon", "^")):
                 grp = sub[sub["mechanism"] == mech]
                 if grp.empty:
                     continue
-                # other swept parameters (e.g. h) give separate curves
+                # other swept parameters (e.g. h) give separate curves: one colour per mechanism, a line style each
                 varied = [p for p in params if p not in (key, "n") and grp[p].map(_plain).nunique() > 1]
-                for values, part in grp.groupby(varied, sort=True, dropna=False) if varied else [((), grp)]:
+                curves = grp.groupby(varied, sort=True, dropna=False) if varied else [((), grp)]
+                for k, (values, part) in enumerate(curves):
                     mean = _mean_by(part, key)
                     label = ", ".join(f"{p}={_plain(v)}" for p, v in zip(varied, np.atleast_1d(values), strict=True))
                     (line,) = ax.plot(
                         mean["privacy_Z"],
                         mean[UTILITY],
-                        style,
+                        marker=marker,
+                        ls=CURVE_STYLES[k % len(CURVE_STYLES)],
+                        color=colours[mech],
                         ms=4,
                         label=f"{mech} over {key}" + (f" ({label})" if label else ""),
                     )
@@ -283,7 +287,9 @@ def tradeoff(*, summary_path: str, out_png: str, settings: dict) -> None:
             for mech, marker in (("fedkde", "*"), ("zero", "X")):
                 grp = sub[sub["mechanism"] == mech]
                 if not grp.empty:
-                    ax.plot(grp["privacy_Z"].mean(), grp[UTILITY].mean(), marker, ms=10, label=mech)
+                    ax.plot(
+                        grp["privacy_Z"].mean(), grp[UTILITY].mean(), marker, color=colours[mech], ms=10, label=mech
+                    )
             ax.set(
                 title=f"{ds}, N = {int(ns[c])}",
                 xlabel=f"privacy score Z [{unit}]  (more private →)",

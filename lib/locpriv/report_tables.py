@@ -91,7 +91,14 @@ def table_html(frame: pd.DataFrame, title: str = "") -> str:
 def write_html(frame: pd.DataFrame, path, title: str = "", fragment: bool = False) -> None:
     """``frame`` as an HTML table: a whole page, or (``fragment``) the style and table alone, to
     embed in the report's first page."""
-    table = (LANDING_STYLE if fragment else "") + STYLE + "\n" + table_html(frame, title)
+    write_html_tables([(frame, title)], path, fragment)
+
+
+def write_html_tables(tables: list[tuple[pd.DataFrame, str]], path, fragment: bool = False) -> None:
+    """Several (frame, title) tables, one below the other, as :func:`write_html` writes one."""
+    body = "\n".join(table_html(frame, title) for frame, title in tables)
+    table = (LANDING_STYLE if fragment else "") + STYLE + "\n" + body
+    title = tables[0][1] if tables else ""
     text = (
         table
         if fragment

@@ -401,6 +401,7 @@ TABLES = {  # table: its report section, page title and csv_to_html's options
         "options": {
             "settings": True,
             "last": [
+                "guarantee",
                 "epsilon_relation",
                 "epsilon_model",
                 "epsilon_non_private_inputs",

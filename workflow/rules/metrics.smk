@@ -4,6 +4,7 @@
 rule summary:
     input:
         metrics=run_targets("metrics.parquet"),
+        attacks=run_targets("attack-bayes.parquet"),
         audit=audit_summary_input,
     output:
         # update(): Snakemake keeps the previous summary and restores it if this job fails
@@ -11,6 +12,8 @@ rule summary:
         csv=update(results("summary/metrics.csv")),
         # the report shows runs.csv as summary/runs.html (rule table_html)
         runs=update(results("summary/runs.csv")),
+        # one row per run and attacked user: what the frontier's exposed and p10 summarise
+        users=update(results("summary/attacked_users.parquet")),
     log:
         logs("summary.log"),
     benchmark:

@@ -44,6 +44,22 @@ def person_level_epsilon(record_eps: float | None, cap: int | None, rows_covered
     return float(math.ceil(cap / rows_covered)) * float(record_eps)
 
 
+def person_guarantee_words(record, cap: int | None, rows_covered: int = 1) -> tuple[float | None, str]:
+    """The person-level epsilon of ``record`` (a ``dp.Guarantee``) and the promise in words.
+
+    ("one person, up to 50 rows: ε = 100 (each row: ε = 2 (any two inputs (local)))"); without a
+    cap "one person: unbounded (...)" and epsilon inf; "no proof" where the record proves no pure
+    epsilon (none at all, or a delta, which :func:`person_level_epsilon` does not scale).
+    """
+    eps = person_level_epsilon(record.epsilon if not record.delta else None, cap, rows_covered)
+    if eps is None:
+        return None, record.describe() if record.epsilon is None else "no proof: (ε, δ) per row, not scaled to persons"
+    each = f"each row: {record.describe()}"
+    if cap is None:
+        return eps, f"one person: {'unbounded' if math.isinf(eps) else 'ε = 0'} (no cap on a person's rows; {each})"
+    return eps, f"one person, up to {cap} rows: ε = {eps:g} ({each})"
+
+
 def cap_rows(persons: np.ndarray, cap: int, rng: np.random.Generator) -> np.ndarray:
     """Mask keeping at most ``cap`` rows of each person, a uniform random subset of theirs.
 

@@ -74,6 +74,42 @@ class Guarantee:
                 f"guarantee timing must be dp.TIMING_BATCH, dp.TIMING_FIXED_WORK or None, got {self.timing!r}"
             )
 
+    def __repr__(self) -> str:
+        # the bound under every stated relation first: "epsilon=4" alone reads as the add/remove cost
+        fields = ", ".join(
+            f"{k}={v!r}" for k, v in self.as_dict().items() if k not in ("epsilon", "delta", "other_relations")
+        )
+        return f"Guarantee<{self.describe()}>({fields})"
+
+    def describe(self, unit: str | None = None) -> str:
+        """The promise in words: the bound under each relation the record states, its own first.
+
+        "ε = 4 (replace one user's location (n is public)); ε = 2 (add/remove one user)" for
+        PrivTree(epsilon=2); a metric record's epsilon is per unit of distance ("ε = 1 per km
+        (metric: ...)"; ``unit`` names it, default the unit the relation names); "no proof: <model>"
+        where no epsilon holds.  The frontier's ``guarantee`` column and ``runs.csv`` show this text.
+        """
+        if self.epsilon is None:
+            why = self.non_private_inputs and f"voided by {self.non_private_inputs}"
+            return f"no proof: {why or self.model}" if (why or self.model != "none") else "no proof"
+        bounds = [(self.relation, self.epsilon), *self.other_relations.items()]
+        return "; ".join(self._bound(relation, eps, unit) for relation, eps in bounds)
+
+    def _bound(self, relation: str, epsilon: float, unit: str | None) -> str:
+        delta = f", δ = {self.delta:.3g}" if self.delta else ""
+        if not relation.startswith("metric"):
+            return f"ε = {epsilon:g}{delta} ({relation})"
+        named = unit or (relation.rsplit(" in ", 1)[1] if " in " in relation else "")
+        # a mechanism built without the dataset's unit names it "distance units of the dataset"
+        per = (
+            "domain unit"
+            if named in ("", "1", "domain units")
+            else "distance unit"
+            if "of the dataset" in named
+            else named
+        )
+        return f"ε = {epsilon:g} per {per}{delta} ({relation})"
+
     def as_dict(self) -> dict:
         """The record for files; ``trust_model`` and ``timing`` only where stated, so the studies' records
         keep their bytes."""

@@ -15,7 +15,7 @@ import pkgutil
 from .. import plugins
 from .base import REGISTRY, Mechanism
 
-__all__ = ["Mechanism", "get", "names"]
+__all__ = ["Mechanism", "builtin_names", "get", "names"]
 
 
 def _builtin_modules() -> set[str]:
@@ -49,3 +49,10 @@ def names() -> list[str]:
     """Every registered mechanism's name (built-in and from the configured plugins)."""
     _load_all()
     return sorted(REGISTRY)
+
+
+def builtin_names() -> list[str]:
+    """The built-in mechanisms' names (sorted), without the plugins': the figures' fixed colours."""
+    for module in sorted(_builtin_modules()):
+        importlib.import_module(f"{__name__}.{module}")
+    return sorted(name for name, cls in REGISTRY.items() if cls.__module__.startswith(f"{__name__}."))

@@ -35,6 +35,8 @@ BAYES_COLUMNS = {
     **bayes.RESULT_COLUMNS,
     **{f"informed_{c}": t for c, t in bayes.RESULT_COLUMNS.items() if c != "user"},
     "informed_max_log_ratio": "float64",
+    "prior_expected_error": "float64",
+    "prior_hit_r": "float64",
 }
 
 
@@ -426,7 +428,8 @@ def bayes_attack(
     invariant statistic comes from the person's rows all placed at one location
     (``Mechanism.informed_person_log_likelihood`` where a mechanism has one).  A release that tells the population
     adversary nothing (``Mechanism.population_learns_nothing``) has the prior as every posterior,
-    formed once (``bayes.prior_attack``).
+    formed once (``bayes.prior_attack``).  ``prior_expected_error``, ``prior_hit_r``: the no-information
+    adversary's (the prior as every posterior) on the same targets, the frontier's reference.
     """
     mech = configured(run, bandwidth_json)
     grid = load_grid(grid_path)
@@ -492,6 +495,13 @@ def bayes_attack(
     else:
         informed_result = bayes_adversary(targets, batch, informed_adversary, prior, grid, radius)[0]
     columns = {f"informed_{c}": informed_result[c].to_numpy() for c in bayes.RESULT_COLUMNS if c != "user"}
+    # the no-information adversary (the prior alone) on the same targets: the frontier's levels are
+    # fractions of its error, so "more private" means "closer to knowing nothing"
+    prior_only = (
+        result
+        if mech.population_learns_nothing
+        else bayes.prior_attack(prior, grid, _ids(targets), targets.truth, radius, batch)
+    )
     if targets.owner is None:
         columns["informed_max_log_ratio"] = row_stat
         person_stat = None
@@ -500,6 +510,8 @@ def bayes_attack(
         metric = record.relation.startswith("metric")  # metric: the per-row Lipschitz constants add up
         person_stat = np.bincount(targets.owner, weights=row_stat) if metric else informed_range
         columns["informed_max_log_ratio_person"] = person_stat
+    columns["prior_expected_error"] = prior_only["expected_error"].to_numpy()
+    columns["prior_hit_r"] = prior_only["hit_r"].to_numpy()
     meta["informed_epsilon_person"] = _check_invariant(mech, run, record, targets, row_stat, person_stat, meta_json)
     out = pd.concat([result, pd.DataFrame(columns)], axis=1)
     io.write_parquet(_with_ids(out, targets), out_attack, metadata=meta)

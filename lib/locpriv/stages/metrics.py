@@ -7,7 +7,7 @@ import pandas as pd
 
 from .. import io, metrics
 from .. import units as lpunits
-from ..datasets.persons import person_level_epsilon
+from ..datasets.persons import person_guarantee_words
 from .prepare import load_grid
 from .run import configured, n_users_of
 from .utility import read_workload
@@ -60,6 +60,7 @@ def run_metrics(
         "comm_per_user": mech.communication(grid),
         "n_users": float(est["density"].attrs["n_users"]),
         "guarantee_epsilon": float("nan") if g.epsilon is None else float(g.epsilon),
+        "guarantee_delta": float("nan") if g.epsilon is None else float(g.delta or 0.0),
     }
     # the run's noise check (``audit.noise``, made by the attack job): NaN where none is made
     checked = io.read_parquet_metadata(bayes_path).get("noise_check") or {}
@@ -70,8 +71,9 @@ def run_metrics(
     ):
         values[metric] = float(checked.get(key, nan))
     meta = io.read_json(meta_json)
+    words = g.describe()
     if "persons" in meta:  # rows come from fewer people: the person-level epsilon beside the row-level one
-        person = person_level_epsilon(g.epsilon if not g.delta else None, meta.get("person_cap"), mech.person_reports)
+        person, words = person_guarantee_words(g, meta.get("person_cap"), mech.person_reports)
         values["guarantee_epsilon_person"] = nan if person is None else person
     if "h" in mech.settings:
         values["bandwidth"] = float(mech.settings["h"])
@@ -86,6 +88,7 @@ def run_metrics(
         rows[k] = v
     for k in ("model", "relation", "non_private_inputs"):  # what guarantee_epsilon means
         rows[f"guarantee_{k}"] = getattr(g, k)
+    rows["guarantee_words"] = words  # the promise in words (the person's on person data)
     io.write_parquet(rows, out_metrics, metadata={"range_workload_sha256": workload_sha})
 
 
@@ -99,23 +102,50 @@ def _utility_and_bayes(
     bayes: pd.DataFrame,
 ) -> dict[str, float]:
     """The shared utility metrics (NaN for a refused query), the Bayes adversaries' means (population:
-    ``bayes_*``, informed: ``informed_*``) and the informed adversary's invariant statistic, the largest
-    over the attacked users (``informed_max_log_ratio``, beside ``guarantee_epsilon``; with persons
-    also ``informed_max_log_ratio_person``, beside ``guarantee_epsilon_person``)."""
+    ``bayes_*``, informed: ``informed_*``, the no-information adversary who knows only the prior:
+    ``prior_*``) with their tails (:func:`tail`) and the informed adversary's invariant statistic, the
+    largest over the attacked users (``informed_max_log_ratio``, beside ``guarantee_epsilon``; with
+    persons also ``informed_max_log_ratio_person``, beside ``guarantee_epsilon_person``)."""
     nan = float("nan")
+    adversaries = [("bayes", ""), ("informed", "informed_")]
+    adversaries += [("prior", "prior_")] if "prior_expected_error" in bayes else []
     values = {
         "range_mre": nan if dens is None else metrics.range_mre(dens, truth_d, grid, queries, int(n_users)),
         "hotspot_recall": nan if dens is None else metrics.hotspot_recall(dens, truth_d, int(hotspot_k)),
         **{
             f"{prefix}_{m}": float(bayes[f"{column}{m}"].mean())
-            for prefix, column in (("bayes", ""), ("informed", "informed_"))
+            for prefix, column in adversaries
             for m in ("expected_error", "guess_error", "hit_r")
+            if f"{column}{m}" in bayes
+        },
+        **{
+            f"{prefix}_{m}": v
+            for prefix, column in adversaries
+            for m, v in tail(bayes[f"{column}expected_error"], bayes[f"{column}hit_r"]).items()
         },
         "informed_max_log_ratio": float(bayes["informed_max_log_ratio"].max()),
     }
     if "informed_max_log_ratio_person" in bayes:
         values["informed_max_log_ratio_person"] = float(bayes["informed_max_log_ratio_person"].max())
     return values
+
+
+# the tail of an adversary's per-user results: a user is exposed when at least half of the posterior
+# lies within r of them (hit_r >= EXPOSED_MASS); P10 is the per-user expected error's 10th percentile
+EXPOSED_MASS = 0.5
+P10 = 0.1
+
+
+def tail(expected_error: pd.Series, hit_r: pd.Series) -> dict[str, float]:
+    """``exposed`` (the fraction of attacked users whose posterior puts mass >= 0.5 within r of them)
+    and ``p10_error`` (the error the adversary reaches on the best-located tenth of them): the users
+    a mean error hides.  NaN for a refused query (no attacked user)."""
+    if not len(expected_error):
+        return {"exposed": float("nan"), "p10_error": float("nan")}
+    return {
+        "exposed": float((hit_r.to_numpy() >= EXPOSED_MASS).mean()),
+        "p10_error": float(np.quantile(expected_error.to_numpy(), P10)),
+    }
 
 
 # the main summary's identity columns around the parameter columns (which sit between them, sorted)
@@ -167,6 +197,42 @@ def summary(*, metric_paths: list[str], out_parquet: str, out_csv: str, audit_ta
         table.to_csv(tmp, index=False, float_format="%.10g")
 
 
+# the per-target columns of an attack-bayes file kept in attacked_users.parquet (person files add
+# person and points): each adversary's expected error and posterior mass within r
+ATTACKED_COLUMNS = [
+    "expected_error",
+    "hit_r",
+    "informed_expected_error",
+    "informed_hit_r",
+    "prior_expected_error",
+    "prior_hit_r",
+]
+
+
+def attacked_users(*, metric_paths: list[str], attack_paths: list[str], out_parquet: str) -> None:
+    """Every run's per-target Bayes results in one table: one row per run and attacked user (or person).
+
+    Columns: the run's identity as in the summary (dataset, mechanism, trust_model, rep, its
+    parameters), ``user`` (and ``person``, ``points`` on person data) and :data:`ATTACKED_COLUMNS`
+    (``bayes_*`` as ``expected_error``, ``hit_r``).  ``metric_paths[k]`` is the metrics table of
+    the run whose attack file is ``attack_paths[k]``; the run's identity is read from it.  This is
+    what the frontier's tail statistics (``exposed``, ``p10_error``) summarise, kept so a reader can
+    see which users a setting exposes.
+    """
+    frames = []
+    for metrics_path, attack_path in sorted(zip(metric_paths, attack_paths, strict=True)):
+        ident = io.read_parquet_checked(metrics_path, LEAD + TAIL).iloc[:1]
+        ident = ident.drop(columns=[c for c in ident if c in TAIL or c.startswith("guarantee_")])
+        att = io.read_parquet_checked(attack_path, ["user", *ATTACKED_COLUMNS])
+        att = att[[c for c in ("user", "person", "points") if c in att] + ATTACKED_COLUMNS]
+        frames.append(ident.merge(att, how="cross"))
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*LEAD, "user"])
+    for column in table.columns:  # a parameter some runs lack: text, as in the summary
+        if table[column].dtype == object:
+            table[column] = table[column].map(lambda v: None if pd.isna(v) else str(v))
+    io.write_parquet(table, out_parquet)
+
+
 # Units of the tidy metrics, "{u}" standing for the dataset's distance unit; metrics not listed keep
 # their bare name.
 METRIC_UNITS = {
@@ -181,6 +247,14 @@ METRIC_UNITS = {
     "informed_expected_error": "{u}",
     "informed_guess_error": "{u}",
     "informed_hit_r": "probability",
+    "informed_p10_error": "{u}",
+    "informed_exposed": "fraction of users",
+    "bayes_p10_error": "{u}",
+    "bayes_exposed": "fraction of users",
+    "prior_expected_error": "{u}",
+    "prior_p10_error": "{u}",
+    "prior_exposed": "fraction of users",
+    "guarantee_delta": "probability",
     "informed_max_log_ratio": "nats, per {u} if metric",
     "informed_max_log_ratio_person": "nats, per {u} if metric",
     "noise_check_p": "p-value",
@@ -202,6 +276,10 @@ METRIC_ORDER = [
     "informed_expected_error",
     "informed_guess_error",
     "informed_hit_r",
+    "informed_p10_error",
+    "informed_exposed",
+    "prior_expected_error",
+    "prior_p10_error",
     "informed_max_log_ratio",
     "informed_max_log_ratio_person",
     "bayes_expected_error",
@@ -232,8 +310,10 @@ def runs_table(*, summary_parquet: str, units: dict[str, str], out_csv: str) -> 
     ``units`` maps each dataset to its distance unit; a metric column carries its unit in its name
     (``privacy_Z [m]``), "[distance_unit]" when the datasets' units differ (the ``distance_unit``
     column then says which).  ``epsilon_guaranteed`` is the recorded guarantee's epsilon (empty: no
-    formal DP), for the neighbouring relation ``epsilon_relation`` under ``epsilon_model`` when the
-    summary carries them (``guarantee_relation``, ``guarantee_model``); a parameter column such as
+    formal DP) and ``delta_guaranteed`` its delta, for the neighbouring relation ``epsilon_relation``
+    under ``epsilon_model`` when the summary carries them (``guarantee_relation``, ``guarantee_model``);
+    ``guarantee`` says it in words, with the bound under every relation the record states and, on
+    person data, the person-level one (``Guarantee.describe``); a parameter column such as
     ``epsilon`` is the mechanism's setting, in the units its documentation states.
     """
     tidy = pd.read_parquet(summary_parquet)
@@ -241,20 +321,26 @@ def runs_table(*, summary_parquet: str, units: dict[str, str], out_csv: str) -> 
     info = [c for c in columns if c.startswith("guarantee_")]  # per-run text, not a setting
     params = [c for c in columns if c not in info]
     key = ["dataset", "mechanism", "trust_model", *params]
-    wide = wide.rename(columns={"guarantee_epsilon": "epsilon_guaranteed"})
+    guaranteed = {"guarantee_epsilon": "epsilon_guaranteed", "guarantee_delta": "delta_guaranteed"}
+    wide = wide.rename(columns=guaranteed)
     metrics = [m for m in METRIC_ORDER if m in wide] + sorted(
-        m for m in wide.columns if m not in METRIC_ORDER and m not in (*key, *info, "rep", "epsilon_guaranteed")
+        m for m in wide.columns if m not in METRIC_ORDER and m not in (*key, *info, "rep", *guaranteed.values())
     )
     grouped = wide.groupby(key, sort=True, dropna=False)  # a parameter a mechanism lacks is missing
-    table = grouped[[c for c in ("epsilon_guaranteed", *metrics) if c in wide]].mean()
+    table = grouped[[c for c in (*guaranteed.values(), *metrics) if c in wide]].mean()
     table.insert(0, "reps", grouped["rep"].nunique())
-    if info:
-        table = table.join(grouped[info].first().rename(columns=lambda c: c.replace("guarantee_", "epsilon_")))
+    if info:  # guarantee_words (the promise in words) as "guarantee", the others as epsilon_*
+        named = {c: "guarantee" if c == "guarantee_words" else c.replace("guarantee_", "epsilon_") for c in info}
+        table = table.join(grouped[info].first().rename(columns=named))
     table = table.reset_index()
     named = {ds: lpunits.name(u) for ds, u in units.items()}
     table.insert(2, "distance_unit", table["dataset"].map(named).fillna(lpunits.name("")))
     shared = table["distance_unit"].iloc[0] if table["distance_unit"].nunique() == 1 else "distance_unit"
-    eps = [c for c in ("epsilon_guaranteed", "epsilon_relation", "epsilon_model") if c in table]
+    eps = [
+        c
+        for c in ("epsilon_guaranteed", "delta_guaranteed", "guarantee", "epsilon_relation", "epsilon_model")
+        if c in table
+    ]
     table = table[["dataset", "mechanism", "trust_model", *params, "reps", "distance_unit", *eps, *metrics]]
     table = table.rename(columns={m: f"{m} [{METRIC_UNITS[m].format(u=shared)}]" for m in metrics if m in METRIC_UNITS})
     with io.atomic_path(out_csv) as tmp:
