@@ -22,13 +22,9 @@ import jsonschema
 import pandas as pd
 import yaml
 
-from . import mechanisms, plugins, study
+from . import mechanisms, plugins, sanity, study
+from .errors import ConfigError  # raised by every check here (and by sanity, which imports errors, not config)
 from .params import USERS, explicit_params
-
-
-class ConfigError(ValueError):
-    pass
-
 
 SOURCE_PATH = Path(__file__).resolve().parents[2] / "workflow/schemas/config.source.yaml"
 
@@ -555,8 +551,6 @@ def check_startup(config: dict, workdir: Path | None) -> list[Run]:
         if unusable:
             raise ConfigError("config key '{}': {}".format(*unusable[0]))
         check_dataset_paths(config, workdir)
-    from . import sanity  # here: sanity imports this module
-
     runs = expand_runs(config)
     sanity.check_config(config, runs)  # names that become paths, epsilons that overflow, boxes, n
     return runs

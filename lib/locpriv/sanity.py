@@ -1,7 +1,7 @@
 """What the schema cannot judge alone: values that break a path or a double, data too small
 for the config, and settings that run but give absurd results.
 
-Errors are :class:`~locpriv.config.ConfigError` lines naming the config key, the problem and
+Errors are :class:`~locpriv.errors.ConfigError` lines naming the config key, the problem and
 what is allowed; warnings are lines starting with ``warning:``.  The warning thresholds are
 config keys (``sanity``), so a user who means it can raise them:
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from .config import ConfigError
+from .errors import ConfigError
 
 # Dataset names become folder names and a Snakemake wildcard: the wildcard's own pattern
 DATASET_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
