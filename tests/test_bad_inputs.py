@@ -692,3 +692,26 @@ def test_frontier_levels_are_in_the_dataset_unit():
     assert got["km"] == pytest.approx([0.25, 0.5, 1.0])
     assert got["metres"] == got["lonlat"] == [250.0, 500.0, 1000.0]
     assert got["unitless"] == pytest.approx([4.0, 20.0])  # fractions of the 40-unit shorter side
+
+
+def test_rows_outside_the_box_get_a_box_to_paste_that_works(tmp_path):
+    """Issue 40: a box guessed too small stops the ingest with the data's extent and the boxes keeping
+    99 % and 99.9 % of the rows, in the config's key; pasting the first one, the same command ingests."""
+    import re
+
+    import yaml
+
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    cfg = base(lonlat_bbox=[116.2, 116.4, 39.8, 40.0])
+    code, console = run_case(wd, cfg, {"p.csv": spread(2000)}, BAD_OUT)
+    [line] = [line for line in console.splitlines() if "outside_bbox" in line]
+    assert code != 0 and "Traceback" not in console
+    assert "the rows span lon [" in line and "set datasets.bad.lonlat_bbox to one of these" in line, line
+    boxes = re.findall(r"lonlat_bbox: (\[[^\]]*\]) keeps (\d+\.\d+)% of them", line)
+    assert [float(share) for _, share in boxes] >= [99.0, 99.9] and len(boxes) == 2, line
+    assert "max_dropped_fraction: " in line
+    cfg["datasets"]["bad"]["lonlat_bbox"] = yaml.safe_load(boxes[0][0])
+    code, console = run_case(wd, cfg, {}, BAD_OUT)
+    assert code == 0, console[-2000:]
+    assert [line for line in console.splitlines() if line.startswith("ingest bad: 2000 rows read")]

@@ -15,8 +15,8 @@ import traceback
 
 from .integrity import record_digests
 
-# Console lines of failed jobs (and warnings) are also appended here, so the Snakefile's
-# ``onerror`` / ``onsuccess`` handlers can repeat them as the last lines of the console.
+# Console lines of failed jobs are also appended here, so the console logger knows a job printed its
+# own line; warnings too, so the Snakefile's ``onerror`` / ``onsuccess`` handlers repeat them at the end.
 ERROR_DIGEST = ".snakemake/locpriv-errors.txt"
 WARNING_DIGEST = ".snakemake/locpriv-warnings.txt"
 
@@ -332,11 +332,14 @@ def distrust_restored(workflow) -> list[str]:
 
 
 def closing_lines(open_first: list[str], failed: bool, emit=console) -> None:
-    """The console's last lines (``emit``): this run's warnings, then its errors or the files to open."""
+    """The console's last lines (``emit``): this run's warnings, then the files to open after a success.
+
+    A failed job's line is not repeated: it was printed when the job failed, and the run stops
+    there (issue 40: every data error appeared twice).
+    """
     lines = []
-    for digest in (WARNING_DIGEST, ERROR_DIGEST) if failed else (WARNING_DIGEST,):
-        with contextlib.suppress(OSError), open(digest) as fh:
-            lines += list(dict.fromkeys(fh.read().splitlines()))[-20:]
+    with contextlib.suppress(OSError), open(WARNING_DIGEST) as fh:
+        lines += list(dict.fromkeys(fh.read().splitlines()))[-20:]
     present = [f for f in open_first if os.path.exists(f)]
     if not failed and present:
         lines.append(f"locpriv: done. Open {', '.join(present)}; `snakemake --report report.html` writes the report")
