@@ -149,7 +149,10 @@ rule all:
 # what a user opens first, named on the console's last line: the three files README's "Quick start"
 # names (tests/test_convergence.py holds the two to the same list)
 OPEN_FIRST = (
-    [results(p) for p in ("summary/frontier.csv", "plots/frontier.png", "summary/runs.csv")]
+    [
+        results(p)
+        for p in ("summary/frontier.csv", "plots/frontier.png", "summary/runs.csv")
+    ]
     if RUNS
     else [
         t for targets in STUDY_TARGETS.values() for t in targets if t.endswith(".csv")
