@@ -11,6 +11,7 @@ failing dataset's ingest (or bandwidth) job for real.
 import copy
 import gzip
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -190,7 +191,13 @@ CASES = [
         ["data/p.csv", "outside_bbox 1", "max_dropped_fraction"],
     ),
     ("no-numeric-rows", base(), csv("user,lat,lon\n1,a,b\n2,c,d\n"), "ingest", ["data/p.csv", "none of the 2 rows"]),
-    ("knn-k-above-points", base(knn_k=50), csv(rows(10)), "bandwidth", ["knn_k", "10 points"]),
+    (
+        "knn-k-above-points",
+        base(knn_k=50),
+        csv(rows(10)),
+        "bandwidth",
+        ["datasets.bad.knn_k", "has 10 points", "at most 9", "Fix"],
+    ),
     # --- issue 29: data too small for the config, ids, bandwidth, files ---------------------------
     (
         "n-above-users",
@@ -383,6 +390,13 @@ CASES = [
         ["geoind.epsilon", "at most 700"],
     ),
     (
+        "laplace-epsilon-1e-300",
+        with_mech({"laplace_ldp": {"n": 300, "h": 0.55, "epsilon": 1e-300}}),
+        {},
+        "dry",
+        ["experiments.density.mechanisms.laplace_ldp.epsilon", "1e-300", "at least 1e-06"],
+    ),
+    (
         "laplace-epsilon-1e300",
         with_mech({"laplace_ldp": {"n": 300, "h": 0.55, "epsilon": 1e300}}),
         {},
@@ -465,8 +479,10 @@ def test_bad_input_gives_one_line_and_loses_nothing(shared, name, cfg, files, mo
     try:
         assert proc.returncode != 0
         assert "Traceback" not in console
+        # nor the lines locating the error in the Snakefile (a --dry-run printed them: issue 40)
+        assert not re.search(r'^\s*File ".*", line \d+|Error in file ".*", line \d+', console, re.M)
         lines = [line for line in console.splitlines() if all(w in line for w in words)]
-        assert lines, f"no console line holds all of {words}"
+        assert len(lines) == 1, f"{len(lines)} console lines hold all of {words} (issue 40: once, not twice)"
         if os.environ.get("LOCPRIV_CORPUS_TABLE"):  # the closing note's table: case -> line shown
             with open(os.environ["LOCPRIV_CORPUS_TABLE"], "a") as fh:
                 fh.write(f"| {name} | {mode} | `{lines[-1].strip()}` |\n")
@@ -697,8 +713,6 @@ def test_frontier_levels_are_in_the_dataset_unit():
 def test_rows_outside_the_box_get_a_box_to_paste_that_works(tmp_path):
     """Issue 40: a box guessed too small stops the ingest with the data's extent and the boxes keeping
     99 % and 99.9 % of the rows, in the config's key; pasting the first one, the same command ingests."""
-    import re
-
     import yaml
 
     wd = tmp_path / "wd"
@@ -715,3 +729,15 @@ def test_rows_outside_the_box_get_a_box_to_paste_that_works(tmp_path):
     code, console = run_case(wd, cfg, {}, BAD_OUT)
     assert code == 0, console[-2000:]
     assert [line for line in console.splitlines() if line.startswith("ingest bad: 2000 rows read")]
+
+
+def test_bandwidth_below_a_grid_cell_warns_with_a_value(tmp_path):
+    """Issue 40: h = 0.001 (1 mm on data in metres, 24 x 20 cells of ~1.6 km) runs and scores Spearman 0;
+    the dry run says so in one line naming the key, the threshold and a value to use, and goes on."""
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    code, console = run_case(wd, base({"fedkde": {"n": "all", "h": 0.001}}), {"p.csv": rows(20)}, dry=True)
+    assert code == 0, console[-2000:]
+    [line] = [line for line in console.splitlines() if "grid cell" in line and line.startswith("warning:")]
+    assert "experiments.real.mechanisms.fedkde.h = 0.001 m" in line and "sanity.min_bandwidth_cells" in line
+    assert "set it to at least 1.6e+03 (one cell)" in line, line
