@@ -1,9 +1,11 @@
 """The public Python API: the registered mechanism classes, keyword-only, validated, used by the workflow too."""
 
 import contextlib
+import inspect
 import io
 import json
 import math
+import pydoc
 import re
 import subprocess
 import sys
@@ -155,6 +157,67 @@ def test_defaults_are_filled_and_numbers_cast_on_construction():
     assert type(mech.settings["h"]) is float and type(mech.settings["B"]) is int
     with pytest.raises(TypeError):
         mech.settings["B"] = 3  # read-only
+
+
+NUMPY_TYPES = {"float": (np.float16, np.float32, np.float64, np.int32, np.int64), "int": (np.int32, np.int64, np.uint8)}
+
+
+def _holds(kind, value) -> bool:
+    try:
+        return kind(value).item() == value
+    except OverflowError:
+        return False
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_numpy_scalars_are_numbers_everywhere(name):
+    """Issue 40: every numeric parameter of every mechanism takes numpy's integer and floating scalars as it
+    takes Python's (``for eps in np.array([1, 2, 4])``), cast to the same Python value and object; NaN and
+    inf stay refused and numpy's bool is no number."""
+    cls, given = CLASSES[name], CONFIGS[name]
+    python = cls(**given)
+    numeric = [
+        p for p in cls.params.values() if p.kind in NUMPY_TYPES and isinstance(python.settings[p.name], int | float)
+    ]
+    for p in numeric:
+        value = python.settings[p.name]
+        for kind in NUMPY_TYPES[p.kind]:
+            if not _holds(kind, value):
+                continue  # np.uint8 of 10000, np.float16 of 0.05: not the same number
+            mech = cls(**{**given, p.name: kind(value)})
+            assert mech == python and type(mech.settings[p.name]) is type(value), (p.name, kind)
+        if p.kind == "float":
+            for bad in (np.float64("nan"), np.float32("inf")):
+                with pytest.raises(ValueError, match=f"'{cls.__name__}.{p.name}': .* a finite number"):
+                    cls(**{**given, p.name: bad})
+        with pytest.raises(ValueError, match=f"'{cls.__name__}.{p.name}': .* is not allowed"):
+            cls(**{**given, p.name: np.bool_(True)})
+    assert name == "zero" or numeric  # power: the loop checked something
+
+
+def test_numpy_epsilon_sweep_runs():
+    """The diffprivlib habit the issue quotes: epsilons from a numpy array."""
+    eps = [api.GeoInd(epsilon=e, h=1.0).guarantee().epsilon for e in np.array([1, 2, 4])]
+    assert eps == [1.0, 2.0, 4.0] and all(type(e) is float for e in eps)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_signature_is_the_declared_parameters_keyword_only(name):
+    """Issue 40: inspect.signature and help() show each class's parameters (they showed ``(*args, **params)``):
+    keyword-only, in declaration order, the declared defaults, required where there is none; and the
+    signature's own binding of the smallest configuration builds the same object."""
+    cls = CLASSES[name]
+    sig = inspect.signature(cls)
+    assert list(sig.parameters) == list(cls.params)
+    for p in sig.parameters.values():
+        declared = cls.params[p.name]
+        assert p.kind is p.KEYWORD_ONLY
+        assert p.default == (p.empty if declared.default is None else declared.default)
+    bound = sig.bind(**CONFIGS[name])
+    assert cls(**bound.arguments) == cls(**CONFIGS[name])
+    with pytest.raises(TypeError):
+        sig.bind(1.0)
+    assert str(sig).startswith("(*" if cls.params else "()") and str(sig) in pydoc.render_doc(cls)
 
 
 def test_repr_equality_and_hash_are_by_class_and_parameters():
