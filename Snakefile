@@ -134,7 +134,9 @@ if workflow.is_main_process:
         lpsmk.warn(_line, logger.warning)
 # a live run's outputs may be mid-write: check this config's outputs only when this run is alone
 if workflow.is_main_process and not _other_run and not REPORT_MODE:
-    for _line in lpsmk.remove_damaged(ALL_FILES, view_folders):
+    for _line in lpsmk.remove_temporaries(RESULTS) + lpsmk.remove_damaged(
+        ALL_FILES, view_folders
+    ):
         logger.info(_line)
     check_users_kept()
 

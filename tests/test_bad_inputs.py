@@ -741,3 +741,26 @@ def test_bandwidth_below_a_grid_cell_warns_with_a_value(tmp_path):
     [line] = [line for line in console.splitlines() if "grid cell" in line and line.startswith("warning:")]
     assert "experiments.real.mechanisms.fedkde.h = 0.001 m" in line and "sanity.min_bandwidth_cells" in line
     assert "set it to at least 1.6e+03 (one cell)" in line, line
+
+
+def test_temporaries_a_killed_run_left_are_removed_by_the_next(tmp_path):
+    """Issue 40: kill -9 mid-write left 0-byte results/plots/.*.png.*.tmp files that survived every later
+    run.  Planted as a killed writer leaves them (a file and a folder, names as locpriv.io makes them), the
+    next run removes them with one line and touches nothing else."""
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    write_config(wd, TINY)
+    run_snakemake(wd, "--cores", "1", GOOD)
+    (wd / "results/plots").mkdir(parents=True)
+    left = [wd / "results/plots/.frontier.png.k2j9x1.tmp", wd / "results/ingest/gauss9/.points.parquet.a8f3.tmp"]
+    for path in left:
+        path.write_bytes(b"")
+    (wd / "results/runs/.batch~0.q1w2.tmp").mkdir(parents=True)
+    (wd / "results/runs/.batch~0.q1w2.tmp/view.parquet").write_bytes(b"PAR1")
+    keep = wd / "results/plots/.hidden-by-the-user"  # a dotfile that is not a temporary stays
+    keep.write_text("mine")
+    before = snapshot(wd)
+    console = run_snakemake(wd, "--cores", "1", GOOD).stderr
+    assert [line for line in console.splitlines() if "removed 3 temporary file(s) a killed run left" in line]
+    assert not [p for p in (wd / "results").rglob("*.tmp")] and keep.read_text() == "mine"
+    assert snapshot(wd) == {k: v for k, v in before.items() if ".tmp" not in k}

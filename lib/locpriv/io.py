@@ -30,12 +30,21 @@ from .errors import InputError
 META_KEY = b"locpriv"
 
 
+# what atomic_path and atomic_dir name their temporaries: ".<name>.<random>.tmp", beside the output
+TEMPORARY_SUFFIX = ".tmp"
+
+
+def is_temporary(name: str) -> bool:
+    """A name :func:`atomic_path` or :func:`atomic_dir` gives a temporary (kill -9 leaves them behind)."""
+    return name.startswith(".") and name.endswith(TEMPORARY_SUFFIX)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike):
     """Yield a temporary path next to ``path``; move it into place only on success."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX)
     os.close(fd)
     # mkstemp makes 0600 files; outputs get the mode a plain open() would (0666 minus umask)
     os.chmod(tmp, 0o666 & ~_umask())
@@ -52,7 +61,7 @@ def atomic_dir(path: str | os.PathLike):
     """Yield a temporary folder beside ``path``, renamed to ``path`` only when the body succeeds."""
     parent = os.path.dirname(path) or "."
     os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.", suffix=TEMPORARY_SUFFIX)
     os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; a folder gets what mkdir would
     try:
         yield tmp

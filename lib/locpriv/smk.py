@@ -286,6 +286,31 @@ def remove_damaged(files: list[str], folders) -> list[str]:
     return lines
 
 
+def remove_temporaries(root: str) -> list[str]:
+    """Remove the temporaries (``locpriv.io.is_temporary``) a killed run's writers left under ``root``.
+
+    A job writes each output to a temporary beside it and renames it when whole (``locpriv.io``); a
+    job killed with -9 mid-write leaves the temporary, which no later job would remove (issue 40: two
+    0-byte ``results/plots/.*.png.*.tmp``).  Called only when no other run is live in this working
+    directory, so no writer is alive.  Returns the console line (none when nothing was removed).
+    """
+    from .io import is_temporary
+
+    found = []
+    for folder, dirs, names in os.walk(root):
+        for name in [n for n in dirs if is_temporary(n)]:
+            shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+            dirs.remove(name)
+            found.append(os.path.join(folder, name))
+        for name in filter(is_temporary, names):
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(folder, name))
+                found.append(os.path.join(folder, name))
+    if not found:
+        return []
+    return [f"locpriv: removed {len(found)} temporary file(s) a killed run left in {root}: {', '.join(sorted(found))}"]
+
+
 # A job that fails records its outputs here (one file each, named by the path's hash), for
 # :func:`distrust_restored` at the end of the run; cleared when a run starts.
 FAILED_DIR = ".snakemake/locpriv-failed"
