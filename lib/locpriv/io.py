@@ -132,17 +132,26 @@ def read_rows(path, rows, columns: list[str]) -> pd.DataFrame:
     return pa.concat_tables(parts).to_pandas()
 
 
-def read_parquet_checked(path, required: list[str]) -> pd.DataFrame:
-    """A Parquet file the workflow wrote, refused with one line when a column it must have is missing
-    (a file put in its place by hand: readable, but not this workflow's)."""
-    table = pd.read_parquet(path)
+def remade(path) -> str:
+    """The fix for a damaged or foreign file the workflow made: delete it, and the same command makes it again."""
+    return f"delete {path} and run the same command again: it is made again"
+
+
+def read_parquet_checked(path, required: list[str] = ()) -> pd.DataFrame:
+    """A Parquet file the workflow wrote, refused with one line naming it and the fix (:func:`remade`)
+    when it cannot be read (damaged after its run checked it) or a column it must have is missing (a
+    file put in its place by hand: readable, but not this workflow's)."""
+    try:
+        table = pd.read_parquet(path)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise InputError(str(path), "<file>", f"cannot be read ({' '.join(str(exc).split())})", remade(path)) from exc
     missing = [c for c in required if c not in table.columns]
     if missing:
         raise InputError(
             str(path),
             missing[0],
             f"column missing (found {list(map(str, table.columns))}): not the file this workflow wrote there",
-            f"delete {path} and run the same command again: it is made again",
+            remade(path),
         )
     return table
 
