@@ -361,6 +361,13 @@ CASES = [
     ),
     ("huge-grid", top(grid={"P": 10000, "Q": 10000}), {}, "dry", ["memory_limit_mb", "grid 10000x10000"]),
     ("grid-P-1", top(grid={"P": 1, "Q": 20}), {}, "dry", ["grid.P"]),
+    (
+        "grid-2-by-200000",
+        top(grid={"P": 2, "Q": 200000}),
+        {},
+        "dry",
+        ["config key 'grid'", "2 x 200000", "100,000 times longer than wide", "grid: {P: 632, Q: 633}"],
+    ),
     ("seed-negative", top(seed=-1), {}, "dry", ["'seed'"]),
     ("users-per-shard-0", top(users_per_shard=0), {}, "dry", ["users_per_shard"]),
     ("attack-ratio-below-1", top(attack={"users": 30, "ratio": 0.5}), {}, "dry", ["attack.ratio"]),
@@ -764,3 +771,14 @@ def test_temporaries_a_killed_run_left_are_removed_by_the_next(tmp_path):
     assert [line for line in console.splitlines() if "removed 3 temporary file(s) a killed run left" in line]
     assert not [p for p in (wd / "results").rglob("*.tmp")] and keep.read_text() == "mine"
     assert snapshot(wd) == {k: v for k, v in before.items() if ".tmp" not in k}
+
+
+def test_a_large_grid_starts_with_its_cells_memory_and_time(tmp_path):
+    """Issue 40: a large grid ran minutes without a word.  The grid the refusal of 2 x 200,000 suggests
+    (as many cells, square) runs, announced with its cells, the largest job's memory and the attacks' time."""
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    code, console = run_case(wd, top(grid={"P": 632, "Q": 633}), {}, dry=True)
+    assert code == 0, console[-2000:]
+    [line] = [line for line in console.splitlines() if line.startswith("warning: grid 632 x 633 = 400,056 cells")]
+    assert "about 288 MB (memory_limit_mb 4000)" in line and "CPU-minutes (6 runs x attack.users 30" in line, line
