@@ -423,3 +423,22 @@ def test_api_equals_the_workflow_stages_bit_for_bit(name, dataset, tmp_path):
     estimate = lpio.read_nc3(str(tmp_path / "est.nc"))["density"]
     assert np.array_equal(estimate.values, mech.estimate(view, grid=GRID), equal_nan=True)
     assert json.loads(estimate.attrs["guarantee"]) == mech.guarantee().as_dict()
+
+
+def test_the_smallest_epsilon_the_config_admits_runs_every_mechanism():
+    """Issue 40: eps = 1e-300 passed the config check and failed in the sampler (scale Delta / eps must be
+    below 2^36).  The config's lower bound (locpriv.sanity.MIN_EPSILON) runs every registered mechanism
+    with an epsilon; power: 128 times lower, laplace_ldp fails there (its Delta, up to 4096 sampler steps
+    on any box, is about 2,000 on this one, so it needs eps > 3e-8)."""
+    from locpriv.sanity import MIN_EPSILON
+
+    xy = rng(0, "users").uniform(0.2, 0.8, size=(200, 2))
+    with_epsilon = [name for name in sorted(CONFIGS) if "epsilon" in CLASSES[name].params]
+    assert len(with_epsilon) >= 10
+    for name in with_epsilon:
+        density = CLASSES[name](**{**CONFIGS[name], "epsilon": MIN_EPSILON}).fit_estimate(xy, rng=1, grid=GRID)
+        assert density.shape == GRID.shape, name
+    with pytest.raises(ValueError, match=r"discrete Laplace scale must be in \(0, 2\^36\)"):
+        CLASSES["laplace_ldp"](**{**CONFIGS["laplace_ldp"], "epsilon": MIN_EPSILON / 128}).fit_estimate(
+            xy, rng=1, grid=GRID
+        )
