@@ -385,7 +385,7 @@ def _no_point_inside(path, cols, a, b, valid, box, report: LoadReport) -> None:
         str(path),
         names,
         f"all {rows_read} rows are outside the box {[lo_x, hi_x, lo_y, hi_y]}",
-        f"check the column units and the box: {report.advice(1.0)}",
+        "check the column units and the box" + (f": {report.advice(1.0)}" if report.data_box else ""),
     )
 
 
