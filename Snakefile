@@ -159,7 +159,9 @@ if workflow.is_main_process and RUNS and not REPORT_MODE:
         raise WorkflowError(f"privacy budget: {exc}") from None
 # a live run's outputs may be mid-write: check this config's outputs only when this run is alone
 if workflow.is_main_process and not _other_run and not REPORT_MODE:
-    for _line in lpsmk.remove_damaged(ALL_FILES, view_folders):
+    for _line in lpsmk.remove_temporaries(RESULTS) + lpsmk.remove_damaged(
+        ALL_FILES, view_folders
+    ):
         logger.info(_line)
     check_users_kept()
 
@@ -171,9 +173,13 @@ rule all:
         [] if REPORT_MODE else view_targets,
 
 
-# what a user opens first (README, "Quick start"), named on the console's last line
+# what a user opens first, named on the console's last line: the three files README's "Quick start"
+# names (tests/test_convergence.py holds the two to the same list)
 OPEN_FIRST = (
-    frontier_targets() + [results("summary/runs.csv")]
+    [
+        results(p)
+        for p in ("summary/frontier.csv", "plots/frontier.png", "summary/runs.csv")
+    ]
     if RUNS
     else [
         t for targets in STUDY_TARGETS.values() for t in targets if t.endswith(".csv")
@@ -194,5 +200,5 @@ onerror:
     # a failed job's restored update() output must not pass for up to date in the next run
     for _line in lpsmk.distrust_restored(workflow):
         logger.info(_line)
-    # repeat the warnings and each failed job's one-line error as the console's last lines
+    # repeat the warnings as the console's last lines (each failed job printed its own line once)
     lpsmk.closing_lines(OPEN_FIRST, failed=True, emit=logger.error)

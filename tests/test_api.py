@@ -1,9 +1,11 @@
 """The public Python API: the registered mechanism classes, keyword-only, validated, used by the workflow too."""
 
 import contextlib
+import inspect
 import io
 import json
 import math
+import pydoc
 import re
 import subprocess
 import sys
@@ -25,8 +27,10 @@ from locpriv.seeding import rng
 from locpriv.stages import prepare
 from locpriv.stages import run as st_run
 
-# The documentation's example (docs/python-api.md, the fenced block marked ``python api-example``), kept
-# here too so the API's own tests hold it; the two must stay identical.
+# The documentation's example (docs/python-api.md, the ```python block after this HTML comment: a word
+# after the fence's language is not Markdown the site renders, issue 40), kept here too so the API's own
+# tests hold it; the two must stay identical.
+API_EXAMPLE_MARK = "<!-- api-example: tests/test_api.py runs this block -->"
 API_EXAMPLE = """\
 from locpriv import Domain, Grid, GeoInd, LaplaceLDP, RFF, SLDP
 from locpriv.seeding import rng
@@ -90,8 +94,10 @@ def test_api_example_runs():
 
 
 def test_docs_api_example_runs():
-    found = re.search(r"```python api-example\n(.*?)```", (ROOT / "docs/python-api.md").read_text(), flags=re.S)
-    assert found is not None, "docs/python-api.md lost its ```python api-example block"
+    found = re.search(
+        rf"{re.escape(API_EXAMPLE_MARK)}\n```python\n(.*?)```", (ROOT / "docs/python-api.md").read_text(), flags=re.S
+    )
+    assert found is not None, f"docs/python-api.md lost its ```python block after {API_EXAMPLE_MARK}"
     assert found.group(1) == API_EXAMPLE
     _check_example_output(_run_example(found.group(1)))
 
@@ -155,6 +161,67 @@ def test_defaults_are_filled_and_numbers_cast_on_construction():
     assert type(mech.settings["h"]) is float and type(mech.settings["B"]) is int
     with pytest.raises(TypeError):
         mech.settings["B"] = 3  # read-only
+
+
+NUMPY_TYPES = {"float": (np.float16, np.float32, np.float64, np.int32, np.int64), "int": (np.int32, np.int64, np.uint8)}
+
+
+def _holds(kind, value) -> bool:
+    try:
+        return kind(value).item() == value
+    except OverflowError:
+        return False
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_numpy_scalars_are_numbers_everywhere(name):
+    """Issue 40: every numeric parameter of every mechanism takes numpy's integer and floating scalars as it
+    takes Python's (``for eps in np.array([1, 2, 4])``), cast to the same Python value and object; NaN and
+    inf stay refused and numpy's bool is no number."""
+    cls, given = CLASSES[name], CONFIGS[name]
+    python = cls(**given)
+    numeric = [
+        p for p in cls.params.values() if p.kind in NUMPY_TYPES and isinstance(python.settings[p.name], int | float)
+    ]
+    for p in numeric:
+        value = python.settings[p.name]
+        for kind in NUMPY_TYPES[p.kind]:
+            if not _holds(kind, value):
+                continue  # np.uint8 of 10000, np.float16 of 0.05: not the same number
+            mech = cls(**{**given, p.name: kind(value)})
+            assert mech == python and type(mech.settings[p.name]) is type(value), (p.name, kind)
+        if p.kind == "float":
+            for bad in (np.float64("nan"), np.float32("inf")):
+                with pytest.raises(ValueError, match=f"'{cls.__name__}.{p.name}': .* a finite number"):
+                    cls(**{**given, p.name: bad})
+        with pytest.raises(ValueError, match=f"'{cls.__name__}.{p.name}': .* is not allowed"):
+            cls(**{**given, p.name: np.bool_(True)})
+    assert name == "zero" or numeric  # power: the loop checked something
+
+
+def test_numpy_epsilon_sweep_runs():
+    """The diffprivlib habit the issue quotes: epsilons from a numpy array."""
+    eps = [api.GeoInd(epsilon=e, h=1.0).guarantee().epsilon for e in np.array([1, 2, 4])]
+    assert eps == [1.0, 2.0, 4.0] and all(type(e) is float for e in eps)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_signature_is_the_declared_parameters_keyword_only(name):
+    """Issue 40: inspect.signature and help() show each class's parameters (they showed ``(*args, **params)``):
+    keyword-only, in declaration order, the declared defaults, required where there is none; and the
+    signature's own binding of the smallest configuration builds the same object."""
+    cls = CLASSES[name]
+    sig = inspect.signature(cls)
+    assert list(sig.parameters) == list(cls.params)
+    for p in sig.parameters.values():
+        declared = cls.params[p.name]
+        assert p.kind is p.KEYWORD_ONLY
+        assert p.default == (p.empty if declared.default is None else declared.default)
+    bound = sig.bind(**CONFIGS[name])
+    assert cls(**bound.arguments) == cls(**CONFIGS[name])
+    with pytest.raises(TypeError):
+        sig.bind(1.0)
+    assert str(sig).startswith("(*" if cls.params else "()") and str(sig) in pydoc.render_doc(cls)
 
 
 def test_repr_equality_and_hash_are_by_class_and_parameters():
@@ -356,3 +423,22 @@ def test_api_equals_the_workflow_stages_bit_for_bit(name, dataset, tmp_path):
     estimate = lpio.read_nc3(str(tmp_path / "est.nc"))["density"]
     assert np.array_equal(estimate.values, mech.estimate(view, grid=GRID), equal_nan=True)
     assert json.loads(estimate.attrs["guarantee"]) == mech.guarantee().as_dict()
+
+
+def test_the_smallest_epsilon_the_config_admits_runs_every_mechanism():
+    """Issue 40: eps = 1e-300 passed the config check and failed in the sampler (scale Delta / eps must be
+    below 2^36).  The config's lower bound (locpriv.sanity.MIN_EPSILON) runs every registered mechanism
+    with an epsilon; power: 128 times lower, laplace_ldp fails there (its Delta, up to 4096 sampler steps
+    on any box, is about 2,000 on this one, so it needs eps > 3e-8)."""
+    from locpriv.sanity import MIN_EPSILON
+
+    xy = rng(0, "users").uniform(0.2, 0.8, size=(200, 2))
+    with_epsilon = [name for name in sorted(CONFIGS) if "epsilon" in CLASSES[name].params]
+    assert len(with_epsilon) >= 10
+    for name in with_epsilon:
+        density = CLASSES[name](**{**CONFIGS[name], "epsilon": MIN_EPSILON}).fit_estimate(xy, rng=1, grid=GRID)
+        assert density.shape == GRID.shape, name
+    with pytest.raises(ValueError, match=r"discrete Laplace scale must be in \(0, 2\^36\)"):
+        CLASSES["laplace_ldp"](**{**CONFIGS["laplace_ldp"], "epsilon": MIN_EPSILON / 128}).fit_estimate(
+            xy, rng=1, grid=GRID
+        )

@@ -75,13 +75,76 @@ def test_config_examples_are_found():
     assert len(list(config_examples())) >= 4
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason='needs the docs extra: pip install -e ".[docs]"')
-def test_docs_site_builds_with_warnings_as_errors(tmp_path):
+NEEDS_MKDOCS = pytest.mark.skipif(
+    importlib.util.find_spec("mkdocs") is None, reason='needs the docs extra: pip install -e ".[docs]"'
+)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The site built once, strictly (.ci/run installs the docs extra, so this runs in CI)."""
+    out = tmp_path_factory.mktemp("site")
     proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert (tmp_path / "api/mechanisms/index.html").read_text().count('class="doc doc-heading"') >= 20
+    return out
+
+
+@NEEDS_MKDOCS
+def test_docs_site_builds_with_warnings_as_errors(site):
+    assert (site / "api/mechanisms/index.html").read_text().count('class="doc doc-heading"') >= 20
+
+
+def fenced_blocks(markdown: str) -> int:
+    """The fenced code blocks a Markdown page opens (``` or ~~~, 3 or more, closed by the same run alone on a line)."""
+    count, opened = 0, None
+    for line in markdown.splitlines():
+        fence = re.match(r"\s*(`{3,}|~{3,})", line)
+        if fence and opened is None:
+            opened, count = fence.group(1), count + 1
+        elif fence and line.strip() == fence.group(1) and fence.group(1).startswith(opened):
+            opened = None
+    return count
+
+
+def code_blocks(html: str) -> int:
+    return html.count("<pre")
+
+
+def loose_fences(html: str) -> bool:
+    """A literal ``` outside the code blocks and inline code: a fence the Markdown did not recognise."""
+    return "```" in re.sub(r"<pre.*?</pre>|<code.*?</code>", "", html, flags=re.S)
+
+
+@NEEDS_MKDOCS
+@pytest.mark.parametrize("page", sorted(p.relative_to(ROOT / "docs") for p in (ROOT / "docs").rglob("*.md")), ids=str)
+def test_every_fenced_block_renders_as_code(site, page):
+    """Issue 40: docs/python-api.md's ```python api-example fence rendered as one run-on paragraph (GitHub
+    showed it as code, mkdocs --strict said nothing): every fence of every page must be a code block on
+    the built site."""
+    stem = page.with_suffix("")  # mkdocs' directory URLs: a/b.md -> a/b/index.html, a/index.md -> a/index.html
+    html = (site / (stem.parent if stem.name == "index" else stem) / "index.html").read_text()
+    assert code_blocks(html) >= fenced_blocks((ROOT / "docs" / page).read_text()), page
+    assert not loose_fences(html), page
+
+
+def test_fence_checks_catch_the_broken_fence():
+    """Power check: the site's Markdown (mkdocs.yml's superfences) turns the old fence into no code block,
+    which the two checks above see."""
+    import markdown
+
+    extensions = [
+        e if isinstance(e, str) else next(iter(e))
+        for e in yaml.safe_load((ROOT / "mkdocs.yml").read_text())["markdown_extensions"]
+    ]
+    page = "Text.\n\n```python api-example\nx = 1\n```\n\n```python\ny = 2\n```\n"
+    html = markdown.markdown(
+        page, extensions=[e for e in extensions if e.startswith(("pymdownx.superfences", "admonition"))]
+    )
+    assert fenced_blocks(page) == 2 and code_blocks(html) == 1
+    fixed = markdown.markdown(page.replace(" api-example", ""), extensions=["pymdownx.superfences"])
+    assert code_blocks(fixed) == 2 and not loose_fences(fixed)

@@ -72,3 +72,21 @@ def test_gzip_csv_is_read(tmp_path):
         fh.write("user,timestamp_utc,lat,lon\n000,2008-10-23T02:53:04Z,39.98,116.31\n")
     pts, _, _ = points.load_points(f, lonlat_bbox=BOX)
     assert list(pts["source_user"]) == ["000"]
+
+
+@pytest.mark.parametrize("lonlat", [True, False])
+def test_covering_box_holds_its_share_and_little_more(lonlat):
+    """The suggested box holds at least the share asked (rounded outward) and, cut at the largest
+    quantile that does, not much more: at most share + 1/n + what the outward rounding adds."""
+    from locpriv.datasets.points import covering_box
+
+    rng = np.random.default_rng(3)
+    n = 50_000
+    a = rng.normal(116.35, 0.08, n) if lonlat else rng.normal(0, 1000, n)
+    b = rng.standard_t(2, n) * (0.05 if lonlat else 500)  # heavy tails: the extent is far wider than the box
+    for share in (0.99, 0.999):
+        box, held = covering_box(a, b, share, lonlat)
+        inside = (a >= box[0]) & (a <= box[1]) & (b >= box[2]) & (b <= box[3])
+        assert held == inside.mean() >= share
+        assert held <= share + 0.002, (share, held)
+        assert box[1] - box[0] < np.ptp(a) and box[3] - box[2] < np.ptp(b) / 10

@@ -53,6 +53,30 @@ def test_a_table_off_the_schema_is_named_with_its_field(tmp_path, change, field)
         TOY.tidy(change(_rows(1.0)), "run-3.parquet")
 
 
+@pytest.mark.parametrize(
+    "damage, problem",
+    [
+        (lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]), "cannot be read"),
+        (lambda p: p.write_bytes(b"garbage"), "cannot be read"),
+        (lambda p: _rows(1.0).assign(study="other").to_parquet(p), "rows of ['other']"),
+        (lambda p: _rows(1.0).drop(columns="dataset").to_parquet(p), "missing ['dataset']"),
+    ],
+)
+def test_a_summary_of_a_damaged_run_file_names_it_and_the_fix(tmp_path, damage, problem):
+    """Issue 40: the summary failing on a damaged input named the file but not what to do: delete it and
+    run the same command (its run job makes it again)."""
+    paths = [tmp_path / f"run-{i}.parquet" for i in range(3)]
+    for path in paths:
+        _rows(1.0).to_parquet(path)
+    damage(paths[1])
+    out = {k: str(tmp_path / f"summary.{k}") for k in ("parquet", "csv")}
+    with pytest.raises(InputError) as err:
+        TOY.collect(paths, out_parquet=out["parquet"], out_csv=out["csv"])
+    assert str(err.value).startswith(f"{paths[1]}: field ") and problem in str(err.value)
+    assert str(err.value).endswith(f"Fix: delete {paths[1]} and run the same command again: it is made again")
+    assert "\n" not in str(err.value) and not Path(out["parquet"]).exists()
+
+
 def test_identity_columns_cannot_shadow_the_common_ones_or_take_other_types():
     with pytest.raises(ValueError, match="epsilon"):
         Study(name="x", validate=dict, runs=list, run_dir=str, identity={"epsilon": "str"}, register=False)

@@ -133,3 +133,77 @@ def test_private_use_scan_finds_what_it_looks_for(tmp_path):
     path = tmp_path / "x.py"
     path.write_text("from locpriv.plots import _hidden\nfrom locpriv import io\nio._umask()\nio.atomic_path\n")
     assert private_uses(path) == ["1: import _hidden", "3: io._umask"]
+
+
+def import_graph(lib) -> dict[str, set[str]]:
+    """module -> the locpriv modules it imports, at the top or inside a function (a deferred import is
+    still a dependency: two modules that need each other are one module split in two)."""
+    files = {
+        ".".join(p.relative_to(lib).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in (lib / "locpriv").rglob("*.py")
+    }
+    graph = {}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join([*parts[: len(parts) - node.level + 1], *([node.module] if node.module else [])])
+                deps |= {f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names}
+            elif isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names}
+        graph[name] = {d for d in deps if d in files and d != name}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while not component or component[-1] != node:
+                        component.append(stack.pop())
+                        on_stack.discard(component[-1])
+                    found += [sorted(component)] if len(component) > 1 else []
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(graph[child]))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return found
+
+
+def test_no_import_cycle_in_locpriv():
+    """No two locpriv modules import each other, directly or through others (issue 40: config <-> sanity)."""
+    assert not import_cycles(import_graph(ROOT / "lib")), import_cycles(import_graph(ROOT / "lib"))
+
+
+def test_import_cycle_scan_finds_a_deferred_cycle(tmp_path):
+    """Power check: a cycle closed by an import inside a function, across a subpackage, is found."""
+    (tmp_path / "locpriv/sub").mkdir(parents=True)
+    (tmp_path / "locpriv/__init__.py").write_text("")
+    (tmp_path / "locpriv/sub/__init__.py").write_text("")
+    (tmp_path / "locpriv/a.py").write_text("from .sub import b\n")
+    (tmp_path / "locpriv/sub/b.py").write_text("def f():\n    from ..c import g\n")
+    (tmp_path / "locpriv/c.py").write_text("import locpriv.a\n")
+    (tmp_path / "locpriv/d.py").write_text("from . import a\n")
+    assert import_cycles(import_graph(tmp_path)) == [["locpriv.a", "locpriv.c", "locpriv.sub.b"]]

@@ -22,13 +22,9 @@ import jsonschema
 import pandas as pd
 import yaml
 
-from . import mechanisms, plugins, study
+from . import mechanisms, plugins, sanity, study
+from .errors import ConfigError  # raised by every check here (and by sanity, which imports errors, not config)
 from .params import USERS, explicit_params
-
-
-class ConfigError(ValueError):
-    pass
-
 
 SOURCE_PATH = Path(__file__).resolve().parents[2] / "workflow/schemas/config.source.yaml"
 
@@ -283,6 +279,11 @@ def __getattr__(name):
 
 # working copies per reconstructed surface in the attack (surface, neighbour comparisons, mask)
 _ATTACK_ARRAYS = 3
+# Cells longer than this times their width are refused: every surface is a KDE with one bandwidth in
+# both directions, so such a grid either undersamples the kernel along the cells' long side (a bandwidth
+# below a cell: sanity.min_bandwidth_cells) or spends that factor more cells than needed along the short
+# one (issue 40: 2 x 200,000 cells on a square box, 100,000 times longer than wide, ran past 5 minutes)
+MAX_CELL_ASPECT = 10.0
 
 
 def check_values(config: dict) -> None:
@@ -315,7 +316,31 @@ def check_values(config: dict) -> None:
             if key in spec:
                 check_box(spec[key], f"datasets.{name}.{key}", lonlat=key == "lonlat_bbox")
     if "experiments" in config:
+        check_grid_shape(config)
         check_memory(config)
+
+
+def check_grid_shape(config: dict) -> None:
+    """Refuse a grid whose cells, on a dataset's box, are more than :data:`MAX_CELL_ASPECT` times longer
+    than wide; the fix keeps the number of cells and makes them square on that box."""
+    from .datasets.ingest import domain_of
+
+    P, Q = config["grid"]["P"], config["grid"]["Q"]
+    used = {d for exp in config["experiments"].values() for d in exp.get("datasets", [])}
+    for name in sorted(used & set(config.get("datasets", {}))):
+        domain, units = domain_of(config["datasets"][name])
+        width, height = domain.xmax - domain.xmin, domain.ymax - domain.ymin
+        cell_x, cell_y = width / P, height / Q
+        aspect, unit = max(cell_x, cell_y) / min(cell_x, cell_y), "" if units == "1" else f" {units}"
+        if aspect > MAX_CELL_ASPECT:
+            p = max(2, round(math.sqrt(P * Q * width / height)))
+            q = max(2, round(P * Q / p))
+            raise ConfigError(
+                f"config key 'grid': {P} x {Q} cells on dataset {name!r}'s box ({width:.4g} x {height:.4g}{unit}) "
+                f"are {cell_x:.3g} x {cell_y:.3g}{unit}, {aspect:,.0f} times longer than wide; "
+                f"allowed: at most {MAX_CELL_ASPECT:g} (the kernels are round), e.g. grid: {{P: {p}, Q: {q}}} "
+                "(as many cells, square)"
+            )
 
 
 def check_results_dir(path: str) -> None:
@@ -370,6 +395,35 @@ def memory_estimate_mb(config: dict) -> dict[str, float]:
     if features:
         estimate["users_per_shard x rff features"] = config["users_per_shard"] * features * 3 * 8 * 2 / 1e6
     return estimate
+
+
+# CPU seconds of the attack per attacked user and grid cell: an attack job's wall time at 40,000 cells
+# less that at 480 cells, 8 jobs of 30 users (tests' TINY config) on the 2-core machine shared with other
+# work, 5.3 s per 1.2e6 user-cells: an upper estimate (the default run, 76 runs x 200 users x 10^4 cells,
+# takes 4 min on 2 idle cores in all, docs/benchmarks.md)
+ATTACK_SECONDS_PER_USER_CELL = 4.4e-6
+# grids above this many cells (10 x the default run's 100 x 100) start with a warning giving the estimate
+WARN_CELLS = 100_000
+
+
+def size_warnings(config: dict, runs) -> list[str]:
+    """A warning with the grid's cells, the largest job's memory and the attacks' CPU time when the grid has
+    more than :data:`WARN_CELLS` cells (each run's attack rebuilds attack.users posteriors over every cell:
+    the part of a run that grows with the grid; issue 40: 2 x 200,000 cells ran past 5 minutes without a
+    word).  Memory above memory_limit_mb is refused before this (:func:`check_memory`)."""
+    runs = list(runs)
+    cells = config["grid"]["P"] * config["grid"]["Q"]
+    if cells <= WARN_CELLS:
+        return []
+    seconds = len(runs) * int(config["attack"]["users"]) * cells * ATTACK_SECONDS_PER_USER_CELL
+    memory = max(memory_estimate_mb(config).values())
+    limit = config.get("memory_limit_mb", main_default("memory_limit_mb"))
+    return [
+        f"warning: grid {config['grid']['P']} x {config['grid']['Q']} = {cells:,} cells (more than {WARN_CELLS:,}): "
+        f"the largest job needs about {memory:,.0f} MB (memory_limit_mb {limit}) and the attacks up to about "
+        f"{seconds / 60:,.0f} CPU-minutes ({len(runs)} runs x attack.users {config['attack']['users']} x "
+        f"{cells:,} cells); lower grid.P and grid.Q if that is not meant"
+    ]
 
 
 def check_memory(config: dict) -> None:
@@ -560,8 +614,6 @@ def check_startup(config: dict, workdir: Path | None) -> list[Run]:
         if unusable:
             raise ConfigError("config key '{}': {}".format(*unusable[0]))
         check_dataset_paths(config, workdir)
-    from . import sanity  # here: sanity imports this module
-
     runs = expand_runs(config)
     sanity.check_config(config, runs)  # names that become paths, epsilons that overflow, boxes, n
     return runs

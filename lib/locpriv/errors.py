@@ -1,4 +1,4 @@
-"""One error type for bad input, with the file, field and fix in the message."""
+"""The two error types of bad input: a data file's (file, field and fix) and a config key's."""
 
 from __future__ import annotations
 
@@ -9,3 +9,11 @@ class InputError(ValueError):
     def __init__(self, where: str, field: str, problem: str, fix: str):
         self.where, self.field, self.problem, self.fix = where, field, problem, fix
         super().__init__(f"{where}: field '{field}': {problem}. Fix: {fix}")
+
+
+class ConfigError(ValueError):
+    """A config value the workflow cannot use: one line naming the key, the problem and what is allowed.
+
+    Here rather than in :mod:`locpriv.config` so that the checks config calls (``locpriv.sanity``)
+    raise it without importing config back.
+    """

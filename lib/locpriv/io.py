@@ -30,12 +30,21 @@ from .errors import InputError
 META_KEY = b"locpriv"
 
 
+# what atomic_path and atomic_dir name their temporaries: ".<name>.<random>.tmp", beside the output
+TEMPORARY_SUFFIX = ".tmp"
+
+
+def is_temporary(name: str) -> bool:
+    """A name :func:`atomic_path` or :func:`atomic_dir` gives a temporary (kill -9 leaves them behind)."""
+    return name.startswith(".") and name.endswith(TEMPORARY_SUFFIX)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike):
     """Yield a temporary path next to ``path``; move it into place only on success."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX)
     os.close(fd)
     # mkstemp makes 0600 files; outputs get the mode a plain open() would (0666 minus umask)
     os.chmod(tmp, 0o666 & ~_umask())
@@ -52,7 +61,7 @@ def atomic_dir(path: str | os.PathLike):
     """Yield a temporary folder beside ``path``, renamed to ``path`` only when the body succeeds."""
     parent = os.path.dirname(path) or "."
     os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.", suffix=TEMPORARY_SUFFIX)
     os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; a folder gets what mkdir would
     try:
         yield tmp
@@ -123,17 +132,26 @@ def read_rows(path, rows, columns: list[str]) -> pd.DataFrame:
     return pa.concat_tables(parts).to_pandas()
 
 
-def read_parquet_checked(path, required: list[str]) -> pd.DataFrame:
-    """A Parquet file the workflow wrote, refused with one line when a column it must have is missing
-    (a file put in its place by hand: readable, but not this workflow's)."""
-    table = pd.read_parquet(path)
+def remade(path) -> str:
+    """The fix for a damaged or foreign file the workflow made: delete it, and the same command makes it again."""
+    return f"delete {path} and run the same command again: it is made again"
+
+
+def read_parquet_checked(path, required: list[str] = ()) -> pd.DataFrame:
+    """A Parquet file the workflow wrote, refused with one line naming it and the fix (:func:`remade`)
+    when it cannot be read (damaged after its run checked it) or a column it must have is missing (a
+    file put in its place by hand: readable, but not this workflow's)."""
+    try:
+        table = pd.read_parquet(path)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise InputError(str(path), "<file>", f"cannot be read ({' '.join(str(exc).split())})", remade(path)) from exc
     missing = [c for c in required if c not in table.columns]
     if missing:
         raise InputError(
             str(path),
             missing[0],
             f"column missing (found {list(map(str, table.columns))}): not the file this workflow wrote there",
-            f"delete {path} and run the same command again: it is made again",
+            remade(path),
         )
     return table
 

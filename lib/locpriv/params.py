@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,15 @@ class Param:
     def value(self, params: dict):
         """This parameter in a run's parameters (absent means the default: ``omit_default``)."""
         return params.get(self.name, self.default)
+
+    def annotation(self):
+        """The type a configured object's signature shows: float, int, or the Literal of the choices (or
+        of the special strings it accepts: not the ``workflow_only`` ones)."""
+        if self.kind == "choice":
+            return Literal[self.choices]
+        number = float if self.kind == "float" else int
+        special = tuple(v for v in self.special if v not in self.workflow_only)
+        return number | Literal[special] if special else number
 
     def allowed(self) -> str:
         if self.kind == "choice":
@@ -85,7 +95,9 @@ class Param:
                 raise ValueError(f"'{where}.{self.name}': {value!r} is not allowed; allowed: {self.allowed()}")
             return value
         caster = float if self.kind == "float" else int
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        # numpy's scalars too (np.float32(1.0), an np.int64 from np.array([1, 2, 4])): numbers.Real holds
+        # them, and neither Python's bool nor numpy's (not a Real) is a number here
+        ok = is_number(value)
         if ok and not math.isfinite(value):
             raise ValueError(
                 f"'{where}.{self.name}': {value!r} is not allowed; allowed: a finite number, {self.allowed()}"
@@ -98,6 +110,11 @@ class Param:
         if not ok:
             raise ValueError(f"'{where}.{self.name}': {value!r} is not allowed; allowed: {self.allowed()}")
         return value
+
+
+def is_number(value) -> bool:
+    """A real number that is not a bool: Python's int and float, and numpy's integer and floating scalars."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 # every mechanism's grid takes n, the users of a run (the workflow samples them from the dataset)

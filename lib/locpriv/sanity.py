@@ -1,13 +1,15 @@
 """What the schema cannot judge alone: values that break a path or a double, data too small
 for the config, and settings that run but give absurd results.
 
-Errors are :class:`~locpriv.config.ConfigError` lines naming the config key, the problem and
+Errors are :class:`~locpriv.errors.ConfigError` lines naming the config key, the problem and
 what is allowed; warnings are lines starting with ``warning:``.  The warning thresholds are
 config keys (``sanity``), so a user who means it can raise them:
 
 * ``max_bandwidth_fraction``: a kernel bandwidth above this fraction of the box's shorter side
   smooths every surface into one blob, and every mechanism then ranks cells alike (cycle hire
   data, 742 points with ``knn_k: 500``: a 6.8 km bandwidth, Spearman ≈ 1 for everything);
+* ``min_bandwidth_cells``: a bandwidth below this many grid cells puts each kernel between the grid's
+  points (``h: 0.001`` on data in metres with 100 m cells: every surface is noise, Spearman 0);
 * ``max_knn_fraction``: ``knn_k`` above this fraction of the points makes that bandwidth;
 * ``max_projection_distortion``: a lon/lat box whose equirectangular projection distorts
   distances by more than this is refused (the whole world: 100 %, and metres mean nothing).
@@ -17,13 +19,23 @@ from __future__ import annotations
 
 import re
 
-from .config import ConfigError
+from .errors import ConfigError
 
 # Dataset names become folder names and a Snakemake wildcard: the wildcard's own pattern
 DATASET_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 # e^eps must be a finite double (e^709.8 overflows); no guarantee means anything near it
 MAX_EPSILON = 700.0
-DEFAULTS = {"max_bandwidth_fraction": 0.2, "max_knn_fraction": 0.1, "max_projection_distortion": 0.1}
+# The exact noise sampler draws at scale Delta / eps < 2^36 (locpriv.dp.sampling.MAX_SCALE), Delta the
+# sensitivity in its integer steps: laplace_ldp's is the largest, up to 2 x 2048 steps (its grid_step), so
+# it needs eps > 2^-24 = 6.0e-8 (privtree's ~1,200 steps: 1.7e-8; sldp's < 1,024).  1e-6 keeps a factor
+# 16 for other settings and plugins; such an epsilon releases nothing but noise anyway.
+MIN_EPSILON = 1e-6
+DEFAULTS = {
+    "max_bandwidth_fraction": 0.2,
+    "min_bandwidth_cells": 0.5,
+    "max_knn_fraction": 0.1,
+    "max_projection_distortion": 0.1,
+}
 # metres per distance unit: real-data privacy levels (frontier.levels.real) are in metres
 METRES = {"m": 1.0, "km": 1000.0}
 
@@ -34,8 +46,9 @@ def settings(config: dict) -> dict:
 
 
 def check_config(config: dict, runs) -> None:
-    """Raise on dataset names, lon/lat boxes, epsilons and synthetic ``n`` the workflow cannot use
-    (``locpriv.config.check_startup``, so ``python -m locpriv.check_config`` refuses them too)."""
+    """Raise on dataset names, lon/lat boxes, epsilons (too large or too small) and synthetic ``n`` the
+    workflow cannot use (``locpriv.config.check_startup``, so ``python -m locpriv.check_config`` refuses
+    them too)."""
     limits = settings(config)
     for name, spec in config.get("datasets", {}).items():
         if not re.fullmatch(DATASET_NAME, name):
@@ -64,11 +77,19 @@ def check_config(config: dict, runs) -> None:
                 raise ConfigError(problem)
     for run in runs:
         for key, value in run.params.items():
-            if "epsilon" in key and isinstance(value, (int, float)) and value > MAX_EPSILON:
+            if "epsilon" not in key or not isinstance(value, (int, float)):
+                continue
+            where = f"config key 'experiments.{run.experiment}.mechanisms.{run.mechanism}.{key}'"
+            if value > MAX_EPSILON:
                 raise ConfigError(
-                    f"config key 'experiments.{run.experiment}.mechanisms.{run.mechanism}.{key}': "
-                    f"{value:g} is not allowed; allowed: at most {MAX_EPSILON:g} (e^epsilon "
+                    f"{where}: {value:g} is not allowed; allowed: at most {MAX_EPSILON:g} (e^epsilon "
                     "overflows a double near 709, and such an epsilon protects nothing)"
+                )
+            if 0 < value < MIN_EPSILON:
+                raise ConfigError(
+                    f"{where}: {value:g} is not allowed; allowed: at least {MIN_EPSILON:g} (the noise "
+                    "sampler's scale, sensitivity / epsilon, must stay below 2^36, and such an epsilon "
+                    "releases nothing but noise)"
                 )
 
 
@@ -81,8 +102,12 @@ def config_warnings(config: dict, runs) -> list[str]:
         h = run.params.get("h")
         if isinstance(h, (int, float)) and (run.dataset, h) not in seen:
             seen.add((run.dataset, h))
-            line = wide_bandwidth(run.dataset, float(h), config["datasets"][run.dataset], limits, f"{where}.h")
-            warnings += [line] if line else []
+            spec = config["datasets"][run.dataset]
+            for line in (
+                wide_bandwidth(run.dataset, float(h), spec, limits, f"{where}.h"),
+                narrow_bandwidth(run.dataset, float(h), spec, config["grid"], limits, f"{where}.h"),
+            ):
+                warnings += [line] if line else []
     used = {run.dataset for run in runs}
     return warnings + level_warnings({k: v for k, v in config.get("datasets", {}).items() if k in used})
 
@@ -99,6 +124,22 @@ def wide_bandwidth(dataset: str, h: float, spec: dict, limits: dict, key: str) -
         f"warning: dataset {dataset}: bandwidth {key} = {h:.4g} {units} is {h / side:.0%} of the box's "
         f"shorter side ({side:.4g} {units}; sanity.max_bandwidth_fraction {limits['max_bandwidth_fraction']:g}): "
         "every surface is one smooth blob and every mechanism scores alike; lower it"
+    )
+
+
+def narrow_bandwidth(dataset: str, h: float, spec: dict, grid: dict, limits: dict, key: str) -> str | None:
+    """A warning when bandwidth ``h`` is below ``min_bandwidth_cells`` of a cell of the P x Q ``grid``."""
+    from .datasets.ingest import domain_of
+
+    domain, units = domain_of(spec)
+    cell = min((domain.xmax - domain.xmin) / grid["P"], (domain.ymax - domain.ymin) / grid["Q"])
+    if h >= limits["min_bandwidth_cells"] * cell:
+        return None
+    return (
+        f"warning: dataset {dataset}: bandwidth {key} = {h:.4g} {units} is {h / cell:.2g} of a grid cell "
+        f"({cell:.4g} {units}; sanity.min_bandwidth_cells {limits['min_bandwidth_cells']:g}): the kernels fall "
+        f"between the grid's points and every surface is noise; set it to at least {cell:.3g} (one cell), "
+        "or h: knn"
     )
 
 

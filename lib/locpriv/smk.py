@@ -15,8 +15,8 @@ import traceback
 
 from .integrity import record_digests
 
-# Console lines of failed jobs (and warnings) are also appended here, so the Snakefile's
-# ``onerror`` / ``onsuccess`` handlers can repeat them as the last lines of the console.
+# Console lines of failed jobs are also appended here, so the console logger knows a job printed its
+# own line; warnings too, so the Snakefile's ``onerror`` / ``onsuccess`` handlers repeat them at the end.
 ERROR_DIGEST = ".snakemake/locpriv-errors.txt"
 WARNING_DIGEST = ".snakemake/locpriv-warnings.txt"
 
@@ -286,6 +286,31 @@ def remove_damaged(files: list[str], folders) -> list[str]:
     return lines
 
 
+def remove_temporaries(root: str) -> list[str]:
+    """Remove the temporaries (``locpriv.io.is_temporary``) a killed run's writers left under ``root``.
+
+    A job writes each output to a temporary beside it and renames it when whole (``locpriv.io``); a
+    job killed with -9 mid-write leaves the temporary, which no later job would remove (issue 40: two
+    0-byte ``results/plots/.*.png.*.tmp``).  Called only when no other run is live in this working
+    directory, so no writer is alive.  Returns the console line (none when nothing was removed).
+    """
+    from .io import is_temporary
+
+    found = []
+    for folder, dirs, names in os.walk(root):
+        for name in [n for n in dirs if is_temporary(n)]:
+            shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+            dirs.remove(name)
+            found.append(os.path.join(folder, name))
+        for name in filter(is_temporary, names):
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(folder, name))
+                found.append(os.path.join(folder, name))
+    if not found:
+        return []
+    return [f"locpriv: removed {len(found)} temporary file(s) a killed run left in {root}: {', '.join(sorted(found))}"]
+
+
 # A job that fails records its outputs here (one file each, named by the path's hash), for
 # :func:`distrust_restored` at the end of the run; cleared when a run starts.
 FAILED_DIR = ".snakemake/locpriv-failed"
@@ -332,11 +357,14 @@ def distrust_restored(workflow) -> list[str]:
 
 
 def closing_lines(open_first: list[str], failed: bool, emit=console) -> None:
-    """The console's last lines (``emit``): this run's warnings, then its errors or the files to open."""
+    """The console's last lines (``emit``): this run's warnings, then the files to open after a success.
+
+    A failed job's line is not repeated: it was printed when the job failed, and the run stops
+    there (issue 40: every data error appeared twice).
+    """
     lines = []
-    for digest in (WARNING_DIGEST, ERROR_DIGEST) if failed else (WARNING_DIGEST,):
-        with contextlib.suppress(OSError), open(digest) as fh:
-            lines += list(dict.fromkeys(fh.read().splitlines()))[-20:]
+    with contextlib.suppress(OSError), open(WARNING_DIGEST) as fh:
+        lines += list(dict.fromkeys(fh.read().splitlines()))[-20:]
     present = [f for f in open_first if os.path.exists(f)]
     if not failed and present:
         lines.append(f"locpriv: done. Open {', '.join(present)}; `snakemake --report report.html` writes the report")

@@ -89,12 +89,16 @@ class Study:
         """Every summary column and its dtype, in order."""
         return {**IDENTITY_COLUMNS, **self.identity, "metric": "str", "value": "float64"}
 
-    def tidy(self, frame: pd.DataFrame, where: str) -> pd.DataFrame:
-        """``frame`` checked against :attr:`columns` (``where`` names it in the error), in column order.
+    def tidy(
+        self, frame: pd.DataFrame, where: str, fix: str = "re-run the study's run jobs with this version"
+    ) -> pd.DataFrame:
+        """``frame`` checked against :attr:`columns` (``where`` names it in the error, ``fix`` says what
+        to do), in column order.
 
         A missing or extra column, a column of the wrong dtype or another study's rows is an
-        :class:`~locpriv.errors.InputError`: the table came from another version of the study, or
-        the study broke its own contract.
+        :class:`~locpriv.errors.InputError`: the table came from another version of the study, a
+        run's file was damaged or replaced (``collect``: delete it, ``io.remade``), or the study
+        broke its own contract.
         """
         expected = self.columns
         missing, extra = sorted(set(expected) - set(frame.columns)), sorted(set(frame.columns) - set(expected))
@@ -103,7 +107,7 @@ class Study:
                 where,
                 "columns",
                 f"missing {missing}, unexpected {extra} for the {self.name} summary schema {list(expected)}",
-                "re-run the study's run jobs with this version",
+                fix,
             )
         wrong = {c: str(frame[c].dtype) for c, dtype in expected.items() if not _has_dtype(frame[c], dtype)}
         if wrong:
@@ -111,14 +115,14 @@ class Study:
                 where,
                 ", ".join(wrong),
                 f"dtype {wrong}, expected { {c: expected[c] for c in wrong} }",
-                "re-run the study's run jobs with this version",
+                fix,
             )
         if not (frame["study"] == self.name).all():
             raise InputError(
                 where,
                 "study",
-                f"rows of {sorted(set(frame['study']) - {self.name})}",
-                f"only {self.name!r} rows belong to this summary",
+                f"rows of {sorted(set(frame['study']) - {self.name})}, where only {self.name!r} rows belong",
+                fix,
             )
         return frame[list(expected)].astype(expected)
 
@@ -147,7 +151,7 @@ class Study:
 
     def collect(self, paths, *, out_parquet: str, out_csv: str) -> pd.DataFrame:
         """The summary stage of a study whose per-run tables are tidy already: each checked, then joined."""
-        parts = [self.tidy(pd.read_parquet(p), str(p)) for p in sorted(map(str, paths))]
+        parts = [self.tidy(io.read_parquet_checked(p), p, io.remade(p)) for p in sorted(map(str, paths))]
         return self.write_summary(pd.concat(parts, ignore_index=True), out_parquet=out_parquet, out_csv=out_csv)
 
 

@@ -13,8 +13,9 @@ selected by ``logger: [locpriv]`` in ``profiles/default``, writes instead:
 * a ``--configfile`` that is not valid YAML as one line with its file, line and column.
 
 Everything else (job blocks, scheduling chatter) is dropped.  ``--dry-run``, ``--verbose``,
-``--debug-dag`` or ``LOCPRIV_LOG=full`` show Snakemake's full output; ``--logger`` on the
-command line or ``--workflow-profile none`` replace this handler.
+``--debug-dag`` or ``LOCPRIV_LOG=full`` show Snakemake's full output (a ``--dry-run``'s errors in one
+line, without the lines locating them in the Snakefile); ``--logger`` on the command line or
+``--workflow-profile none`` replace this handler.
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ class LogHandler(LogHandlerBase):
         from snakemake.logging import DefaultFilter, DefaultFormatter
 
         s = self.common_settings
-        self.full = s.verbose or s.dryrun or s.debug_dag or os.environ.get("LOCPRIV_LOG") == "full"
+        # a debugging user also sees where in the Snakefile an error was raised
+        self.debugging = s.verbose or s.debug_dag or os.environ.get("LOCPRIV_LOG") == "full"
+        self.full = self.debugging or s.dryrun
         self.stream = sys.stdout if s.stdout else sys.stderr
         self.tty = self.stream.isatty()
         self.default_filter = DefaultFilter(s.quiet, s.debug_dag, s.verbose, s.dryrun, s.printshellcmds)
@@ -70,11 +73,12 @@ class LogHandler(LogHandlerBase):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            if self.full:
+            event = getattr(record, "event", None)
+            if self.full and (self.debugging or not _is_error(record, event)):
                 if self.default_filter.filter(record):
                     self._write(self.format(record))
                 return
-            self._compact(record, getattr(record, "event", None))
+            self._compact(record, event)
         except Exception:  # logging must never end the run
             self.handleError(record)
 
@@ -149,6 +153,12 @@ class LogHandler(LogHandlerBase):
         if self.tty and self.progress_text:
             self.stream.write(self.progress_text)
         self.stream.flush()
+
+
+def _is_error(record: logging.LogRecord, event) -> bool:
+    """An error that is not a job's: one line in a --dry-run too (its full output would add the lines
+    locating it in the Snakefile, a traceback block to a user; issue 40)."""
+    return event in (None, LogEvent.ERROR) and record.levelno >= logging.ERROR
 
 
 def _checkpoint_rules() -> set[str]:

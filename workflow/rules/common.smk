@@ -23,7 +23,9 @@ from locpriv.stages import utility as lputility
 try:
     # activates the config's plugins (here and, through LOCPRIV_PLUGINS, in every job) first
     RUNS = {run.key: run for run in lpconfig.check_startup(config, Path.cwd())}
-    CONFIG_WARNINGS = lpsanity.config_warnings(config, RUNS.values())
+    CONFIG_WARNINGS = lpsanity.config_warnings(
+        config, RUNS.values()
+    ) + lpconfig.size_warnings(config, RUNS.values())
 except lpconfig.ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
 

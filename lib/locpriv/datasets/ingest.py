@@ -65,13 +65,16 @@ def real_points(name: str, spec: dict, rng: np.random.Generator) -> tuple[pd.Dat
             raise error
     dropped = report.rows_read - report.rows_kept
     if dropped > limit * report.rows_read:
+        keep = f"max_dropped_fraction: {real.fraction_above(dropped / report.rows_read)}"
         raise InputError(
             str(spec["path"]),
             "rows",
             f"{dropped} of {report.rows_read} rows "
             f"({dropped / report.rows_read:.1%}) dropped ({describe_drops(report.dropped)}), above "
             f"max_dropped_fraction {limit}",
-            "fix those rows, or raise the dataset's 'max_dropped_fraction' in the config if dropping them is intended",
+            f"{report.advice(limit, name)}; or keep your box and drop the rows outside it with {keep}"
+            if report.data_box
+            else f"fix those rows, or set the dataset's {keep} in the config if dropping them is intended",
         )
     if "window" in spec:  # one window's release (datasets.windows): its rows only, the others counted;
         # the per-person cap below applies per window, as to any release

@@ -24,6 +24,10 @@ from ..errors import InputError
 from . import times as timing
 
 EARTH_RADIUS_M = 6_371_008.8  # mean Earth radius (IUGG), metres
+# a lon/lat box whose projection distorts distances more is refused (config: sanity.max_projection_distortion)
+MAX_PROJECTION_DISTORTION = 0.1
+# the shares of the rows the boxes suggested for data outside the configured box keep
+SUGGESTED_SHARES = (0.99, 0.999)
 
 
 @dataclass(frozen=True)
@@ -56,10 +60,60 @@ class LocalProjection:
 class LoadReport:
     rows_read: int
     dropped: dict = field(default_factory=dict)
+    # when rows are outside the box: where the rows with valid coordinates lie (:func:`data_box`)
+    data_box: DataBox | None = None
 
     @property
     def rows_kept(self) -> int:
         return self.rows_read - sum(self.dropped.values())
+
+    def advice(self, limit: float, dataset: str | None = None) -> str:
+        """Where the rows lie and the boxes to paste (:meth:`DataBox.advice`), as a fix's words."""
+        other = sum(self.dropped.values()) - self.dropped.get("outside_bbox", 0)
+        return self.data_box.advice(self.rows_read, other, limit, dataset) if self.data_box else ""
+
+
+@dataclass(frozen=True)
+class DataBox:
+    """The extent of a file's rows with valid coordinates and the boxes holding :data:`SUGGESTED_SHARES` of them."""
+
+    key: str  # the config key of the box: lonlat_bbox or bbox
+    columns: tuple[str, str]
+    valid: int  # rows with valid coordinates
+    extent: list[float]
+    boxes: list[tuple[float, list[float], float]]  # (share asked, box, share held)
+
+    def advice(self, rows_read: int, other: int, limit: float, dataset: str | None = None) -> str:
+        """One clause per box, ready to paste into the dataset's config; ``other`` rows are dropped
+        whatever the box (missing or invalid coordinates): a box that would then drop more than
+        ``limit`` of the file names the max_dropped_fraction it needs.  ``dataset``: its name in the config."""
+        (c0, c1), e = self.columns, self.extent
+        text = f"the rows span {c0} [{e[0]:g}, {e[1]:g}], {c1} [{e[2]:g}, {e[3]:g}]"
+        offers, wide = [], []
+        for share, edges, held in self.boxes:
+            if self.key == "lonlat_bbox" and projection_error(edges) > MAX_PROJECTION_DISTORTION:
+                wide.append(f"{share:.1%}".replace(".0%", "%"))
+                continue
+            drop = (other + self.valid - round(held * self.valid)) / rows_read
+            need = f" with max_dropped_fraction: {fraction_above(drop)}" if drop > limit else ""
+            offers.append(f"{self.key}: [{', '.join(f'{v:g}' for v in edges)}] keeps {held:.2%} of them{need}")
+        where = f"datasets.{dataset}.{self.key}" if dataset else f"the dataset's {self.key}"
+        if wide:
+            offers.append(
+                f"a box keeping {' or '.join(wide)} of them spans too many degrees of latitude for one "
+                f"projection (above {MAX_PROJECTION_DISTORTION:.0%} distance error): set {where} to the region "
+                "you want"
+            )
+        offers = list(dict.fromkeys(offers))  # few rows: both shares may give the same box
+        if not wide:
+            offers[-1] += f": set {where} to {'one of these' if len(offers) > 1 else 'it'}"
+        return text + "; " + "; ".join(offers)
+
+
+def fraction_above(f: float) -> float:
+    """``f`` rounded up to two significant digits (a limit to paste that admits ``f``)."""
+    step = 10.0 ** (np.floor(np.log10(f)) - 1)
+    return float(round(np.ceil(f / step - 1e-9) * step, 12))
 
 
 def projected_box(lonlat_bbox) -> tuple[list[float], LocalProjection]:
@@ -290,6 +344,8 @@ def load_points(
         meta = {"units": "native", "projection": "none"}
     inside = valid & (a >= lo_x) & (a <= hi_x) & (b >= lo_y) & (b <= hi_y)
     _count_drop(report, "outside_bbox", valid & ~inside)
+    if "outside_bbox" in report.dropped:
+        report.data_box = data_box(a[valid], b[valid], "lonlat_bbox" if lonlat else "bbox", cols)
     if user is not None:  # a row of no person cannot be attacked or capped as one: dropped, counted
         no_user = inside & (raw[user].isna().to_numpy() | (raw[user].astype(str).str.strip() == "").to_numpy())
         _count_drop(report, "missing_user_id", no_user)
@@ -304,7 +360,7 @@ def load_points(
         _count_drop(report, "bad_time", inside & bad_time)
         inside &= ~(no_time | bad_time)
     if not inside.any():
-        _no_point_inside(path, cols, a, b, valid, (lo_x, hi_x, lo_y, hi_y), report.rows_read)
+        _no_point_inside(path, cols, a, b, valid, (lo_x, hi_x, lo_y, hi_y), report)
     out = pd.DataFrame(index=np.arange(int(inside.sum())))
     if proj is not None:
         x, y = proj.forward(a[inside], b[inside])
@@ -334,9 +390,10 @@ def load_points(
     return out, report, meta
 
 
-def _no_point_inside(path, cols, a, b, valid, box, rows_read) -> None:
+def _no_point_inside(path, cols, a, b, valid, box, report: LoadReport) -> None:
     """Raise the error for a file with no usable point: swapped columns, wrong box, or no numbers."""
     lo_x, hi_x, lo_y, hi_y = box
+    rows_read = report.rows_read
     names = f"{cols[0]}/{cols[1]}"
     finite = np.isfinite(a) & np.isfinite(b)
     swapped = finite & (b >= lo_x) & (b <= hi_x) & (a >= lo_y) & (a <= hi_y)
@@ -358,8 +415,55 @@ def _no_point_inside(path, cols, a, b, valid, box, rows_read) -> None:
     raise InputError(
         str(path),
         names,
-        f"all {rows_read} rows are outside the box {[lo_x, hi_x, lo_y, hi_y]} (data spans "
-        f"{cols[0]} [{np.min(a[valid]):.6g}, {np.max(a[valid]):.6g}], {cols[1]} "
-        f"[{np.min(b[valid]):.6g}, {np.max(b[valid]):.6g}])",
-        "check the column units and the configured bounding box",
+        f"all {rows_read} rows are outside the box {[lo_x, hi_x, lo_y, hi_y]}",
+        "check the column units and the box" + (f": {report.advice(1.0)}" if report.data_box else ""),
     )
+
+
+def _outward(a: tuple[float, float], b: tuple[float, float], span: float, lonlat: bool) -> list[float]:
+    """The box [a0, a1, b0, b1] widened to multiples of 1/1000 of ``span`` rounded to a power of ten (so it
+    holds at least the points it was cut at; lon/lat within [-180, 180] x [-90, 90]), printed without float noise."""
+    step = 10.0 ** (np.floor(np.log10(span)) - 3)
+    digits = max(0, -int(np.floor(np.log10(step))))
+    edges = []
+    for (lo, hi), bound in zip((a, b), (180.0, 90.0) if lonlat else (np.inf, np.inf), strict=True):
+        down, up = np.floor(lo / step) * step, np.ceil(hi / step) * step
+        if up <= down:  # all points on one line: a box needs a width
+            down, up = down - step, up + step
+        edges += [max(round(float(down), digits), -bound), min(round(float(up), digits), bound)]
+    return edges
+
+
+def covering_box(a: np.ndarray, b: np.ndarray, share: float, lonlat: bool) -> tuple[list[float], float]:
+    """A box [a_min, a_max, b_min, b_max] holding at least ``share`` of the points, and the share it holds.
+
+    Each side is cut at the same quantile t, the largest t (bisection; the share held falls as t
+    grows) whose box still holds ``share`` (t = (1 - share) / 4 always does: a union bound over the
+    four sides).  The edges are then rounded outward to 1/1000 of the data's larger span (for
+    lon/lat inside [-180, 180] x [-90, 90]), which only adds points.
+    """
+    sa, sb = np.sort(a), np.sort(b)
+    n = len(sa)
+
+    def box(t: float) -> tuple[float, float, float, float]:
+        lo, hi = int(np.floor(t * (n - 1))), int(np.ceil((1 - t) * (n - 1)))
+        return sa[lo], sa[hi], sb[lo], sb[hi]
+
+    def held(edges) -> float:
+        return float(np.mean((a >= edges[0]) & (a <= edges[1]) & (b >= edges[2]) & (b <= edges[3])))
+
+    low, high = (1 - share) / 4, (1 - share) / 2  # held(box(low)) >= share; (1 - share) / 2 per side is too much
+    for _ in range(30):
+        mid = (low + high) / 2
+        low, high = (mid, high) if held(box(mid)) >= share else (low, mid)
+    a0, a1, b0, b1 = box(low)
+    edges = _outward((a0, a1), (b0, b1), float(max(sa[-1] - sa[0], sb[-1] - sb[0])) or 1.0, lonlat)
+    return edges, held(edges)
+
+
+def data_box(a: np.ndarray, b: np.ndarray, key: str, cols: tuple[str, str]) -> DataBox:
+    """The extent of the points (a, b) and the boxes holding :data:`SUGGESTED_SHARES` of them."""
+    span = max(float(np.ptp(a)), float(np.ptp(b))) or 1.0
+    extent = _outward((a.min(), a.max()), (b.min(), b.max()), span, key == "lonlat_bbox")
+    boxes = [(share, *covering_box(a, b, share, key == "lonlat_bbox")) for share in SUGGESTED_SHARES]
+    return DataBox(key, tuple(cols), len(a), extent, boxes)

@@ -13,16 +13,9 @@ import pandas as pd
 
 from .. import figures
 from ..figures import plt
-from .study import NOISELESS
+from .study import NOISELESS, figure_epsilon
 
 SCATTER_POINTS = 2000
-
-
-def figure_epsilon(cfg: dict, name: str) -> float:
-    """The dataset's (else the study's) figure epsilon, or the closest epsilon the study runs."""
-    eps = np.array(cfg["epsilon"])
-    wanted = cfg["datasets"][name]["figure_epsilon"] or cfg["figure_epsilon"]
-    return float(eps[np.argmin(np.abs(eps - wanted))])
 
 
 def _metric_table(summary: pd.DataFrame, name: str, metric: str) -> pd.DataFrame:

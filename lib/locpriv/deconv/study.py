@@ -37,6 +37,7 @@ from . import data, estimators
 GRID_POINTS = 200
 # the noiseless reference's rows: epsilon NaN and the method's name with this suffix
 NOISELESS = "_noiseless"
+
 # keys, bounds and defaults: workflow/schemas/config.source.yaml, $defs.deconv (docs/configuration.md)
 SECTION = StudySection("deconv")
 
@@ -138,6 +139,13 @@ def epsilon_labels(cfg: dict) -> list[str]:
     return [str(e) for e in cfg["epsilon"]] + ["inf"]
 
 
+def figure_epsilon(cfg: dict, name: str) -> float:
+    """The dataset's (else the study's) figure epsilon, or the closest epsilon the study runs."""
+    eps = np.array(cfg["epsilon"])
+    wanted = cfg["datasets"][name]["figure_epsilon"] or cfg["figure_epsilon"]
+    return float(eps[np.argmin(np.abs(eps - wanted))])
+
+
 def fit_config(cfg: dict, dataset: str) -> dict:
     """What the runs of ``dataset`` read: its epsilons, the estimator settings and that dataset only."""
     return {
@@ -148,7 +156,6 @@ def fit_config(cfg: dict, dataset: str) -> dict:
 
 def figure_files(cfg: dict, dataset: str) -> dict:
     """Inputs of a dataset's figure, relative to the results folder: rep-0 curves and test sets."""
-    from .plots import figure_epsilon  # matplotlib: only where a figure is planned
 
     eps = ("inf", figure_epsilon(cfg, dataset))
     base = "studies/deconv"

@@ -43,6 +43,7 @@ broadcast grid):
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from types import MappingProxyType
 from typing import ClassVar
 
@@ -159,6 +160,22 @@ def as_generator(rng) -> np.random.Generator:
     raise TypeError(f"rng: expected None (OS entropy), an int seed or a numpy Generator, got {type(rng).__name__}")
 
 
+def signature_of(params: dict[str, Param]) -> inspect.Signature:
+    """The keyword-only signature ``(*, name: type = default, ...)`` of a class declaring ``params``
+    (a parameter without a default is required), so ``help(GeoInd)`` lists its parameters."""
+    return inspect.Signature(
+        [
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if p.default is None else p.default,
+                annotation=p.annotation(),
+            )
+            for name, p in params.items()
+        ]
+    )
+
+
 class Mechanism:
     """A configured location mechanism; subclasses with a ``name`` are registered (see the module docstring)."""
 
@@ -178,6 +195,7 @@ class Mechanism:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        cls.__signature__ = signature_of(cls.params)  # what inspect.signature, help() and IDEs show
         if not cls.__dict__.get("name"):
             return  # an abstract base (or a subclass reusing its parent's registration)
         if cls.trust_model not in TRUST_MODELS:

@@ -12,7 +12,7 @@ from ..datasets import ingest as ds_ingest
 from ..datasets import windows
 from ..domain import Grid
 from ..errors import InputError
-from ..sanity import knn_warnings, too_few_users
+from ..sanity import DEFAULTS, knn_warnings, too_few_users
 from ..seeding import rng as make_rng
 from ..smk import console, warn
 
@@ -98,6 +98,15 @@ def bandwidth(
 ) -> None:
     """The kNN bandwidth; with ``spec`` and ``limits`` (``locpriv.sanity``), warn when it is absurdly wide."""
     pts = pd.read_parquet(points_path, columns=["x", "y"]).to_numpy()
+    if not 1 <= int(k) < len(pts):  # the k-th neighbour of a point must be another point
+        local = max(1, int((limits or DEFAULTS)["max_knn_fraction"] * len(pts)))
+        raise InputError(
+            points_path,
+            "x/y",
+            f"knn_k = {k} nearest neighbours asked of dataset '{name}', which has {len(pts)} points",
+            f"set datasets.{name}.knn_k to at most {len(pts) - 1} ({local} keeps the bandwidth local: "
+            "sanity.max_knn_fraction), or give the mechanisms a numeric h",
+        )
     h = kde.knn_bandwidth(pts, int(k), make_rng(seed, "bandwidth", name, int(k)))
     if h <= 0:
         raise InputError(
