@@ -168,7 +168,10 @@ def estimate(*, run: dict, agg_path: str, grid_path: str, bandwidth_json: str | 
     n = int(agg["sum"].attrs["n_users"])
     refusal = agg["sum"].attrs.get("refusal")
     # users who refused the query sent nothing: there is no estimate, not a zero one
-    dens = np.full(grid.shape, np.nan) if n == 0 else mech.density(agg["sum"].values, n, grid)
+    # C order, as the API's in-memory partial has it: read back from NetCDF the array can be a transposed view,
+    # and NumPy's pairwise sums differ by an ulp with the memory order (dp_heatmap's density, numpy 2.4)
+    total = np.ascontiguousarray(agg["sum"].values)
+    dens = np.full(grid.shape, np.nan) if n == 0 else mech.density(total, n, grid)
     geometry = io.read_nc3(grid_path)
     guarantee = mech.run_guarantee(run["params"]).as_dict()
     # the guarantee as readable attrs (guarantee_epsilon, ...) and, exactly, as the JSON record
