@@ -58,9 +58,10 @@ class SecAgg:
     protocol's graph, threshold and variant; ``entropy``: the secure mode's source of
     secrets (keys, self-mask seeds, Shamir coefficients): None, the OS, except where a
     test or benchmark must replay masked vectors (then a seeded Generator of its own,
-    never the DP noise's stream); ``layout``: the public stream that places clients on
-    the Harary graph (seeded, so the server's transcript is reproducible; None: drawn
-    from ``entropy``).  No output depends on a secret: the masks cancel.  ``timing_safe``: the
+    never the DP noise's stream); ``layout``: a public stream standing in for a randomness
+    beacon that places clients on the Harary graph (seeded, so a study's server transcript is
+    reproducible; None: the deployment's rule, a hash of the committed key set that the server
+    cannot choose, ``locpriv.secagg.graph``).  No output depends on a secret: the masks cancel.  ``timing_safe``: the
     per-client modes draw every client's shares with fixed work (``polya.client_shares``); the
     population mode simulates the summed shares' exact law and runs no client code.
     """

@@ -86,7 +86,7 @@ class ProtocolError(RuntimeError):
 @dataclass(frozen=True)
 class ProtocolParams:
     """bits: m = 2^bits; graph "complete" or "harary" (random k-regular, Bell et al.); degree None =
-    ``graph.auto_degree`` for the planned dropout; threshold: t = ⌊threshold (k + 1)⌋ + 1 of a client's
+    ``graph.auto_degree`` for the planned dropout and the corrupted fraction ``corrupt`` (γ); threshold: t = ⌊threshold (k + 1)⌋ + 1 of a client's
     k + 1 holders, threshold in [0.5, 1); variant "honest_but_curious" or "active" (module doc)."""
 
     bits: int = 32
@@ -95,6 +95,7 @@ class ProtocolParams:
     threshold: float = 0.5
     planned_dropout: float = 0.0
     variant: str = "honest_but_curious"
+    corrupt: float = 0.0
 
     def __post_init__(self):
         if not (isinstance(self.bits, (int, np.integer)) and 2 <= self.bits <= 62):
@@ -105,6 +106,8 @@ class ProtocolParams:
             raise ValueError(f"threshold must be a fraction in [0.5, 1), got {self.threshold}")
         if not 0 <= self.planned_dropout < 1:
             raise ValueError(f"planned_dropout must be in [0, 1), got {self.planned_dropout}")
+        if not 0 <= self.corrupt < 0.5:
+            raise ValueError(f"corrupt (the fraction of clients colluding with the server) must be in [0, 0.5), got {self.corrupt}")
         if self.variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
 
@@ -117,7 +120,7 @@ class ProtocolParams:
             return n - 1
         if self.degree is not None:
             return min(self.degree, n - 1)
-        return graph.auto_degree(n, self.planned_dropout, self.threshold)
+        return graph.auto_degree(n, self.planned_dropout, self.threshold, self.corrupt)
 
     def t_for(self, n: int) -> int:
         return graph.threshold(self.degree_for(n) + 1, self.threshold)
@@ -137,12 +140,30 @@ def client_bytes(n: int, dim: int, params: ProtocolParams) -> dict[str, int]:
     out = {
         "advertise_keys": advert_bytes(params),
         "share_keys": k * (2 * SHARE_BYTES + GCM_TAG_BYTES),
-        "masked_input": dim * ((params.bits + 7) // 8),
+        "masked_input": dim * ((params.bits + 7) // 8) + masked_with_bytes(k),
     }
     if params.active:
         out["consistency"] = crypto.SIGNATURE_BYTES
     out["unmasking"] = (k + 1) * SHARE_BYTES
     return out
+
+
+def masked_with_bytes(k: int) -> int:
+    """The bitmap over its k neighbours that a client sends with its masked vector: whom it masked with."""
+    return (k + 7) // 8
+
+
+MIN_CONTEXT_BYTES = 16
+
+
+def check_context(context) -> bytes:
+    """A session context: bytes, at least 16 of them (128 bits, so a fresh random one never repeats)."""
+    if not isinstance(context, bytes) or len(context) < MIN_CONTEXT_BYTES:
+        raise ProtocolError(
+            f"the session context must be at least {MIN_CONTEXT_BYTES} bytes, fresh for every round and shard "
+            f"(e.g. os.urandom(16) + a shard label), got {context!r:.40}"
+        )
+    return context
 
 
 def _ids(*ids: int) -> bytes:
@@ -175,6 +196,18 @@ def self_mask_seed(b: bytes, context: bytes) -> bytes:
 def commitment(b: bytes, context: bytes) -> bytes:
     """Binding, hiding commitment to a self-mask seed (HKDF as a PRF keyed by the 256-bit seed)."""
     return crypto.derive(b, context + b"|commit")
+
+
+@dataclass(frozen=True)
+class KeysMessage:
+    """Step 1's message to client u: its neighbours' advertisements, the key set's Merkle root (the layout's
+    public randomness, ``graph.layout_seed``), and in the active variant the Merkle proofs and u's own
+    advertisement as committed."""
+
+    adverts: dict
+    root: bytes
+    proofs: dict | None = None
+    own: bytes | None = None
 
 
 @dataclass(frozen=True)
