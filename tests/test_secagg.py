@@ -293,7 +293,7 @@ def test_a_client_answers_each_step_once_and_in_order():
     "change, message",
     [
         ("overlap", "listed both as a survivor and as dropped"),
-        ("few", "fewer than t"),
+        ("few", "2 survivors of 20, fewer than"),
         ("self_dropped", "lists it as dropped"),
     ],
 )

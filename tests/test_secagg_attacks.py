@@ -96,13 +96,17 @@ def self_masks(server, owners):
 # ---- withheld share bundles across a cut: the sum of an arc ---------------------------------------------------
 
 
+@pytest.mark.parametrize("rest", ["alive", "dropped"])
 @pytest.mark.parametrize("params", [HBC, ACTIVE])
 @pytest.mark.parametrize("old", [False, True], ids=["today", "7b42c39"])
-def test_withheld_bundles_across_a_cut_do_not_give_an_arc_sum(monkeypatch, params, old):
+def test_withheld_bundles_across_a_cut_do_not_give_an_arc_sum(monkeypatch, params, old, rest):
     # the review: route every bundle except those crossing a cut around an arc of t clients; the clients mask
     # only with the neighbours whose bundles arrived, so the arc's pairwise masks cancel inside it and its
-    # self-masks are all that hide its sum.  Today the clients next to the cut refuse (a survivor neighbour
-    # they never masked with), the arc's boundary owners keep fewer than t answering holders.
+    # self-masks are all that hide its sum.  rest "alive": everyone is told all survived; today the clients
+    # next to the cut refuse (a survivor neighbour they never masked with), the arc's boundary owners keep
+    # fewer than t answering holders.  rest "dropped": the arc is told it alone survived (every local check
+    # passes: the arc is connected and its boundary owners have exactly t holders in it); today refused by
+    # the survivor count, > threshold n.
     n = 100
     x = np.random.default_rng(0).integers(0, 1 << params.bits, (n, 5))
     with old_clients(old, monkeypatch):
@@ -119,15 +123,23 @@ def test_withheld_bundles_across_a_cut_do_not_give_an_arc_sum(monkeypatch, param
         arc = sorted(order["arc"])
         with pytest.raises(ProtocolError, match="did not mask with each other"):
             server.unmasking_request()  # the honest server's own check
-        refused = ask(clients, server, {v: everyone(server, range(n)) for v in range(n)})
+        if rest == "alive":
+            refused = ask(clients, server, {v: everyone(server, range(n)) for v in range(n)})
+        else:
+            request = everyone(server, arc)
+            request = UnmaskingRequest(request.alive, ~request.alive)
+            refused = ask(clients, server, {v: request for v in arc})
         masked_sum = sum(server.inputs[u] for u in arc)
         if old:
             got = (masked_sum - self_masks(server, arc)) & np.uint64((1 << params.bits) - 1)
             assert not refused and (got == x[arc].sum(axis=0) % (1 << params.bits)).all()  # power: the arc's sum
             return
+        if rest == "dropped":
+            assert sorted(refused) == arc and all("survivors of 100, fewer than" in m for m in refused.values())
         # next to the cut: a survivor neighbour it never masked with; active, further in: too few holders signed
-        assert any("never got (or rejected)" in m for m in refused.values())
-        assert all("never got (or rejected)" in m or "signed the survivor set" in m for m in refused.values())
+        else:
+            assert any("never got (or rejected)" in m for m in refused.values())
+            assert all("never got (or rejected)" in m or "signed the survivor set" in m for m in refused.values())
         with pytest.raises(ProtocolError, match="fewer than t"):
             self_masks(server, arc)
 
@@ -179,6 +191,50 @@ def test_different_survivor_lists_do_not_reveal_an_input(monkeypatch, old):
         assert any("fewer than t" in m for m in refused.values())
         with pytest.raises(ProtocolError, match="fewer than t"):
             recover()
+
+
+def greedy_lists(clients, server, victim):
+    """A smarter split than the review's: each client w is told that the few of the victim's neighbours it
+    holds shares of and that have the fewest shares so far dropped — as many as w's own checks allow
+    (``Client._check_survivors`` is public knowledge: the server can run it)."""
+    near = set(server.neighbours[victim].tolist())
+    count = dict.fromkeys(near, 0)
+    requests = {}
+    for w in sorted(range(server.n), key=lambda w: -len(near & set(server.graph.holders(w).tolist()))):
+        candidates = sorted((near & set(server.graph.holders(w).tolist())) - {w}, key=count.get)
+        for size in range(len(candidates), -1, -1):
+            alive = np.ones(server.n, dtype=bool)
+            alive[candidates[:size]] = False
+            try:
+                clients[w]._check_survivors(alive, ~alive)
+            except ProtocolError:
+                continue
+            break
+        for v in candidates[:size]:
+            count[v] += 1
+        requests[w] = UnmaskingRequest(alive, ~alive)
+    return requests
+
+
+@pytest.mark.parametrize("params", [HBC, ACTIVE])
+def test_only_the_active_variant_holds_against_different_survivor_lists(params):
+    # the honest-but-curious variant's model is a server that follows the protocol (docs/studies.md): its
+    # clients' local checks stop the review's lists, not a server that tailors each list to pass them —
+    # here it still reads one input.  The active variant's consistency round refuses it.
+    n, victim = 100, 7
+    x = np.random.default_rng(0).integers(0, 1 << params.bits, (n, 5))
+    clients, server = keyed(n, params, x)
+    clients_again, _ = keyed(n, params, x)  # same seeds: the same keys, graph and shares
+    refused = ask(clients, server, greedy_lists(clients_again, server, victim))
+    near = server.neighbours[victim].tolist()
+    if params.active:
+        assert refused and all("holders signed the survivor set" in m for m in refused.values())
+        with pytest.raises(ProtocolError, match="fewer than t"):
+            server._rebuild("mask_key", near)
+        return
+    keys = dict(zip(near, server._rebuild("mask_key", near), strict=True))
+    y = server.inputs[victim] - self_masks(server, [victim]) - pairwise_masks(server, victim, keys)
+    assert not refused and ((y & np.uint64((1 << params.bits) - 1)) == x[victim]).all()
 
 
 # ---- late and dropped-id masked inputs, garbage bundles ----------------------------------------------------------

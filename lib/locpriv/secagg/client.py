@@ -223,8 +223,12 @@ class Client:
                 "neighbour's share bundle and did not mask with it: the survivors' masked graph is not the "
                 "public one (a withheld bundle cuts it); refusing"
             )
-        if int(alive.sum()) < self.t:
-            raise self._error(f"{int(alive.sum())} survivors, fewer than t = {self.t}")
+        least = self.params.min_survivors(n)
+        if int(alive.sum()) < least:
+            raise self._error(
+                f"{int(alive.sum())} survivors of {n}, fewer than ⌊threshold n⌋ + 1 = {least}: the server could "
+                "learn the sum of a small set of its choice; refusing"
+            )
         parts = self.graph.components(alive)
         if parts > 1:
             raise self._error(

@@ -125,6 +125,13 @@ class ProtocolParams:
     def t_for(self, n: int) -> int:
         return graph.threshold(self.degree_for(n) + 1, self.threshold)
 
+    def min_survivors(self, n: int) -> int:
+        """Survivors a shard needs before anyone unmasks: ⌊threshold · n⌋ + 1 (> n / 2), so that no set of
+        clients the server declares surviving is small — the complete graph's t, and on a sparse graph the
+        bound a client can check from the survivor set alone (an arc of t clients whose neighbours are all
+        "dropped" passes every local check)."""
+        return graph.threshold(n, self.threshold)
+
 
 def advert_bytes(params: ProtocolParams) -> int:
     """Two public keys, the self-seed commitment and (active) the identity signature."""

@@ -201,10 +201,11 @@ class Server:
         alive[[u for u in self.inputs if u not in rejected]] = True
         dropped = np.zeros(self.n, dtype=bool)
         dropped[[u for u in self.bundles if not alive[u]]] = True
-        if alive.sum() < self.t:
+        least = self.params.min_survivors(self.n)
+        if alive.sum() < least:
             raise ProtocolError(
                 f"{int(alive.sum())} of {self.n} clients sent masked input, fewer than the "
-                f"threshold t = {self.t}: the shard cannot be unmasked and yields no output"
+                f"threshold ⌊threshold n⌋ + 1 = {least}: the shard cannot be unmasked and yields no output"
             )
         for u in np.flatnonzero(alive):
             unmasked = [int(v) for v in self.neighbours[u] if alive[v] and int(v) not in self.masked[int(u)]]
