@@ -51,6 +51,8 @@ import pandas as pd
 from ..adversary import informed
 from ..dp import ADD_REMOVE, REPLACE_ONE, Guarantee
 from ..heatmaps.aggregation import AGGREGATIONS, SecAgg, ShardedRound, UserPool
+from ..secagg import ProtocolParams
+from ..secagg.protocol import VARIANTS
 from ..heatmaps.guarantee import heatmap_guarantee
 from ..heatmaps.polya import fixed_work_delta
 from ..params import Param
@@ -72,6 +74,15 @@ AGGREGATION = Param(
     default="population",
     choices=AGGREGATIONS,
 )
+VARIANT = Param(
+    "variant",
+    "choice",
+    "secure aggregation's server model (aggregation secure only): honest_but_curious (it follows the "
+    "protocol) or active (it may deviate: signed keys and a consistency round, locpriv.secagg.protocol)",
+    default="honest_but_curious",
+    choices=VARIANTS,
+    omit_default=True,
+)
 SHARD_SIZE = Param(
     "shard_size",
     "int",
@@ -88,6 +99,7 @@ def secagg(settings) -> SecAgg:
     return SecAgg(
         shard_size=settings["shard_size"],
         mode=settings["aggregation"],
+        protocol=ProtocolParams(variant=settings.get("variant", VARIANT.default)),
         timing_safe=settings.get("timing") == "fixed_work",
     )
 
@@ -171,6 +183,11 @@ class Heatmap(Released):
     @classmethod
     def validate(cls, given: dict, where: str, workflow: bool = True) -> dict:
         settings = super().validate(given, where, workflow)
+        if settings.get("variant", VARIANT.default) != VARIANT.default and settings["aggregation"] != "secure":
+            raise ValueError(
+                f"'{where}.variant': {settings['variant']} is a server model of the masking protocol, which runs "
+                f"with aggregation secure only (given: {settings['aggregation']}); set aggregation: secure"
+            )
         if settings["timing"] == "fixed_work" and settings["aggregation"] == "population":
             raise ValueError(
                 f"'{where}.timing': fixed_work times each client's share draw, but aggregation 'population' "
@@ -192,7 +209,8 @@ class Heatmap(Released):
     def claim(self):
         eps = self.settings["epsilon"]
         # the heatmap study's wording of the model, so the DAG and the study state one guarantee
-        model = heatmap_guarantee(eps, eps, self.settings["aggregation"])["model"]
+        variant = self.settings.get("variant", VARIANT.default)
+        model = heatmap_guarantee(eps, eps, self.settings["aggregation"], variant=variant)["model"]
         timing = (
             "; timing (fixed_work): every client's Polya shares by one 64-bit word and the same comparisons "
             "each (polya.fixed_work_polya), so a device's work is set by the public vector length; delta = "
@@ -315,6 +333,7 @@ class Baseline(Heatmap):
         "depth": DEPTH,
         "shard_size": SHARD_SIZE,
         "aggregation": AGGREGATION,
+        "variant": VARIANT,
         "timing": TIMING,
     }
     library = None  # the heatmaps library's function (population, n_users, epsilon, rng, secagg)

@@ -107,7 +107,9 @@ class ProtocolParams:
         if not 0 <= self.planned_dropout < 1:
             raise ValueError(f"planned_dropout must be in [0, 1), got {self.planned_dropout}")
         if not 0 <= self.corrupt < 0.5:
-            raise ValueError(f"corrupt (the fraction of clients colluding with the server) must be in [0, 0.5), got {self.corrupt}")
+            raise ValueError(
+                f"corrupt (the fraction of clients colluding with the server) must be in [0, 0.5), got {self.corrupt}"
+            )
         if self.variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
 

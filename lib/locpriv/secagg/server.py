@@ -74,7 +74,9 @@ class Server:
         self.bundles: dict[int, int] = {}  # U2: sender -> bundles sent
         self.mailbox: dict[int, dict[int, bytes]] = {}  # recipient -> sender -> sealed shares
         self.delivered: dict[int, set[int]] = {}  # recipient -> senders whose bundles it got
-        self.masked: dict[int, set[int]] = {}  # sender of y -> the neighbours it masked with (it accepted their bundles)
+        self.masked: dict[
+            int, set[int]
+        ] = {}  # sender of y -> the neighbours it masked with (it accepted their bundles)
         self.inputs: dict[int, np.ndarray] = {}  # U3 before the request: summed for the survivors only
         self.signatures: dict[int, bytes] = {}  # U4 (active)
         self.answered: set[int] = set()  # U5
@@ -179,7 +181,9 @@ class Server:
             raise ProtocolError(f"client {u} sent a masking bitmap that is not {masked_with_bytes(len(row))} bytes")
         masked = {int(v) for v in row[np.unpackbits(np.frombuffer(masked_with, np.uint8))[: len(row)].astype(bool)]}
         if masked - self.delivered[u]:
-            raise ProtocolError(f"client {u} says it masked with client {min(masked - self.delivered[u])}, whose bundle it never got")
+            raise ProtocolError(
+                f"client {u} says it masked with client {min(masked - self.delivered[u])}, whose bundle it never got"
+            )
         self.inputs[u] = y.astype(np.uint64)
         self.masked[u] = masked
         n_bytes = self.dim * ((self.params.bits + 7) // 8) + len(masked_with)

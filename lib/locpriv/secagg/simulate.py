@@ -124,9 +124,7 @@ def aggregate(
     senders = np.asarray(senders)
     if vectors.ndim != 2 or vectors.shape[0] != len(senders):
         raise ValueError(f"one vector per sender is needed: {vectors.shape} vectors for {len(senders)} senders")
-    clients, server = on(
-        "client", shard, n_clients, vectors.shape[1], params, entropy, context, beacon, directory
-    )
+    clients, server = on("client", shard, n_clients, vectors.shape[1], params, entropy, context, beacon, directory)
     keyed = [u for u in range(n_clients) if u not in drop.advertise_keys]
     for u in keyed:
         on("server", server.receive_keys, u, on("client", clients[u].advertise_keys))
