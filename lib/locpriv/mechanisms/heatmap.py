@@ -51,12 +51,12 @@ import pandas as pd
 from ..adversary import informed
 from ..dp import ADD_REMOVE, REPLACE_ONE, Guarantee
 from ..heatmaps.aggregation import AGGREGATIONS, SecAgg, ShardedRound, UserPool
-from ..secagg import ProtocolParams
-from ..secagg.protocol import VARIANTS
 from ..heatmaps.guarantee import heatmap_guarantee
 from ..heatmaps.polya import fixed_work_delta
 from ..params import Param
 from ..quadtree import cell_codes, deinterleave, interleave
+from ..secagg import ProtocolParams
+from ..secagg.protocol import VARIANTS
 from .base import TIMING, clamp_to_domain
 from .partitions import EPSILON, Released
 

@@ -86,8 +86,9 @@ class ProtocolError(RuntimeError):
 @dataclass(frozen=True)
 class ProtocolParams:
     """bits: m = 2^bits; graph "complete" or "harary" (random k-regular, Bell et al.); degree None =
-    ``graph.auto_degree`` for the planned dropout and the corrupted fraction ``corrupt`` (γ); threshold: t = ⌊threshold (k + 1)⌋ + 1 of a client's
-    k + 1 holders, threshold in [0.5, 1); variant "honest_but_curious" or "active" (module doc)."""
+    ``graph.auto_degree`` for the planned dropout and the corrupted fraction ``corrupt`` (γ: clients that may
+    collude with the server); threshold: t = ⌊threshold (k + 1)⌋ + 1 of a client's k + 1 holders, threshold
+    in [0.5, 1); variant "honest_but_curious" or "active" (module doc)."""
 
     bits: int = 32
     graph: str = "harary"

@@ -17,10 +17,10 @@ from . import crypto, graph, pki, shamir
 from .graph import Graph
 from .protocol import (
     GCM_TAG_BYTES,
-    KeysMessage,
     SECRETS,
     SHARE_BYTES,
     SHARE_LIMBS,
+    KeysMessage,
     ProtocolError,
     ProtocolParams,
     UnmaskingRequest,

@@ -17,7 +17,6 @@ import pandas as pd
 
 from . import pki
 from .client import Client
-from .graph import Graph
 from .protocol import ProtocolError, ProtocolParams
 from .server import Server
 
