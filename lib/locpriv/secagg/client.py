@@ -13,6 +13,8 @@ set that differs from the one it signed or that too few of an owner's holders si
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from cryptography.exceptions import InvalidTag
 
@@ -60,11 +62,10 @@ class Client:
         self.neighbours = np.zeros(0, dtype=np.int64)
         self._entropy = entropy
         self._identity, self._directory = identity, directory
-        if params.active:
-            if identity is None or directory is None:
-                raise ValueError("the active variant needs each client's identity key and the PKI directory")
-            if not identity.begin(context):
-                raise self._error("asked to join a session context it has already used (a replayed round); refusing")
+        if params.active and (identity is None or directory is None):
+            raise ValueError("the active variant needs each client's identity key and the PKI directory")
+        if identity is not None and not identity.begin(context):
+            raise self._error("asked to join a session context it has already used (a replayed round); refusing")
         self._done: set[str] = set()
         self._c, self._s = (crypto.private_key(r.tobytes()) for r in crypto.random_bytes(entropy, 2))
         self._b = crypto.random_bytes(entropy, 1)[0].tobytes()
@@ -74,6 +75,67 @@ class Client:
         self._held: dict[int, np.ndarray] = {}  # owner -> its (2, L) shares this client holds
         self._masked_with: set[int] = set()  # neighbours whose bundles it accepted, so masked with
         self._signed: np.ndarray | None = None
+
+    def _place(self, public: bytes) -> None:
+        """This client's graph and neighbours from the layout's public randomness."""
+        self._layout = public
+        self.graph = graph.for_round(
+            self.n, self.params.graph, self.params.degree_for(self.n), graph.layout_seed(self.context, public)
+        )
+        self.neighbours = self.graph.neighbours(self.id)
+
+    # ---- persistence (the service's key store, ``store``) ---------------------------------------------------
+    def export_state(self) -> dict:
+        """Everything this client knows of the round, its secrets included, as JSON-able values (hex bytes):
+        what the client's key store keeps so a restarted client answers the steps it has not answered yet."""
+        return {
+            "id": self.id,
+            "n": self.n,
+            "params": dataclasses.asdict(self.params),
+            "context": self.context.hex(),
+            "beacon": None if self.beacon is None else self.beacon.hex(),
+            "done": sorted(self._done),
+            "c": self._c.private_bytes_raw().hex(),
+            "s": self._s.private_bytes_raw().hex(),
+            "b": self._b.hex(),
+            "session": self._session.hex(),
+            "layout": getattr(self, "_layout", b"").hex(),
+            "advert": getattr(self, "_advert", b"").hex(),
+            "peers": {str(v): (c + s_).hex() for v, (c, s_) in self._peers.items()},
+            "channel": {str(v): k.hex() for v, k in self._channel.items()},
+            "held": {str(o): sh.tolist() for o, sh in self._held.items()},
+            "masked_with": sorted(self._masked_with),
+            "signed": None if self._signed is None else np.flatnonzero(self._signed).tolist(),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict, identity=None, directory=None) -> Client:
+        """The client ``export_state`` saved (its identity does not re-register the context)."""
+        self = cls.__new__(cls)
+        self.id, self.n = state["id"], state["n"]
+        self.params = ProtocolParams(**state["params"])
+        self.context = bytes.fromhex(state["context"])
+        self.beacon = None if state["beacon"] is None else bytes.fromhex(state["beacon"])
+        self.t = self.params.t_for(self.n)
+        self.graph, self.neighbours = None, np.zeros(0, dtype=np.int64)
+        self._entropy, self._identity, self._directory = None, identity, directory
+        self._done = set(state["done"])
+        self._c, self._s = crypto.private_key(bytes.fromhex(state["c"])), crypto.private_key(bytes.fromhex(state["s"]))
+        self._b, self._session = bytes.fromhex(state["b"]), bytes.fromhex(state["session"])
+        if state["layout"]:
+            self._place(bytes.fromhex(state["layout"]))
+        if state["advert"]:
+            self._advert = bytes.fromhex(state["advert"])
+        k = crypto.KEY_BYTES
+        self._peers = {int(v): (bytes.fromhex(h)[:k], bytes.fromhex(h)[k:]) for v, h in state["peers"].items()}
+        self._channel = {int(v): bytes.fromhex(h) for v, h in state["channel"].items()}
+        self._held = {int(o): np.array(sh, dtype=np.int64) for o, sh in state["held"].items()}
+        self._masked_with = set(state["masked_with"])
+        self._signed = None
+        if state["signed"] is not None:
+            self._signed = np.zeros(self.n, dtype=bool)
+            self._signed[state["signed"]] = True
+        return self
 
     # ---- bookkeeping --------------------------------------------------------------------------------
     def _error(self, text: str) -> ProtocolError:
@@ -129,11 +191,7 @@ class Client:
         adverts = keys.adverts
         if self.params.active:
             self._check_keys(adverts, keys.proofs, keys.own, keys.root)
-        public = self.beacon if self.beacon is not None else keys.root
-        self.graph = graph.for_round(
-            self.n, self.params.graph, self.params.degree_for(self.n), graph.layout_seed(self.context, public)
-        )
-        self.neighbours = self.graph.neighbours(self.id)
+        self._place(self.beacon if self.beacon is not None else keys.root)
         size = advert_bytes(self.params)
         strangers = set(adverts) - set(self.neighbours.tolist())
         if strangers:
