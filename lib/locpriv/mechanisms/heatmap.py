@@ -50,7 +50,7 @@ import pandas as pd
 
 from ..adversary import informed
 from ..dp import ADD_REMOVE, REPLACE_ONE, Guarantee
-from ..heatmaps.aggregation import AGGREGATIONS, SecAgg, ShardedRound, UserPool
+from ..heatmaps.aggregation import AGGREGATIONS, TRANSPORTS, SecAgg, ShardedRound, UserPool
 from ..heatmaps.guarantee import heatmap_guarantee
 from ..heatmaps.polya import fixed_work_delta
 from ..params import Param
@@ -83,6 +83,15 @@ VARIANT = Param(
     choices=VARIANTS,
     omit_default=True,
 )
+TRANSPORT = Param(
+    "transport",
+    "choice",
+    "how aggregation secure runs: simulation (clients as objects in the job's process) or loopback (the "
+    "secure-aggregation service: client processes over TLS on 127.0.0.1, locpriv.secagg.service); same sums",
+    default="simulation",
+    choices=TRANSPORTS,
+    omit_default=True,
+)
 SHARD_SIZE = Param(
     "shard_size",
     "int",
@@ -100,6 +109,7 @@ def secagg(settings) -> SecAgg:
         shard_size=settings["shard_size"],
         mode=settings["aggregation"],
         protocol=ProtocolParams(variant=settings.get("variant", VARIANT.default)),
+        transport=settings.get("transport", TRANSPORT.default),
         timing_safe=settings.get("timing") == "fixed_work",
     )
 
@@ -183,11 +193,12 @@ class Heatmap(Released):
     @classmethod
     def validate(cls, given: dict, where: str, workflow: bool = True) -> dict:
         settings = super().validate(given, where, workflow)
-        if settings.get("variant", VARIANT.default) != VARIANT.default and settings["aggregation"] != "secure":
-            raise ValueError(
-                f"'{where}.variant': {settings['variant']} is a server model of the masking protocol, which runs "
-                f"with aggregation secure only (given: {settings['aggregation']}); set aggregation: secure"
-            )
+        for param in (VARIANT, TRANSPORT):
+            if settings.get(param.name, param.default) != param.default and settings["aggregation"] != "secure":
+                raise ValueError(
+                    f"'{where}.{param.name}': {settings[param.name]} applies to the masking protocol, which runs "
+                    f"with aggregation secure only (given: {settings['aggregation']}); set aggregation: secure"
+                )
         if settings["timing"] == "fixed_work" and settings["aggregation"] == "population":
             raise ValueError(
                 f"'{where}.timing': fixed_work times each client's share draw, but aggregation 'population' "
@@ -334,6 +345,7 @@ class Baseline(Heatmap):
         "shard_size": SHARD_SIZE,
         "aggregation": AGGREGATION,
         "variant": VARIANT,
+        "transport": TRANSPORT,
         "timing": TIMING,
     }
     library = None  # the heatmaps library's function (population, n_users, epsilon, rng, secagg)
