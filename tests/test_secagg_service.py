@@ -24,8 +24,19 @@ def env():
 
 def start_server(folder, n, dim, *options):
     proc = subprocess.Popen(
-        [*CLI, "server", "--clients", str(n), "--dim", str(dim), "--certs", str(folder / "certs")]
-        + ["--out", str(folder / "result.json"), *options],
+        [
+            *CLI,
+            "server",
+            "--clients",
+            str(n),
+            "--dim",
+            str(dim),
+            "--certs",
+            str(folder / "certs"),
+            "--out",
+            str(folder / "result.json"),
+            *options,
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -37,8 +48,21 @@ def start_server(folder, n, dim, *options):
 
 def start_clients(folder, port, ids, *options):
     return subprocess.Popen(
-        [*CLI, "client", "--port", str(port), "--ids", f"{ids.start}:{ids.stop}", "--inputs", str(folder / "x.npy")]
-        + ["--stores", str(folder / "stores"), "--certs", str(folder / "certs"), *options],
+        [
+            *CLI,
+            "client",
+            "--port",
+            str(port),
+            "--ids",
+            f"{ids.start}:{ids.stop}",
+            "--inputs",
+            str(folder / "x.npy"),
+            "--stores",
+            str(folder / "stores"),
+            "--certs",
+            str(folder / "certs"),
+            *options,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -97,7 +121,7 @@ def test_a_round_over_tls_with_killed_and_restarted_client_processes(tmp_path):
         saved = KeyStore(tmp_path / "stores" / "42").load_round()
         assert saved is not None and "inbox" in saved[1]  # its masked input, as sent, kept across the kill
         clients[4] = start_clients(tmp_path, port, blocks[4])
-        for u in blocks[4]:
+        for _u in blocks[4]:
             wait_for(server, "back")  # all ten reconnected before the unmasking request goes out
         server.stdin.write("\n")
         server.stdin.flush()
@@ -153,7 +177,6 @@ def test_the_dag_can_run_a_shard_over_loopback_with_the_simulations_sum(variant)
 def test_the_dag_mechanism_over_loopback_publishes_the_simulations_map():
     """transport: loopback — each shard of aggregation secure through the service: the map of the ideal sum."""
     from locpriv import mechanisms
-
     from test_heatmap_mechanisms import _run
 
     _, _, _, ideal, _ = _run("heatmap_flat", n=400, depth=3, shard_size=200, aggregation="per_client")

@@ -25,37 +25,42 @@ still taking part after each (U1 ⊇ U2 ⊇ U3 ⊇ U4 ⊇ U5):
    public key) for o ∈ U2 \\ U3, removes the self-masks and the dropped clients' masks and
    outputs Σ_{u ∈ U3} x_u mod m.
 
-What a client checks before it reveals anything (``client.Client``; each check failing is a
-``ProtocolError`` naming the client): it answers each step once and in order; the survivor
-and dropped sets are disjoint, it is a survivor, and there are at least t survivors; the
-survivors' graph is connected (``graph``); active: the survivor set is the one it signed,
-and for each owner it reveals, at least t of that owner's holders signed the same set
-under the same session id.  The server (``server.Server``) checks every message it gets:
-known and distinct senders, no step twice (replays), vector length K and values in Z_m,
-shares only from holders of their owner, at least t shares per owner, spare shares on the
-polynomial, rebuilt secrets against their commitments and public keys, and the survivors'
-graph connected — otherwise a ``ProtocolError`` and no output.
+What a client checks before it signs or reveals anything (``client.Client``; each check failing is
+a ``ProtocolError`` naming the client): it answers each step once and in order; the survivor and
+dropped sets are disjoint and it is a survivor; every neighbour listed as a survivor is one whose
+bundle it accepted and masked with (so the survivors' graph over the edges actually masked is the
+public one: a withheld bundle cannot cut it); more than threshold · n survivors; the survivors'
+graph connected (``graph``); every owner it would reveal a share of keeps t holders among the
+survivors; active: the survivor set is the one it signed, and for each owner it reveals, at least t
+of that owner's holders signed the same set under the same session id.  A bundle that does not
+authenticate drops its sender (no mask, no share held; the bitmap sent with y_u tells the server).
+A session context is at least 16 bytes and an identity refuses one it has used (``pki.Identity``).
+The server (``server.Server``) checks every message it gets: known and distinct senders, no step
+twice (replays), nothing after its step closed (late masked inputs, inputs under a dropped id),
+vector length K and values in Z_m, shares only from holders of their owner, at least t shares per
+owner, spare shares on the polynomial, rebuilt secrets against their commitments and public keys,
+and the survivors' graph connected over masked edges — otherwise a ``ProtocolError`` and no output.
+The layout of the graph comes from the committed key set (``graph.layout_seed``).
 
-What the server learns, assuming honest clients (no collusion of the server with t or more
-of any client's holders), CDH on Curve25519, HKDF/AES as PRF/PRP, AES-GCM and Ed25519
-secure (Bonawitz et al. Thm 6.2–6.4, Bell et al. Thm 3.6, with the connectivity argument):
+What the server learns, with no more than a fraction γ of clients colluding with it (``corrupt``,
+the degree rule), CDH on Curve25519, HKDF/AES as PRF/PRP, AES-GCM and Ed25519 secure (Bonawitz et
+al. Thm 6.2–6.4, Bell et al. Thm 3.6, with the connectivity argument):
 
 * ``honest_but_curious`` (the server follows the protocol; dropouts are not chosen by it):
   Σ_{u ∈ U3} x_u mod m and nothing else about the inputs — or nothing, when a check fails.
   Pairwise masks on the edges inside U3 are unknown to it; U3 is connected, so every proper
-  subset of U3 has an edge to the rest whose mask does not cancel.
-* ``active`` (the server may deviate arbitrarily: substitute keys, send different lists to
-  different clients, ask twice, replay): at most one sum Σ_{u ∈ L} x_u mod m over a set L of
-  its choice among the clients whose masked input it received, with L connected and
-  |L| >= t n / (k + 1) > threshold · n >= n / 2 — or nothing.  Consistency: two holders of one
-  owner that reveal saw the same L (each needed t signers among the owner's k + 1 holders,
-  2t > k + 1, an honest client signs once), adjacent owners that both get t shares share an
-  answering holder (t > k / 2), so one L holds on every connected set the server can unmask;
-  L connected then leaves Σ_L as the only unmaskable combination.  Size: every client has at
-  least t answering holders in L (owners in L) or at least t neighbours in L (dropped
-  neighbours of L, and on the Harary graph every client outside L is one, because a gap of
-  more than r dropped positions leaves its first client with at most r < t neighbours in L);
-  counting pairs (v, u ∈ N[v] ∩ L) gives (k + 1)|L| >= t n.
+  subset of U3 has an edge to the rest whose mask does not cancel.  A deviating server is out of
+  this model (it reads an input by substituting keys, or by survivor lists tailored to each
+  client's checks: tests/test_secagg_attacks.py).
+* ``active`` (the server may deviate arbitrarily: substitute keys, withhold bundles, send different
+  lists to different clients, ask twice, replay): at most one sum Σ_{u ∈ L} x_u mod m over a set L
+  of its choice among the clients whose masked input it received, with L connected over masked
+  edges and |L| > threshold · n >= n / 2 — or nothing.  Consistency: two holders of one owner that
+  reveal saw the same L (each needed t signers among the owner's k + 1 holders, 2t > k + 1, an
+  honest client signs once), adjacent owners that both get t shares share an answering holder
+  (t > k / 2), so one L holds on every connected set the server can unmask; every survivor masked
+  with its surviving neighbours, so L connected leaves Σ_L as the only unmaskable combination; and
+  each client checks |L| itself.
 
 Simulation shortcuts that change no output: the clients are objects in one process (each
 holds only its own secrets; the graph and the PKI directory are public), called in turn by

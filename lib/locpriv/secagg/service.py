@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import ipaddress
+import itertools
 import json
 import os
 import ssl
@@ -37,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import crypto, wire
+from . import wire
 from .client import Client
 from .protocol import SHARE_LIMBS, KeysMessage, ProtocolError, ProtocolParams, UnmaskingRequest
 from .server import Server
@@ -232,9 +233,9 @@ class RoundServer:
             with _suppress_timeout():
                 await asyncio.wait_for(self.step.done.wait(), timeout=min(self.grace, end - time.monotonic()))
             pending = self.step.asked - self.step.answered
-            if pending and not (pending & set(self.writers)) and self._quiet_since is not None:
-                if time.monotonic() - self._quiet_since >= self.grace:
-                    break
+            gone = pending and not pending & set(self.writers) and self._quiet_since is not None
+            if gone and time.monotonic() - self._quiet_since >= self.grace:
+                break  # everyone it still waits for has disconnected and not come back within the grace
 
     async def run(self, port: int, tls: ssl.SSLContext, ready=None) -> tuple[np.ndarray, np.ndarray, dict]:
         server = await asyncio.start_server(self.handle, LOOPBACK, port, ssl=tls, backlog=4096, limit=wire.MAX_FRAME)
@@ -429,7 +430,7 @@ def loopback_aggregate(
 
     with tempfile.TemporaryDirectory(prefix="locpriv-secagg-") as tmp:
         folder = Path(tmp)
-        ca, cert, key = make_certificates(folder / "certs")
+        _ca, cert, key = make_certificates(folder / "certs")
         x = np.zeros((n_clients, np.asarray(vectors).shape[1]), dtype=np.int64)
         x[np.asarray(senders)] = vectors
         np.save(folder / "x.npy", x)
@@ -449,7 +450,7 @@ def loopback_aggregate(
         procs = []
 
         def spawn(port: int) -> None:
-            for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            for a, b in itertools.pairwise(bounds):
                 command = [sys.executable, "-m", "locpriv.secagg.cli", "client", "--port", str(port)]
                 command += ["--ids", f"{a}:{b}", "--inputs", str(folder / "x.npy"), "--stores", str(folder / "stores")]
                 procs.append(
