@@ -56,8 +56,6 @@ import math
 import os
 import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -67,7 +65,7 @@ import pandas as pd
 
 from locpriv.heatmaps.adaptive import AdaptiveParams, run_adaptive
 from locpriv.heatmaps.study import make_secagg, synthetic_population
-from locpriv.secagg import CpuClock, ProtocolParams, aggregate
+from locpriv.secagg import CpuClock, ProtocolParams, aggregate, service
 from locpriv.seeding import rng as make_rng
 
 BITS = 32
@@ -330,56 +328,15 @@ def scale_part(results: str) -> None:
 
 def service_part(n: int, dim: int, processes: int, killed: int, planned: float) -> None:
     """One round of the service with ``killed`` of ``processes`` client processes killed after the key shares."""
-    cli = [sys.executable, "-m", "locpriv.secagg.cli"]
     with tempfile.TemporaryDirectory(prefix="bench-secagg-") as tmp:
         folder = Path(tmp)
-        subprocess.run([*cli, "certs", "--out", str(folder / "certs")], check=True)
+        service.make_certificates(folder / "certs")
         x = np.random.default_rng(0).integers(0, 1 << BITS, (n, dim), dtype=np.uint64)
         np.save(folder / "x.npy", x)
         options = ["--bits", str(BITS), "--planned-dropout", str(planned), "--deadline", "3600", "--grace", "2"]
-        server = subprocess.Popen(
-            [
-                *cli,
-                "server",
-                "--clients",
-                str(n),
-                "--dim",
-                str(dim),
-                "--certs",
-                str(folder / "certs"),
-                "--out",
-                str(folder / "result.json"),
-                "--pause",
-                "shares",
-                *options,
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        port = server.stdout.readline().split()[1]
+        server, port = service.spawn_server(folder, n, dim, "--pause", "shares", *options)
         bounds = np.linspace(0, n, processes + 1).astype(int)
-        clients = [
-            subprocess.Popen(
-                [
-                    *cli,
-                    "client",
-                    "--port",
-                    port,
-                    "--ids",
-                    f"{a}:{b}",
-                    "--inputs",
-                    str(folder / "x.npy"),
-                    "--stores",
-                    str(folder / "stores"),
-                    "--certs",
-                    str(folder / "certs"),
-                ],
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-            for a, b in itertools.pairwise(bounds)
-        ]
+        clients = [service.spawn_clients(folder, port, range(a, b)) for a, b in itertools.pairwise(bounds)]
         for line in server.stdout:
             print("  server:", line.strip(), flush=True)
             if "paused after shares" in line:

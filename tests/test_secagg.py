@@ -46,15 +46,18 @@ def public_graph(n, params, seed=1):
     return server.graph
 
 
-def keyed_and_masked(n, params, x, seed=1):
-    """Steps 0-2 run honestly by every client: (clients, server), every masked input received."""
-    clients, server = shard(n, x.shape[1], params, np.random.default_rng(seed), CONTEXT)
+def keyed_and_masked(n, params, x, seed=1, inbox=None, context=CONTEXT):
+    """Steps 0-2 run by every client: (clients, server), every masked input received; ``inbox(server, v)`` is
+    the server's routing of the bundles to v (default: honest)."""
+    clients, server = shard(n, x.shape[1], params, np.random.default_rng(seed), context)
     for c in clients:
         server.receive_keys(c.id, c.advertise_keys())
     for c in clients:
         server.receive_shares(c.id, c.share_keys(server.keys_for(c.id)))
     for c in clients:
-        server.receive_masked(c.id, *c.masked_input(x[c.id], server.inbox(c.id)))
+        got = inbox(server, c.id) if inbox else server.inbox(c.id)
+        server.delivered[c.id] = set(got)
+        server.receive_masked(c.id, *c.masked_input(x[c.id], got))
     return clients, server
 
 

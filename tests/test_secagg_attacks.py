@@ -14,6 +14,7 @@ from locpriv.secagg import Dropouts, ProtocolError, ProtocolParams, aggregate, c
 from locpriv.secagg.client import Client
 from locpriv.secagg.protocol import UnmaskingRequest
 from locpriv.secagg.simulate import shard
+from test_secagg import keyed_and_masked
 
 CONTEXT = b"attack-session-context"
 HBC = ProtocolParams(bits=20, degree=8)  # t = 5 of 9 holders
@@ -41,17 +42,7 @@ def old_clients(enabled, monkeypatch):
 
 
 def keyed(n, params, x, seed=1, inbox=None):
-    """Steps 0-2 with every client honest; ``inbox(server, v)`` is the server's routing (default: honest)."""
-    clients, server = shard(n, x.shape[1], params, np.random.default_rng(seed), CONTEXT)
-    for c in clients:
-        server.receive_keys(c.id, c.advertise_keys())
-    for c in clients:
-        server.receive_shares(c.id, c.share_keys(server.keys_for(c.id)))
-    for c in clients:
-        got = inbox(server, c.id) if inbox else server.inbox(c.id)
-        server.delivered[c.id] = set(got)
-        server.receive_masked(c.id, *c.masked_input(x[c.id], got))
-    return clients, server
+    return keyed_and_masked(n, params, x, seed, inbox, CONTEXT)
 
 
 def ask(clients, server, requests):

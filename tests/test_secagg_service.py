@@ -5,8 +5,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,60 +12,13 @@ import pytest
 from locpriv.secagg import ProtocolError, ProtocolParams, aggregate, service, wire
 from locpriv.secagg.store import KeyStore
 
-LIB = str(Path(__file__).resolve().parents[1] / "lib")
-CLI = [sys.executable, "-m", "locpriv.secagg.cli"]
-
-
-def env():
-    return {**os.environ, "PYTHONPATH": LIB + os.pathsep + os.environ.get("PYTHONPATH", "")}
-
 
 def start_server(folder, n, dim, *options):
-    proc = subprocess.Popen(
-        [
-            *CLI,
-            "server",
-            "--clients",
-            str(n),
-            "--dim",
-            str(dim),
-            "--certs",
-            str(folder / "certs"),
-            "--out",
-            str(folder / "result.json"),
-            *options,
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env(),
-    )
-    port = int(proc.stdout.readline().split()[1])
-    return proc, port
+    return service.spawn_server(folder, n, dim, *options)
 
 
 def start_clients(folder, port, ids, *options):
-    return subprocess.Popen(
-        [
-            *CLI,
-            "client",
-            "--port",
-            str(port),
-            "--ids",
-            f"{ids.start}:{ids.stop}",
-            "--inputs",
-            str(folder / "x.npy"),
-            "--stores",
-            str(folder / "stores"),
-            "--certs",
-            str(folder / "certs"),
-            *options,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env(),
-    )
+    return service.spawn_clients(folder, port, ids, *options, stderr=subprocess.DEVNULL)
 
 
 def wait_for(proc, text):

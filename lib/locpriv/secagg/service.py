@@ -412,6 +412,70 @@ async def run_client(port: int, cid: int, x, store: KeyStore, tls: ssl.SSLContex
 # ---- one shard through the service on this machine (the DAG's transport: loopback) ---------------------------------
 
 
+CLI = [sys.executable, "-m", "locpriv.secagg.cli"]
+
+
+def _env() -> dict:
+    """The environment of a spawned process: this library first on its path."""
+    lib = str(Path(__file__).parents[2])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([lib, os.environ.get("PYTHONPATH", "")])}
+
+
+def spawn_server(folder: Path, n: int, dim: int, *options: str):
+    """``locpriv-secagg server`` as a process (certificates in folder/certs, result to folder/result.json,
+    stdin and stdout piped): (the process, its port)."""
+    import subprocess
+
+    proc = subprocess.Popen(
+        [
+            *CLI,
+            "server",
+            "--clients",
+            str(n),
+            "--dim",
+            str(dim),
+            "--certs",
+            str(folder / "certs"),
+            "--out",
+            str(folder / "result.json"),
+            *options,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    return proc, int(proc.stdout.readline().split()[1])
+
+
+def spawn_clients(folder: Path, port: int, ids: range, *options: str, stderr=None):
+    """``locpriv-secagg client`` for clients ``ids`` as a process (inputs folder/x.npy, key stores
+    folder/stores/<id>); its stdout (a JSON line of measurements) piped."""
+    import subprocess
+
+    return subprocess.Popen(
+        [
+            *CLI,
+            "client",
+            "--port",
+            str(port),
+            "--ids",
+            f"{ids.start}:{ids.stop}",
+            "--inputs",
+            str(folder / "x.npy"),
+            "--stores",
+            str(folder / "stores"),
+            "--certs",
+            str(folder / "certs"),
+            *options,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        env=_env(),
+    )
+
+
 def loopback_aggregate(
     vectors: np.ndarray,
     senders: np.ndarray,
@@ -443,24 +507,11 @@ def loopback_aggregate(
         if drop:
             options += ["--drop", ",".join(map(str, drop))]
         bounds = np.linspace(0, n_clients, processes + 1).astype(int)
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")]),
-        }
         procs = []
 
         def spawn(port: int) -> None:
             for a, b in itertools.pairwise(bounds):
-                command = [sys.executable, "-m", "locpriv.secagg.cli", "client", "--port", str(port)]
-                command += ["--ids", f"{a}:{b}", "--inputs", str(folder / "x.npy"), "--stores", str(folder / "stores")]
-                procs.append(
-                    subprocess.Popen(
-                        [*command, "--certs", str(folder / "certs"), *options],
-                        env=env,
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.PIPE,
-                    )
-                )
+                procs.append(spawn_clients(folder, port, range(a, b), *options, stderr=subprocess.PIPE))
 
         rounds = RoundServer(n_clients, x.shape[1], params, context, deadline)
         try:
@@ -471,7 +522,7 @@ def loopback_aggregate(
                     proc.wait(30)
                 except subprocess.TimeoutExpired:
                     proc.kill()
-        failed = [proc.stderr.read().decode() for proc in procs if proc.returncode]
+        failed = [proc.stderr.read() for proc in procs if proc.returncode]
         if failed:
             raise ProtocolError(f"a client process failed: {failed[0][-500:]}")
         return total, rounds.proto.transcript.frame()

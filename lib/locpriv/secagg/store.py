@@ -23,8 +23,6 @@ def _write(path: Path, data: bytes) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
