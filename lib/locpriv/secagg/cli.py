@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from . import service
-from .protocol import ProtocolParams
+from .protocol import ProtocolError, ProtocolParams
 from .store import KeyStore
 
 
@@ -77,8 +77,11 @@ def client(args) -> None:
     drop = {int(u) for u in args.drop.split(",")} if args.drop else set()
 
     async def main():
+        gate = asyncio.Semaphore(64)  # connection attempts at once from this process
         jobs = [
-            service.run_client(args.port, u, None if u in drop else x[u], KeyStore(stores / str(u)), tls, directory)
+            service.run_client(
+                args.port, u, None if u in drop else x[u], KeyStore(stores / str(u)), tls, directory, gate
+            )
             for u in _ids(args.ids)
         ]
         return await asyncio.gather(*jobs)
@@ -149,7 +152,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     try:
         args.run(args)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, ProtocolError) as exc:
         print(f"locpriv-secagg {args.command}: {exc}", file=sys.stderr)
         sys.exit(1)
 

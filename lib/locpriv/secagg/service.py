@@ -25,6 +25,7 @@ keeps its secrets in its key store only, and applies every check of ``client.Cli
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import ipaddress
 import itertools
@@ -230,7 +231,7 @@ class RoundServer:
         self._quiet_since = None
         self._check_done()
         while not self.step.done.is_set() and time.monotonic() < end:
-            with _suppress_timeout():
+            with contextlib.suppress(TimeoutError, ConnectionError):
                 await asyncio.wait_for(self.step.done.wait(), timeout=min(self.grace, end - time.monotonic()))
             pending = self.step.asked - self.step.answered
             gone = pending and not pending & set(self.writers) and self._quiet_since is not None
@@ -268,7 +269,7 @@ class RoundServer:
             for cid in list(self.writers):
                 self._send(cid, wire.encode("done"))
             for writer in list(self.writers.values()):
-                with _suppress_timeout():
+                with contextlib.suppress(TimeoutError, ConnectionError):
                     await asyncio.wait_for(writer.drain(), 5)
                 writer.close()
         stats = {
@@ -279,14 +280,6 @@ class RoundServer:
             "refused": self.refused,
         }
         return total, alive, stats
-
-
-class _suppress_timeout:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, value, tb):
-        return kind is not None and issubclass(kind, (TimeoutError, asyncio.TimeoutError, ConnectionError))
 
 
 def _word(bits: int) -> int:
@@ -362,10 +355,29 @@ def _client_step(client: Client, x: np.ndarray, header: dict, blobs: list[bytes]
     raise ProtocolError(f"client {client.id}: unexpected message {kind!r} from the server")
 
 
-async def run_client(port: int, cid: int, x, store: KeyStore, tls: ssl.SSLContext, directory=None):
+async def _connect(port: int, tls: ssl.SSLContext, gate: asyncio.Semaphore | None, patience: float = 900.0):
+    """A TLS connection to the server, retried with backoff for ``patience`` seconds (a busy server drops
+    handshakes: 10^4 clients connecting at once to a starved server timed out after 60 s); ``gate`` bounds
+    how many of this process's clients connect at once."""
+    end, wait = time.monotonic() + patience, 0.5
+    while True:
+        try:
+            async with gate or contextlib.nullcontext():
+                return await asyncio.open_connection(
+                    LOOPBACK, port, ssl=tls, server_hostname=LOOPBACK, ssl_handshake_timeout=patience / 3
+                )
+        except (OSError, TimeoutError):
+            if time.monotonic() + wait > end:
+                raise
+            await asyncio.sleep(wait)
+            wait = min(2 * wait, 30.0)
+
+
+async def run_client(port: int, cid: int, x, store: KeyStore, tls: ssl.SSLContext, directory=None, gate=None):
     """Client ``cid`` with input ``x`` for one round (None: it drops before sending a masked input);
-    returns (bytes sent, CPU seconds in protocol code)."""
-    reader, writer = await asyncio.open_connection(LOOPBACK, port, ssl=tls, server_hostname=LOOPBACK)
+    returns (bytes sent, CPU seconds in protocol code).  ``gate``: a semaphore shared by the clients of
+    one process, bounding their simultaneous connection attempts."""
+    reader, writer = await _connect(port, tls, gate)
     sent = cpu = 0
 
     def send(message: bytes) -> None:
