@@ -35,23 +35,37 @@ Part 5 (``--part scale --results DIR``): the summary of a finished 10^6-client s
 workflow (``studies.heatmaps.secagg_scale``, workflow/configs/heatmaps_secagg_scale.yaml): wall time and
 peak memory per shard job from DIR/studies/heatmaps/secagg_scale/shards.csv.
 
-Run:  python perf/bench_secagg.py [--part shard|variants|flower|adaptive|scale|all] [--quick]
+Part 6 (``--part service``): the service (``locpriv.secagg.service``) on this machine: a server process and
+``--processes`` client processes running ``--clients`` asyncio clients over TLS on 127.0.0.1; after the key
+shares, ``--kill`` of the client processes are killed (SIGKILL: their clients drop before sending a masked
+input, so their masks are removed from the survivors' sum).  Checks the exact sum of the survivors and
+reports the bytes on the wire (framed messages, TLS records not included), the protocol code's CPU per
+client and of the server (``time.process_time`` around the protocol calls) and each process's whole CPU
+(``getrusage``: TLS, asyncio, wire format and start-up included), and wall time.
+
+Run:  python perf/bench_secagg.py [--part shard|variants|flower|adaptive|scale|service|all] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import itertools
+import json
 import math
+import os
+import signal
 import statistics
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from locpriv.heatmaps.adaptive import AdaptiveParams, run_adaptive
 from locpriv.heatmaps.study import make_secagg, synthetic_population
-from locpriv.secagg import CpuClock, ProtocolParams, aggregate
+from locpriv.secagg import CpuClock, ProtocolParams, aggregate, service
 from locpriv.seeding import rng as make_rng
 
 BITS = 32
@@ -65,7 +79,7 @@ def locpriv_row(n: int, dim: int, params: ProtocolParams, dropout: float = 0.0, 
     params.degree_for(n)  # the degree rule's scipy import and cache, outside the clock
     clock = CpuClock()
     start = time.perf_counter()
-    total, log = aggregate(x[senders], senders, n, params, None, b"bench", layout=rng, clock=clock)
+    total, log = aggregate(x[senders], senders, n, params, None, os.urandom(16) + b"|bench", clock=clock)
     wall = time.perf_counter() - start
     expected = x[senders].sum(axis=0, dtype=np.uint64) & np.uint64((1 << BITS) - 1)  # wraps mod 2^64, m | 2^64
     assert np.array_equal(total, expected), "secure sum differs from the plain sum"
@@ -312,14 +326,69 @@ def scale_part(results: str) -> None:
         print(f"  {key:18s} median {values.median():9.2f}  max {values.max():9.2f}  sum {values.sum():10.1f}")
 
 
+def service_part(n: int, dim: int, processes: int, killed: int, planned: float) -> None:
+    """One round of the service with ``killed`` of ``processes`` client processes killed after the key shares."""
+    with tempfile.TemporaryDirectory(prefix="bench-secagg-") as tmp:
+        folder = Path(tmp)
+        service.make_certificates(folder / "certs")
+        x = np.random.default_rng(0).integers(0, 1 << BITS, (n, dim), dtype=np.uint64)
+        np.save(folder / "x.npy", x)
+        options = ["--bits", str(BITS), "--planned-dropout", str(planned), "--deadline", "3600", "--grace", "2"]
+        server, port = service.spawn_server(folder, n, dim, "--pause", "shares", *options)
+        bounds = np.linspace(0, n, processes + 1).astype(int)
+        clients = [service.spawn_clients(folder, port, range(a, b)) for a, b in itertools.pairwise(bounds)]
+        for line in server.stdout:
+            print("  server:", line.strip(), flush=True)
+            if "paused after shares" in line:
+                break
+        dead = list(range(processes - killed, processes))
+        for i in dead:
+            clients[i].send_signal(signal.SIGKILL)
+            clients[i].wait()
+        server.stdin.write("\n")
+        server.stdin.flush()
+        for line in server.stdout:
+            print("  server:", line.strip(), flush=True)
+        server.wait()
+        reports = [json.loads(c.communicate()[0]) for i, c in enumerate(clients) if i not in dead]
+        result = json.loads((folder / "result.json").read_text())
+    alive = np.array(result["alive"])
+    expected = x[alive].sum(axis=0, dtype=np.uint64) & np.uint64((1 << BITS) - 1)
+    assert np.array_equal(np.array(result["sum"], dtype=np.uint64), expected), "the service's sum differs"
+    served = sum(r["clients"] for r in reports)
+    params = ProtocolParams(bits=BITS, planned_dropout=planned)
+    print(
+        f"n = {n} in {processes} processes, K = {dim}, k = {params.degree_for(n)}, t = {params.t_for(n)}; "
+        f"{n - len(alive)} killed after the key shares; exact sum of the {len(alive)} survivors: yes\n"
+        f"  bytes on the wire: client -> server {result['bytes_in'] / 1e6:.1f} MB "
+        f"({result['bytes_in'] / n / 1e3:.1f} KB per client), server -> clients {result['bytes_out'] / 1e6:.1f} MB\n"
+        f"  protocol CPU: per client {sum(r['client_cpu_s'] for r in reports) / served * 1e3:.2f} ms, "
+        f"server {result['server_cpu_s']:.1f} s\n"
+        f"  process CPU: per client {sum(r['process_cpu_s'] for r in reports) / served * 1e3:.2f} ms "
+        f"(start-up, TLS, asyncio included), server {result['process_cpu_s']:.1f} s; "
+        f"peak RSS server {result['peak_rss_mb']:.0f} MB, client process max "
+        f"{max(r['peak_rss_mb'] for r in reports):.0f} MB\n"
+        f"  wall: server {result['wall_s']:.1f} s"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("shard", "variants", "flower", "adaptive", "scale", "all"), default="all")
+    parser.add_argument(
+        "--part", choices=("shard", "variants", "flower", "adaptive", "scale", "service", "all"), default="all"
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--complete-max", type=int, default=1000, help="largest n run on the complete graph")
     parser.add_argument("--reps", type=int, default=3, help="alternating runs per system in the Flower part")
     parser.add_argument("--results", default="results", help="results folder of the scale run (--part scale)")
+    parser.add_argument("--clients", type=int, default=10_000, help="clients of the service round (--part service)")
+    parser.add_argument("--processes", type=int, default=10, help="client processes (--part service)")
+    parser.add_argument("--killed", type=int, default=1, help="client processes killed mid-round (--part service)")
+    parser.add_argument("--dim", type=int, default=1024, help="vector entries K (--part service)")
     args = parser.parse_args()
+    if args.part == "service":
+        service_part(args.clients, args.dim, args.processes, args.killed, args.killed / args.processes)
+        return
     locpriv_row(20, 10, ProtocolParams(bits=BITS, variant="active"))  # warm-up: imports, first-call set-up
     if args.part in ("shard", "all"):
         if args.quick:

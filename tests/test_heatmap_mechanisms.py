@@ -136,3 +136,14 @@ def test_per_client_aggregation_runs_the_same_pipeline(name):
     assert est[15:25, 15:25].mean() > 5 * est[:6, :6].mean()
     assert view.attrs["epsilon_achieved"] == pytest.approx(2.0)
     assert "per-client" in mech.guarantee().model
+
+
+def test_secure_aggregation_against_an_active_server_in_the_dag():
+    """variant: active runs the masking protocol with signed keys and a consistency round; the same map as the
+    ideal per-client sum (the masks cancel), and the record names the server model."""
+    _, _, _, ideal, _ = _run("heatmap_flat", n=600, depth=3, shard_size=300, aggregation="per_client")
+    mech, _, _, view, _ = _run("heatmap_flat", n=600, depth=3, shard_size=300, aggregation="secure", variant="active")
+    assert view.attrs["release"]["count"] == ideal.attrs["release"]["count"]
+    assert "active server" in mech.guarantee().model
+    with pytest.raises(ValueError, match=r"variant.*aggregation secure only"):
+        mechanisms.get("heatmap_flat")(epsilon=1.0, variant="active")

@@ -2,6 +2,7 @@
 server holds, the clients' and the server's checks, dropouts at every step, and the attacks of issue 31."""
 
 import contextlib
+import dataclasses
 import math
 
 import numpy as np
@@ -19,6 +20,7 @@ from locpriv.secagg.protocol import UnmaskingRequest
 from locpriv.secagg.simulate import shard
 
 ALPHA = 1e-6
+CONTEXT = b"test-session-context"
 HBC = ProtocolParams(bits=20, degree=8)
 ACTIVE = ProtocolParams(bits=20, degree=8, variant="active")
 
@@ -28,22 +30,34 @@ def inputs(n, dim, bits, seed=0):
 
 
 def run(x, senders, params, seed=1, dropouts=None):
-    return aggregate(x[senders], senders, len(x), params, np.random.default_rng(seed), b"test", dropouts)
+    return aggregate(x[senders], senders, len(x), params, np.random.default_rng(seed), CONTEXT, dropouts)
 
 
 def plain_sum(x, senders, bits):
     return np.array([sum(int(v) for v in col) % (1 << bits) for col in x[senders].T], dtype=object)
 
 
-def keyed_and_masked(n, params, x, seed=1):
-    """Steps 0-2 run honestly by every client: (clients, server), every masked input received."""
-    clients, server = shard(n, x.shape[1], params, np.random.default_rng(seed), b"test")
+def public_graph(n, params, seed=1):
+    """The layout ``run`` gets with the same seed: the key set every client advertises, committed."""
+    clients, server = shard(n, 1, params, np.random.default_rng(seed), CONTEXT)
+    for c in clients:
+        server.receive_keys(c.id, c.advertise_keys())
+    server.commit_keys()
+    return server.graph
+
+
+def keyed_and_masked(n, params, x, seed=1, inbox=None, context=CONTEXT):
+    """Steps 0-2 run by every client: (clients, server), every masked input received; ``inbox(server, v)`` is
+    the server's routing of the bundles to v (default: honest)."""
+    clients, server = shard(n, x.shape[1], params, np.random.default_rng(seed), context)
     for c in clients:
         server.receive_keys(c.id, c.advertise_keys())
     for c in clients:
-        server.receive_shares(c.id, c.share_keys(*server.keys_for(c.id)))
+        server.receive_shares(c.id, c.share_keys(server.keys_for(c.id)))
     for c in clients:
-        server.receive_masked(c.id, c.masked_input(x[c.id], server.inbox(c.id)))
+        got = inbox(server, c.id) if inbox else server.inbox(c.id)
+        server.delivered[c.id] = set(got)
+        server.receive_masked(c.id, *c.masked_input(x[c.id], got))
     return clients, server
 
 
@@ -106,8 +120,7 @@ def test_n_minus_t_is_the_most_dropouts_a_complete_graph_survives():
 def test_a_client_with_too_few_surviving_holders_stops_the_shard():
     params = ProtocolParams(bits=16, degree=4)  # t = 3 of 5 holders (4 neighbours + self)
     x = inputs(30, 5, 16)
-    clients, _ = shard(30, 5, params, np.random.default_rng(1), b"test")
-    order = clients[0].graph.position
+    order = public_graph(30, params).position
     # positions 1-4 drop: one cut only, so the survivors stay connected, but the dropped client at position 2
     # keeps 2 surviving holders (positions 0 and 4 are out of reach... 0 only) of the 3 needed
     senders = np.sort(np.setdiff1d(np.arange(30), order[[1, 2, 3, 4]]))
@@ -118,12 +131,12 @@ def test_a_client_with_too_few_surviving_holders_stops_the_shard():
 def test_one_masked_vector_is_uniform_on_z_m():
     # a client whose input is all zeros: what the server receives must still look uniform on Z_16
     bits, dim = 4, 40_000
-    clients, server = shard(5, dim, ProtocolParams(bits=bits, graph="complete"), np.random.default_rng(3), b"u")
+    clients, server = shard(5, dim, ProtocolParams(bits=bits, graph="complete"), np.random.default_rng(3), CONTEXT)
     for c in clients:
         server.receive_keys(c.id, c.advertise_keys())
     for c in clients:
-        server.receive_shares(c.id, c.share_keys(*server.keys_for(c.id)))
-    y = clients[0].masked_input(np.zeros(dim, dtype=np.int64), server.inbox(0))
+        server.receive_shares(c.id, c.share_keys(server.keys_for(c.id)))
+    y, _ = clients[0].masked_input(np.zeros(dim, dtype=np.int64), server.inbox(0))
     assert stats.chisquare(np.bincount(y.astype(np.int64), minlength=1 << bits)).pvalue > ALPHA
     # power: the unmasked vector of a heatmap client (one-hot plus a Polya share, mod 16) is far from uniform
     from locpriv.heatmaps.clients import client_vectors
@@ -166,7 +179,7 @@ def test_dropping_chosen_clients_that_disconnect_the_survivors_is_refused(monkey
         Client, "unmasking", lambda self, *a, **kw: answered.append(self.id) or original(self, *a, **kw)
     )
     x = inputs(n, 3, 16)
-    order = shard(n, 3, params, np.random.default_rng(1), b"test")[0][0].graph.position
+    order = public_graph(n, params).position
     senders = np.setdiff1d(np.arange(n), two_runs_dropped(order, n, k // 2))
     with pytest.raises(ProtocolError, match="2 connected components"):
         run(x, senders, params)
@@ -187,7 +200,7 @@ def test_clients_refuse_a_disconnected_survivor_set_when_the_server_does_not():
     n, params = 60, ProtocolParams(bits=16, degree=6)
     x = inputs(n, 3, 16)
     clients, server = keyed_and_masked(n, params, x)
-    g = clients[0].graph
+    g = server.graph
     server.graph = _Blind(g.n, g.degree, g.position)
     alive_ids = np.setdiff1d(np.arange(n), two_runs_dropped(g.position, n, 3))
     request = request_for(server, alive_ids)
@@ -267,12 +280,12 @@ def test_threshold_below_one_half_is_refused_in_the_config_and_the_library():
 
 def test_a_client_answers_each_step_once_and_in_order():
     x = inputs(20, 4, 16)
-    clients, server = shard(20, 4, ProtocolParams(bits=16, degree=4), np.random.default_rng(1), b"test")
+    clients, server = shard(20, 4, ProtocolParams(bits=16, degree=4), np.random.default_rng(1), CONTEXT)
     with pytest.raises(ProtocolError, match="client 3: asked for step 'masked_input' before step 'advertise_keys'"):
         clients[3].masked_input(x[3], {})
     clients, server = keyed_and_masked(20, ProtocolParams(bits=16, degree=4), x)
     with pytest.raises(ProtocolError, match="client 5: asked for step 'share_keys' a second time"):
-        clients[5].share_keys(*server.keys_for(5))
+        clients[5].share_keys(server.keys_for(5))
     request = server.unmasking_request()
     clients[5].unmasking(request)
     with pytest.raises(ProtocolError, match="client 5: asked for step 'unmasking' a second time"):
@@ -283,7 +296,7 @@ def test_a_client_answers_each_step_once_and_in_order():
     "change, message",
     [
         ("overlap", "listed both as a survivor and as dropped"),
-        ("few", "fewer than t"),
+        ("few", "2 survivors of 20, fewer than"),
         ("self_dropped", "lists it as dropped"),
     ],
 )
@@ -340,7 +353,8 @@ def substitute_keys(server, victim, fake_id):
     original = server.keys_for
 
     def forged(u):
-        adverts, proofs, own = original(u)
+        keys = original(u)
+        adverts = keys.adverts
         if u == victim:
             fake = crypto.random_bytes(None, 1, 3 * crypto.KEY_BYTES)[0].tobytes()
             if server.params.active:  # signed with a key the server owns, not the client's identity
@@ -348,20 +362,21 @@ def substitute_keys(server, victim, fake_id):
                     crypto.identity_key(bytes(32)), protocol.keys_message(server.context, fake_id, fake)
                 )
             adverts = {**adverts, fake_id: fake}
-        return adverts, proofs, own
+        return dataclasses.replace(keys, adverts=adverts)
 
     return forged
 
 
 def test_key_substitution_is_refused_in_the_active_variant():
     n = 30
-    clients, server = shard(n, 4, ACTIVE, np.random.default_rng(1), b"test")
+    clients, server = shard(n, 4, ACTIVE, np.random.default_rng(1), CONTEXT)
     for c in clients:
         server.receive_keys(c.id, c.advertise_keys())
-    victim, neighbour = 0, int(clients[0].neighbours[0])
+    server.commit_keys()
+    victim, neighbour = 0, int(server.neighbours[0][0])
     server.keys_for = substitute_keys(server, victim, neighbour)
     with pytest.raises(ProtocolError, match=f"client 0: the keys of client {neighbour} are not signed"):
-        clients[victim].share_keys(*server.keys_for(victim))
+        clients[victim].share_keys(server.keys_for(victim))
     assert server.arrived == set() and not server.bundles  # nothing of the victim's left it
 
 
@@ -370,17 +385,18 @@ def mitm_input(clients, server, victim, x):
     (active variant: signed with an identity key of its own, in a Merkle tree of its own), opens the shares
     it seals for them, forges their bundles, and unmasks its input from y alone."""
     client = clients[victim]
-    fake_c = {int(v): crypto.private_key(crypto.random_bytes(None, 1)[0].tobytes()) for v in client.neighbours}
+    server.commit_keys()
+    fake_c = {int(v): crypto.private_key(crypto.random_bytes(None, 1)[0].tobytes()) for v in server.neighbours[victim]}
     fake_s = {v: crypto.private_key(crypto.random_bytes(None, 1)[0].tobytes()) for v in fake_c}
     adverts = {v: crypto.public_bytes(fake_c[v]) + crypto.public_bytes(fake_s[v]) + bytes(32) for v in fake_c}
     advert = server.adverts[victim]
-    proofs = own = None
+    keys = protocol.KeysMessage(adverts, server.keyset.root)
     if server.params.active:
         forger = crypto.identity_key(bytes(32))
         adverts = {v: a + crypto.sign(forger, protocol.keys_message(server.context, v, a)) for v, a in adverts.items()}
         tree = pki.KeySet([adverts.get(v, server.adverts.get(v)) for v in range(server.n)])
-        proofs, own = {v: tree.proof(v) for v in [victim, *adverts]}, advert
-    sealed = client.share_keys(adverts, proofs, own)
+        keys = protocol.KeysMessage(adverts, tree.root, {v: tree.proof(v) for v in [victim, *adverts]}, advert)
+    sealed = client.share_keys(keys)
     xs, ys = [], []
     for v, ciphertext in sealed.items():
         header = protocol.share_header(server.context, victim, v)
@@ -394,7 +410,7 @@ def mitm_input(clients, server, victim, x):
         inbox[v] = crypto.seal(
             crypto.derive(crypto.exchange(fake_c[v], advert[:32]), header), bytes(8 * protocol.SHARE_LIMBS), header
         )
-    y = client.masked_input(x, inbox)
+    y, _ = client.masked_input(x, inbox)
     bits = server.params.bits
     recovered = y - crypto.expand(protocol.self_mask_seed(secrets[1].tobytes(), server.context), len(x), bits)
     for v in fake_s:
@@ -408,11 +424,11 @@ def test_key_substitution_reads_an_input_in_the_honest_but_curious_variant_only(
     # the threat model stated in docs/studies.md: the honest-but-curious variant assumes the server follows the
     # protocol; a server that substitutes keys reads any input there, and the active variant refuses it
     n, x = 30, inputs(30, 16, HBC.bits)
-    clients, server = shard(n, 16, HBC, np.random.default_rng(1), b"test")
+    clients, server = shard(n, 16, HBC, np.random.default_rng(1), CONTEXT)
     for c in clients:
         server.receive_keys(c.id, c.advertise_keys())
     assert (mitm_input(clients, server, 4, x[4]).astype(np.int64) == x[4]).all()
-    clients, server = shard(n, 16, ACTIVE, np.random.default_rng(1), b"test")
+    clients, server = shard(n, 16, ACTIVE, np.random.default_rng(1), CONTEXT)
     for c in clients:
         server.receive_keys(c.id, c.advertise_keys())
     with pytest.raises(ProtocolError, match=r"client 4: the keys of client .* are not signed by its identity key"):
@@ -510,15 +526,15 @@ def test_an_active_server_cannot_unmask_a_small_set(pattern):
 
 def test_a_replayed_masked_input_is_refused():
     n = 20
-    clients, server = shard(n, 4, ProtocolParams(bits=16, degree=4), np.random.default_rng(1), b"test")
+    clients, server = shard(n, 4, ProtocolParams(bits=16, degree=4), np.random.default_rng(1), CONTEXT)
     for c in clients:
         server.receive_keys(c.id, c.advertise_keys())
     for c in clients:
-        server.receive_shares(c.id, c.share_keys(*server.keys_for(c.id)))
+        server.receive_shares(c.id, c.share_keys(server.keys_for(c.id)))
     y = clients[2].masked_input(inputs(n, 4, 16)[2], server.inbox(2))
-    server.receive_masked(2, y)
+    server.receive_masked(2, *y)
     with pytest.raises(ProtocolError, match="client 2 sent its masked input twice"):
-        server.receive_masked(2, y)
+        server.receive_masked(2, *y)
 
 
 @pytest.mark.parametrize(
@@ -530,23 +546,23 @@ def test_a_replayed_masked_input_is_refused():
     ],
 )
 def test_a_malformed_masked_vector_is_refused(vector, message):
-    clients, server = shard(20, 4, ProtocolParams(bits=16, degree=4), np.random.default_rng(1), b"test")
+    clients, server = shard(20, 4, ProtocolParams(bits=16, degree=4), np.random.default_rng(1), CONTEXT)
     for c in clients:
         server.receive_keys(c.id, c.advertise_keys())
     for c in clients:
-        server.receive_shares(c.id, c.share_keys(*server.keys_for(c.id)))
+        server.receive_shares(c.id, c.share_keys(server.keys_for(c.id)))
     server.inbox(6)
     with pytest.raises(ProtocolError, match=f"client 6 sent a masked vector .*{message}"):
-        server.receive_masked(6, vector)
+        server.receive_masked(6, vector, bytes(1))
 
 
 def test_unknown_and_duplicated_ids_are_refused():
     x = inputs(10, 3, 16)
     params = ProtocolParams(bits=16, graph="complete")
     with pytest.raises(ProtocolError, match="unknown client id 10"):
-        aggregate(x[:3], np.array([0, 1, 10]), 10, params, np.random.default_rng(1), b"t")
+        aggregate(x[:3], np.array([0, 1, 10]), 10, params, np.random.default_rng(1), CONTEXT)
     with pytest.raises(ProtocolError, match="client 1: asked for step 'masked_input' a second time"):
-        aggregate(x[:3], np.array([0, 1, 1]), 10, params, np.random.default_rng(1), b"t")
+        aggregate(x[:3], np.array([0, 1, 1]), 10, params, np.random.default_rng(1), CONTEXT)
     clients, server = keyed_and_masked(10, params, x)
     with pytest.raises(ProtocolError, match="client 4 advertised keys twice"):
         server.receive_keys(4, clients[4]._advert)
@@ -669,7 +685,7 @@ def test_os_entropy_gives_the_same_exact_sum(monkeypatch):
     urandom = crypto.os.urandom
     monkeypatch.setattr(crypto.os, "urandom", lambda k: calls.append(k) or urandom(k))
     x = inputs(10, 5, 16)
-    total, _ = aggregate(x[1:], np.arange(1, 10), 10, ProtocolParams(bits=16, graph="complete"), None, b"os")
+    total, _ = aggregate(x[1:], np.arange(1, 10), 10, ProtocolParams(bits=16, graph="complete"), None, CONTEXT)
     assert (total.astype(np.int64) == x[1:].sum(axis=0) % (1 << 16)).all()
     assert len(calls) >= 3 * 10  # every client's keys, seed and Shamir coefficients
 

@@ -44,6 +44,7 @@ from . import clients, polya
 
 SAMPLING_MODES = ("disjoint", "fixed")
 AGGREGATIONS = ("population", "per_client", "secure")
+TRANSPORTS = ("simulation", "loopback")
 
 
 @dataclass(frozen=True)
@@ -58,11 +59,15 @@ class SecAgg:
     protocol's graph, threshold and variant; ``entropy``: the secure mode's source of
     secrets (keys, self-mask seeds, Shamir coefficients): None, the OS, except where a
     test or benchmark must replay masked vectors (then a seeded Generator of its own,
-    never the DP noise's stream); ``layout``: the public stream that places clients on
-    the Harary graph (seeded, so the server's transcript is reproducible; None: drawn
-    from ``entropy``).  No output depends on a secret: the masks cancel.  ``timing_safe``: the
+    never the DP noise's stream); ``layout``: a public stream standing in for a randomness
+    beacon that places clients on the Harary graph (seeded, so a study's server transcript is
+    reproducible; None: the deployment's rule, a hash of the committed key set that the server
+    cannot choose, ``locpriv.secagg.graph``).  No output depends on a secret: the masks cancel.  ``timing_safe``: the
     per-client modes draw every client's shares with fixed work (``polya.client_shares``); the
     population mode simulates the summed shares' exact law and runs no client code.
+    ``transport`` (secure mode): "simulation" (clients as objects in this process, ``secagg.simulate``) or
+    "loopback" (the service: this process the server, client processes over TLS on 127.0.0.1,
+    ``secagg.service.loopback_aggregate``); the same sums.
     """
 
     shard_size: int = 10_000
@@ -73,8 +78,11 @@ class SecAgg:
     entropy: np.random.Generator | None = field(default=None, compare=False, repr=False)
     layout: np.random.Generator | None = field(default=None, compare=False, repr=False)
     timing_safe: bool = False
+    transport: str = "simulation"
 
     def __post_init__(self):
+        if self.transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {TRANSPORTS}, got {self.transport!r}")
         if not (isinstance(self.shard_size, (int, np.integer)) and self.shard_size >= 1):
             raise ValueError(f"shard_size must be an integer >= 1, got {self.shard_size!r}")
         if not 0 <= self.dropout_rate < 1:

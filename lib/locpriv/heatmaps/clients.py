@@ -131,8 +131,13 @@ def modular_sum(
     bits = config.protocol.bits
     if config.mode == "per_client":
         return vectors.sum(axis=0, dtype=np.uint64) & np.uint64((1 << bits) - 1), None
+    if config.transport == "loopback":
+        from ..secagg.service import loopback_aggregate  # asyncio, ssl, subprocess: only when asked for
+
+        return loopback_aggregate(vectors, member, n_clients, protocol_params(config), context)
+    beacon = config.layout.bytes(32) if config.layout is not None else None
     return secagg.aggregate(
-        vectors, member, n_clients, protocol_params(config), config.entropy, context, layout=config.layout, clock=clock
+        vectors, member, n_clients, protocol_params(config), config.entropy, context, beacon=beacon, clock=clock
     )
 
 

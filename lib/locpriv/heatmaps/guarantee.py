@@ -46,12 +46,12 @@ def heatmap_guarantee(
         "per_client": "ideal secure aggregation of per-client vectors mod 2^bits",
         "secure": {
             "honest_but_curious": "pairwise-masking secure aggregation, honest-but-curious server "
-            "(Bonawitz et al. 2017; Bell et al. 2020): it learns each shard's "
-            "sum over its survivors only",
+            "(Bonawitz et al. 2017; Bell et al. 2020): a server that follows the protocol learns each "
+            "shard's sum over its survivors only",
             "active": "pairwise-masking secure aggregation, active server (Bonawitz et al. 2017 "
             "with signatures and a consistency round; Bell et al. 2020): it learns at "
             "most one sum per shard over more than threshold x n clients of its "
-            "choice",
+            "choice (no client colludes with it)",
         }[variant],
     }[aggregation]
     return {

@@ -10,7 +10,7 @@ each round of ``dp_heatmap`` sends.  Three stages:
   shard job reads its own rows only and memory is bounded by the shard, not the population.
 * ``shard_stage`` (one job per batch of shards): each survivor's vector from the shard's own
   DP stream, summed by the masking protocol (``locpriv.secagg``, secrets from the OS, the
-  public layout from the shard's own stream) and, as a check, by plain addition mod 2^bits —
+  public layout from the committed key set, as deployed) and, as a check, by plain addition mod 2^bits —
   the two must agree bit for bit or the job fails; records the protocol's client and server
   CPU seconds, the bytes one client sends, k and t, and the job's CPU seconds and peak resident
   memory (``getrusage``: the kernel's counts for the whole process, exact where Snakemake's
@@ -76,9 +76,9 @@ def shard_batches(scale: dict) -> list[list[int]]:
     return [shards[i : i + per] for i in range(0, len(shards), per)]
 
 
-def _secagg(scale: dict, secagg: dict | None, shard: int, seed: int) -> SecAgg:
+def _secagg(scale: dict, secagg: dict | None) -> SecAgg:
     run = {"shard_size": scale["shard_size"], "dropout": scale["dropout"]}
-    return make_secagg(run, "secure", secagg, layout=make_rng(seed, "heatmaps-secagg-scale-layout", shard))
+    return make_secagg(run, "secure", secagg)
 
 
 def deal_stage(*, population_path: str, scale: dict, seed: int, out: str) -> None:
@@ -112,7 +112,7 @@ def shard_stage(
     for j in shards:
         mine = dealt[dealt["shard"] == j]
         n_clients = int(shard_clients[j])
-        config = _secagg(scale, secagg, j, seed)
+        config = _secagg(scale, secagg)
         bits = config.protocol.bits
         vectors = clients.client_vectors(
             mine["cell"].to_numpy(),

@@ -12,7 +12,7 @@ import numpy as np
 from ..heatmaps.adaptive import OPTIONS, AdaptiveParams, run_adaptive
 from ..params import Param
 from .base import TIMING
-from .heatmap import AGGREGATION, DEPTH, SHARD_SIZE, Heatmap, pixels, published, secagg, user_pool
+from .heatmap import AGGREGATION, DEPTH, SHARD_SIZE, TRANSPORT, VARIANT, Heatmap, pixels, published, secagg, user_pool
 from .partitions import EPSILON
 
 
@@ -26,6 +26,8 @@ class DPHeatmap(Heatmap):
         "depth": DEPTH,
         "shard_size": SHARD_SIZE,
         "aggregation": AGGREGATION,
+        "variant": VARIANT,
+        "transport": TRANSPORT,
         "calibration": Param(
             "calibration",
             "float",

@@ -50,11 +50,13 @@ import pandas as pd
 
 from ..adversary import informed
 from ..dp import ADD_REMOVE, REPLACE_ONE, Guarantee
-from ..heatmaps.aggregation import AGGREGATIONS, SecAgg, ShardedRound, UserPool
+from ..heatmaps.aggregation import AGGREGATIONS, TRANSPORTS, SecAgg, ShardedRound, UserPool
 from ..heatmaps.guarantee import heatmap_guarantee
 from ..heatmaps.polya import fixed_work_delta
 from ..params import Param
 from ..quadtree import cell_codes, deinterleave, interleave
+from ..secagg import ProtocolParams
+from ..secagg.protocol import VARIANTS
 from .base import TIMING, clamp_to_domain
 from .partitions import EPSILON, Released
 
@@ -72,6 +74,24 @@ AGGREGATION = Param(
     default="population",
     choices=AGGREGATIONS,
 )
+VARIANT = Param(
+    "variant",
+    "choice",
+    "secure aggregation's server model (aggregation secure only): honest_but_curious (it follows the "
+    "protocol) or active (it may deviate: signed keys and a consistency round, locpriv.secagg.protocol)",
+    default="honest_but_curious",
+    choices=VARIANTS,
+    omit_default=True,
+)
+TRANSPORT = Param(
+    "transport",
+    "choice",
+    "how aggregation secure runs: simulation (clients as objects in the job's process) or loopback (the "
+    "secure-aggregation service: client processes over TLS on 127.0.0.1, locpriv.secagg.service); same sums",
+    default="simulation",
+    choices=TRANSPORTS,
+    omit_default=True,
+)
 SHARD_SIZE = Param(
     "shard_size",
     "int",
@@ -88,6 +108,8 @@ def secagg(settings) -> SecAgg:
     return SecAgg(
         shard_size=settings["shard_size"],
         mode=settings["aggregation"],
+        protocol=ProtocolParams(variant=settings.get("variant", VARIANT.default)),
+        transport=settings.get("transport", TRANSPORT.default),
         timing_safe=settings.get("timing") == "fixed_work",
     )
 
@@ -171,6 +193,12 @@ class Heatmap(Released):
     @classmethod
     def validate(cls, given: dict, where: str, workflow: bool = True) -> dict:
         settings = super().validate(given, where, workflow)
+        for param in (VARIANT, TRANSPORT):
+            if settings.get(param.name, param.default) != param.default and settings["aggregation"] != "secure":
+                raise ValueError(
+                    f"'{where}.{param.name}': {settings[param.name]} applies to the masking protocol, which runs "
+                    f"with aggregation secure only (given: {settings['aggregation']}); set aggregation: secure"
+                )
         if settings["timing"] == "fixed_work" and settings["aggregation"] == "population":
             raise ValueError(
                 f"'{where}.timing': fixed_work times each client's share draw, but aggregation 'population' "
@@ -192,7 +220,8 @@ class Heatmap(Released):
     def claim(self):
         eps = self.settings["epsilon"]
         # the heatmap study's wording of the model, so the DAG and the study state one guarantee
-        model = heatmap_guarantee(eps, eps, self.settings["aggregation"])["model"]
+        variant = self.settings.get("variant", VARIANT.default)
+        model = heatmap_guarantee(eps, eps, self.settings["aggregation"], variant=variant)["model"]
         timing = (
             "; timing (fixed_work): every client's Polya shares by one 64-bit word and the same comparisons "
             "each (polya.fixed_work_polya), so a device's work is set by the public vector length; delta = "
@@ -337,6 +366,8 @@ class Baseline(Heatmap):
         "depth": DEPTH,
         "shard_size": SHARD_SIZE,
         "aggregation": AGGREGATION,
+        "variant": VARIANT,
+        "transport": TRANSPORT,
         "timing": TIMING,
     }
     library = None  # the heatmaps library's function (population, n_users, epsilon, rng, secagg)

@@ -13,17 +13,21 @@ set that differs from the one it signed or that too few of an owner's holders si
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from cryptography.exceptions import InvalidTag
 
-from . import crypto, pki, shamir
+from . import crypto, graph, pki, shamir
 from .graph import Graph
 from .protocol import (
     SHARE_LIMBS,
+    KeysMessage,
     ProtocolError,
     ProtocolParams,
     UnmaskingRequest,
     advert_bytes,
+    check_context,
     commitment,
     consistency_message,
     keys_message,
@@ -36,24 +40,32 @@ STEPS = ("advertise_keys", "share_keys", "masked_input", "consistency", "unmaski
 
 
 class Client:
+    """Client ``cid`` of a shard of n slots.  Its neighbours are known once the key set is committed
+    (step 1): the layout comes from the key set's Merkle root (active: the root it verified) or from
+    the simulation's public ``beacon`` (``graph`` module doc).  Active: ``identity`` (``pki.Identity``)
+    refuses a context it has already signed in (a replayed round)."""
+
     def __init__(
         self,
         cid: int,
-        graph: Graph,
-        neighbours: np.ndarray,
+        n: int,
         params: ProtocolParams,
         context: bytes,
         entropy,
-        identity=None,
+        identity: pki.Identity | None = None,
         directory: list[bytes] | None = None,
+        beacon: bytes | None = None,
     ):
-        self.id, self.graph, self.params, self.context = cid, graph, params, context
-        self.neighbours = np.asarray(neighbours, dtype=np.int64)  # public: this client's row of the graph
-        self.t = params.t_for(graph.n)
+        self.id, self.n, self.params, self.context, self.beacon = cid, n, params, check_context(context), beacon
+        self.t = params.t_for(n)
+        self.graph: Graph | None = None
+        self.neighbours = np.zeros(0, dtype=np.int64)
         self._entropy = entropy
         self._identity, self._directory = identity, directory
         if params.active and (identity is None or directory is None):
             raise ValueError("the active variant needs each client's identity key and the PKI directory")
+        if identity is not None and not identity.begin(context):
+            raise self._error("asked to join a session context it has already used (a replayed round); refusing")
         self._done: set[str] = set()
         self._c, self._s = (crypto.private_key(r.tobytes()) for r in crypto.random_bytes(entropy, 2))
         self._b = crypto.random_bytes(entropy, 1)[0].tobytes()
@@ -61,8 +73,69 @@ class Client:
         self._peers: dict[int, tuple[bytes, bytes]] = {}  # v -> (c_v, s_v) of neighbours with keys
         self._channel: dict[int, bytes] = {}  # v -> X25519(c_u, c_v), computed once
         self._held: dict[int, np.ndarray] = {}  # owner -> its (2, L) shares this client holds
-        self._masked_with: set[int] = set()
+        self._masked_with: set[int] = set()  # neighbours whose bundles it accepted, so masked with
         self._signed: np.ndarray | None = None
+
+    def _place(self, public: bytes) -> None:
+        """This client's graph and neighbours from the layout's public randomness."""
+        self._layout = public
+        self.graph = graph.for_round(
+            self.n, self.params.graph, self.params.degree_for(self.n), graph.layout_seed(self.context, public)
+        )
+        self.neighbours = self.graph.neighbours(self.id)
+
+    # ---- persistence (the service's key store, ``store``) ---------------------------------------------------
+    def export_state(self) -> dict:
+        """Everything this client knows of the round, its secrets included, as JSON-able values (hex bytes):
+        what the client's key store keeps so a restarted client answers the steps it has not answered yet."""
+        return {
+            "id": self.id,
+            "n": self.n,
+            "params": dataclasses.asdict(self.params),
+            "context": self.context.hex(),
+            "beacon": None if self.beacon is None else self.beacon.hex(),
+            "done": sorted(self._done),
+            "c": self._c.private_bytes_raw().hex(),
+            "s": self._s.private_bytes_raw().hex(),
+            "b": self._b.hex(),
+            "session": self._session.hex(),
+            "layout": getattr(self, "_layout", b"").hex(),
+            "advert": getattr(self, "_advert", b"").hex(),
+            "peers": {str(v): (c + s_).hex() for v, (c, s_) in self._peers.items()},
+            "channel": {str(v): k.hex() for v, k in self._channel.items()},
+            "held": {str(o): sh.tolist() for o, sh in self._held.items()},
+            "masked_with": sorted(self._masked_with),
+            "signed": None if self._signed is None else np.flatnonzero(self._signed).tolist(),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict, identity=None, directory=None) -> Client:
+        """The client ``export_state`` saved (its identity does not re-register the context)."""
+        self = cls.__new__(cls)
+        self.id, self.n = state["id"], state["n"]
+        self.params = ProtocolParams(**state["params"])
+        self.context = bytes.fromhex(state["context"])
+        self.beacon = None if state["beacon"] is None else bytes.fromhex(state["beacon"])
+        self.t = self.params.t_for(self.n)
+        self.graph, self.neighbours = None, np.zeros(0, dtype=np.int64)
+        self._entropy, self._identity, self._directory = None, identity, directory
+        self._done = set(state["done"])
+        self._c, self._s = crypto.private_key(bytes.fromhex(state["c"])), crypto.private_key(bytes.fromhex(state["s"]))
+        self._b, self._session = bytes.fromhex(state["b"]), bytes.fromhex(state["session"])
+        if state["layout"]:
+            self._place(bytes.fromhex(state["layout"]))
+        if state["advert"]:
+            self._advert = bytes.fromhex(state["advert"])
+        k = crypto.KEY_BYTES
+        self._peers = {int(v): (bytes.fromhex(h)[:k], bytes.fromhex(h)[k:]) for v, h in state["peers"].items()}
+        self._channel = {int(v): bytes.fromhex(h) for v, h in state["channel"].items()}
+        self._held = {int(o): np.array(sh, dtype=np.int64) for o, sh in state["held"].items()}
+        self._masked_with = set(state["masked_with"])
+        self._signed = None
+        if state["signed"] is not None:
+            self._signed = np.zeros(self.n, dtype=bool)
+            self._signed[state["signed"]] = True
+        return self
 
     # ---- bookkeeping --------------------------------------------------------------------------------
     def _error(self, text: str) -> ProtocolError:
@@ -86,12 +159,14 @@ class Client:
         self._step("advertise_keys")
         public = crypto.public_bytes(self._c) + crypto.public_bytes(self._s) + commitment(self._b, self.context)
         if self.params.active:
-            public += crypto.sign(self._identity, keys_message(self.context, self.id, public))
+            public += crypto.sign(self._identity.secret, keys_message(self.context, self.id, public))
         self._advert = public
         return public
 
     # ---- step 1 -------------------------------------------------------------------------------------
-    def _check_keys(self, adverts: dict[int, bytes], proofs: dict[int, list[bytes]] | None, own: bytes) -> None:
+    def _check_keys(
+        self, adverts: dict[int, bytes], proofs: dict[int, list[bytes]] | None, own: bytes, root: bytes
+    ) -> None:
         """Active: every advertisement signed by its owner's identity key, every proof (own included)
         leading to one Merkle root, which fixes the session id."""
         if proofs is None:
@@ -105,16 +180,18 @@ class Client:
                 raise self._error(f"the keys of client {v} are not signed by its identity key (substituted?)")
             if v not in proofs:
                 raise self._error(f"no Merkle proof for the keys of client {v}")
-            roots.add(pki.root_from(v, advert, proofs[v], self.graph.n))
-        if len(roots) != 1:
+            roots.add(pki.root_from(v, advert, proofs[v], self.n))
+        if roots != {root}:
             raise self._error("the Merkle proofs of its neighbours' keys lead to different key sets")
-        self._session = pki.session_id(self.context, roots.pop())
+        self._session = pki.session_id(self.context, root)
 
-    def share_keys(
-        self, adverts: dict[int, bytes], proofs: dict[int, list[bytes]] | None = None, own: bytes | None = None
-    ) -> dict[int, bytes]:
+    def share_keys(self, keys: KeysMessage) -> dict[int, bytes]:
         """Seal a share of s_u^SK and b_u for each neighbour that advertised: {v: AES-GCM bundle}."""
         self._step("share_keys")
+        adverts = keys.adverts
+        if self.params.active:
+            self._check_keys(adverts, keys.proofs, keys.own, keys.root)
+        self._place(self.beacon if self.beacon is not None else keys.root)
         size = advert_bytes(self.params)
         strangers = set(adverts) - set(self.neighbours.tolist())
         if strangers:
@@ -122,8 +199,6 @@ class Client:
         short = [v for v, a in adverts.items() if len(a) != size]
         if short:
             raise self._error(f"the advertisement of client {short[0]} has {len(adverts[short[0]])} bytes, not {size}")
-        if self.params.active:
-            self._check_keys(adverts, proofs, own)
         publics = [a[: crypto.KEY_BYTES] + a[crypto.KEY_BYTES : 2 * crypto.KEY_BYTES] for a in adverts.values()]
         if len(set(publics)) != len(publics):
             raise self._error("two neighbours advertised the same public keys")
@@ -154,8 +229,11 @@ class Client:
         return out
 
     # ---- step 2 -------------------------------------------------------------------------------------
-    def masked_input(self, x: np.ndarray, sealed: dict[int, bytes]) -> np.ndarray:
-        """y_u: the input plus the self-mask plus ± a pairwise mask with each neighbour whose shares arrived."""
+    def masked_input(self, x: np.ndarray, sealed: dict[int, bytes]) -> tuple[np.ndarray, bytes]:
+        """(y_u, bitmap over its neighbours of those it masked with): the input plus the self-mask plus ± a
+        pairwise mask with each neighbour whose bundle arrived and authenticated.  A bundle that does not
+        (garbage from its sender, or tampered with) is dropped with its sender: no mask, no share held, and
+        the bitmap tells the server, which then drops that sender (``Server.unmasking_request``)."""
         self._step("masked_input")
         bits = self.params.bits
         x = np.asarray(x)
@@ -167,24 +245,26 @@ class Client:
             header = share_header(self._session, v, self.id)
             key = crypto.derive(self._channel[v], header)
             try:
-                plain = crypto.open_sealed(key, ciphertext, header)
-            except InvalidTag:
-                raise self._error(f"the share bundle from client {v} does not authenticate") from None
+                plain = crypto.open_sealed(key, bytes(ciphertext), header)
+            except (InvalidTag, TypeError, ValueError):
+                continue
             if len(plain) != 8 * SHARE_LIMBS:
-                raise self._error(f"the share bundle from client {v} has the wrong length")
+                continue
             self._held[v] = np.frombuffer(plain, dtype="<i4").astype(np.int64).reshape(2, SHARE_LIMBS)
+            self._masked_with.add(v)
         y = x.astype(np.uint64) + crypto.expand(self_mask_seed(self._b, self._session), x.size, bits)
-        for v in sorted(sealed):
+        for v in sorted(self._masked_with):
             mask = crypto.expand(
                 pair_seed(crypto.exchange(self._s, self._peers[v][1]), self.id, v, self._session), x.size, bits
             )
             y = y + mask if self.id < v else y - mask
-            self._masked_with.add(v)
-        return y & np.uint64((1 << bits) - 1)
+        bitmap = np.packbits(np.isin(self.neighbours, list(self._masked_with))).tobytes()
+        return y & np.uint64((1 << bits) - 1), bitmap
 
     # ---- checks shared by steps 2b and 3 ------------------------------------------------------------------
     def _check_survivors(self, alive: np.ndarray, dropped: np.ndarray | None = None) -> None:
-        n = self.graph.n
+        """What it checks of a survivor set before it signs or reveals anything (module doc)."""
+        n = self.n
         if alive.shape != (n,) or alive.dtype != bool or (dropped is not None and dropped.shape != (n,)):
             raise self._error(f"the survivor and dropped sets must be boolean vectors over the {n} slots")
         if dropped is not None and (alive & dropped).any():
@@ -194,14 +274,33 @@ class Client:
             )
         if not alive[self.id]:
             raise self._error("asked to answer although the request lists it as dropped")
-        if int(alive.sum()) < self.t:
-            raise self._error(f"{int(alive.sum())} survivors, fewer than t = {self.t}")
+        strangers = [int(v) for v in self.neighbours if alive[v] and int(v) not in self._masked_with]
+        if strangers:
+            raise self._error(
+                f"asked to treat client {strangers[0]} as a survivor, but it never got (or rejected) that "
+                "neighbour's share bundle and did not mask with it: the survivors' masked graph is not the "
+                "public one (a withheld bundle cuts it); refusing"
+            )
+        least = self.params.min_survivors(n)
+        if int(alive.sum()) < least:
+            raise self._error(
+                f"{int(alive.sum())} survivors of {n}, fewer than ⌊threshold n⌋ + 1 = {least}: the server could "
+                "learn the sum of a small set of its choice; refusing"
+            )
         parts = self.graph.components(alive)
         if parts > 1:
             raise self._error(
                 f"the survivors' graph has {parts} connected components: the server would learn "
                 "the sum of each; refusing"
             )
+        for owner in self._held:
+            if alive[owner] or (dropped is not None and dropped[owner]):
+                holding = int(alive[self.graph.holders(owner)].sum())
+                if holding < self.t:
+                    raise self._error(
+                        f"client {owner} would have {holding} surviving holders in this request, fewer than "
+                        f"t = {self.t}: a survivor set that cannot be unmasked for it; refusing"
+                    )
 
     # ---- step 2b (active) ---------------------------------------------------------------------------
     def consistency(self, alive: np.ndarray) -> bytes:
@@ -210,7 +309,7 @@ class Client:
         alive = np.asarray(alive)
         self._check_survivors(alive)
         self._signed = alive.copy()
-        return crypto.sign(self._identity, consistency_message(self._session, pki.alive_digest(alive)))
+        return crypto.sign(self._identity.secret, consistency_message(self._session, pki.alive_digest(alive)))
 
     def _check_signatures(self, alive: np.ndarray, signatures: dict[int, bytes] | None) -> None:
         """Each owner it will reveal a share of: at least t of its holders signed this survivor set."""
@@ -220,7 +319,7 @@ class Client:
         valid = {
             w
             for w, sig in (signatures or {}).items()
-            if 0 <= w < self.graph.n and alive[w] and crypto.verify(self._directory[w], sig, message)
+            if 0 <= w < self.n and alive[w] and crypto.verify(self._directory[w], sig, message)
         }
         for owner in self._held:
             holders = set(self.graph.holders(owner).tolist()) & valid

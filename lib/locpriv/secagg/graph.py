@@ -7,6 +7,18 @@
   clients, k even (Bell et al. 2020, §3.2): O(log n) keys and O(K log n) mask
   work per client.  The layout (which client sits where on the cycle) is public.
 
+Whence the layout (``layout_seed``): the server must not choose it — a server that places its
+sybils around a victim, or a cut where it plans dropouts, breaks both the secrecy and the
+disconnection bound below.  The layout is the permutation drawn from SHA-256 of the round's
+public transcript up to key advertisement: the session context and the Merkle root of every
+advertised key set (``pki.KeySet``), which holds each honest client's fresh X25519 keys.  The
+server learns the layout only after it has committed to the key set, and in the active
+variant every client recomputes it from the root it verified.  What a server can still do
+is re-draw: exclude or add advertisements and hash again.  Each re-draw is one hash, so the
+failure probabilities below are per draw; a server that can afford 2^g draws multiplies them
+by 2^g (stated in docs/studies.md).  A simulation that must replay a transcript
+(``beacon``) may fix the layout from a public stream instead.
+
 Why connectivity matters (Bell et al. 2020): the pairwise masks of the survivors
 cancel inside each connected component of the survivors' graph, so the server
 can unmask the sum of every component, not only the total.  The server therefore
@@ -19,9 +31,11 @@ two of the cyclic gaps between consecutive surviving positions are longer than r
 and two cuts split it; one cut leaves a path).  ``Graph.components`` counts such
 gaps in O(n).
 
-``auto_degree`` — the smallest even k >= ⌈log2 n⌉ that meets both targets for a
-planned dropout rate ρ, d = ⌊ρ n⌋ dropouts whose identities do not depend on the
-layout (fcp/secagg's rule, google-parfait/federated-compute, restated):
+``auto_degree`` — the smallest even k >= ⌈log2 n⌉ that meets the three targets for a
+planned dropout rate ρ and a corrupted fraction γ (clients that collude with the server,
+e.g. sybils it registered), d = ⌊(ρ + γ) n⌋ dropped-or-corrupted clients whose identities
+do not depend on the layout (Bell et al. 2020, Thm 3.6's conditions; fcp/secagg's rule,
+google-parfait/federated-compute, restated):
 
 * privacy/availability: P(survivors' graph disconnected) < 2^-40.  Two gaps of
   length >= r contain two runs of r dropped positions, the second starting
@@ -31,8 +45,12 @@ layout (fcp/secagg's rule, google-parfait/federated-compute, restated):
   random layout (0 if d < k).  The union bound of the product is required < 2^-40.
   At run time the check above makes privacy unconditional; this bound makes the
   refusal (a failed shard) that rare.
-* correctness: n · P(Binomial(k, 1 − ρ) < t) <= 1e-6, t of a dropped client's k
-  neighbours (its holders) must survive for its masks to be removed.
+  A corrupted client is as good as dropped for this (the server knows its masks), hence ρ + γ.
+* secrecy against γ n corrupted clients: n · P(Binomial(k + 1, γ) >= t) < 2^-40 — no honest
+  client has t corrupted holders among its k + 1 (with t of them the server rebuilds one of its
+  secrets without asking anyone honest).  With γ = 0 this holds for any k.
+* correctness: n · P(Binomial(k, 1 − ρ − γ) < t) <= 1e-6, t of a dropped client's k
+  neighbours (its holders) must survive and be honest for its masks to be removed.
 
 n − 1 (the complete graph) if no smaller k qualifies.
 """
@@ -40,6 +58,7 @@ n − 1 (the complete graph) if no smaller k qualifies.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 from dataclasses import dataclass
 
@@ -82,23 +101,50 @@ def log_p_disconnected(n: int, k: int, dropped: int) -> float:
     )
 
 
+def log_p_corrupted_holders(n: int, k: int, fraction: float, corrupt: float) -> float:
+    """Natural log of n · P(Binomial(k + 1, γ) >= t): the union bound on some client having t corrupted
+    holders among its k + 1 under the layout-independent corruption of a fraction γ (module doc)."""
+    if corrupt <= 0:
+        return -math.inf
+    from scipy import stats
+
+    return math.log(n) + float(stats.binom.logsf(threshold(k + 1, fraction) - 1, k + 1, corrupt))
+
+
 @functools.lru_cache(maxsize=256)  # every client and the server ask for the same shard size
-def auto_degree(n: int, dropout: float, fraction: float, failure: float = CORRECTNESS_FAILURE) -> int:
-    """Smallest even k >= ⌈log2 n⌉ meeting the disconnection and correctness targets (module doc)."""
+def auto_degree(
+    n: int, dropout: float, fraction: float, corrupt: float = 0.0, failure: float = CORRECTNESS_FAILURE
+) -> int:
+    """Smallest even k >= ⌈log2 n⌉ meeting the disconnection, secrecy and correctness targets (module doc)."""
     if n <= 3:
         return n - 1
     from scipy import stats  # ~0.5 s to import: not at the top, every heatmap job imports this module
 
-    dropped = math.floor(dropout * n + 1e-12)
+    lost = dropout + corrupt
+    dropped = math.floor(lost * n + 1e-12)
     k = max(2, math.ceil(math.log2(n)))
     k += k % 2
+    bound = -DISCONNECT_BITS * math.log(2)
     while k < n - 1:
-        connected = log_p_disconnected(n, k, dropped) < -DISCONNECT_BITS * math.log(2)
-        correct = n * stats.binom.cdf(threshold(k + 1, fraction) - 1, k, 1 - dropout) <= failure
-        if connected and correct:
+        connected = log_p_disconnected(n, k, dropped) < bound
+        secret = log_p_corrupted_holders(n, k, fraction, corrupt) < bound
+        correct = n * stats.binom.cdf(threshold(k + 1, fraction) - 1, k, 1 - lost) <= failure
+        if connected and secret and correct:
             return k
         k += 2
     return n - 1
+
+
+def layout_seed(context: bytes, public: bytes) -> bytes:
+    """The layout's seed: SHA-256 of the session context and the public randomness (the key set's
+    Merkle root, or a simulation's beacon), domain-separated (module doc)."""
+    return hashlib.sha256(b"locpriv-secagg/layout|" + len(context).to_bytes(4, "little") + context + public).digest()
+
+
+@functools.lru_cache(maxsize=8)  # the clients of a simulated shard and its server share one public graph
+def for_round(n: int, kind: str, degree: int, seed: bytes) -> Graph:
+    """The public graph of a round from its layout seed (``layout_seed``)."""
+    return Graph.build(n, kind, degree, np.random.default_rng(int.from_bytes(seed, "little")))
 
 
 @dataclass(frozen=True)
@@ -138,6 +184,14 @@ class Graph:
         r = self.degree // 2
         offsets = np.concatenate([-np.arange(1, r + 1), np.arange(1, r + 1)])
         return np.sort(self.position[(self.where[:, None] + offsets) % self.n], axis=1)
+
+    def neighbours(self, u: int) -> np.ndarray:
+        """u's neighbours, sorted (one row of ``neighbour_table`` in O(k))."""
+        if self.complete:
+            return np.delete(np.arange(self.n), u)
+        r = self.degree // 2
+        offsets = np.concatenate([-np.arange(1, r + 1), np.arange(1, r + 1)])
+        return np.sort(self.position[(self.where[u] + offsets) % self.n])
 
     def holders(self, owner: int) -> np.ndarray:
         """The owner and its neighbours: the clients holding a share of its secrets."""

@@ -22,13 +22,36 @@ from . import crypto
 _LEAF, _NODE, _ABSENT, _EMPTY = b"\x00", b"\x01", b"\x02", b"\x03"
 
 
+class Identity:
+    """One client's long-term identity: its Ed25519 secret and the session contexts it has signed in.
+
+    ``begin`` refuses a context seen before, so an advertisement signed in an earlier round cannot be
+    replayed into a round that reuses its context (the signature covers the context): with fresh
+    contexts an old signature does not verify, with a reused one the client refuses to take part.
+    The service keeps ``sessions`` in the client's key store (``secagg.store``) across restarts."""
+
+    def __init__(self, secret, sessions: set[bytes] | None = None):
+        self.secret = secret
+        self.public = crypto.identity_public(secret)
+        self.sessions = sessions if sessions is not None else set()
+
+    def begin(self, context: bytes) -> bool:
+        """Record ``context``; False if it was used before."""
+        tag = crypto.digest(b"locpriv-secagg/context", context)
+        if tag in self.sessions:
+            return False
+        self.sessions.add(tag)
+        return True
+
+
 class Directory:
-    """Identity keys of the n clients of a shard: ``secrets[u]`` goes to client u only, ``public`` to all."""
+    """Identities of the n clients of a shard: ``identities[u]`` goes to client u only, ``public`` to all.
+    A directory kept across rounds is what a deployment has (long-lived identity keys)."""
 
     def __init__(self, n: int, entropy):
         raw = crypto.random_bytes(entropy, n)
-        self.secrets = [crypto.identity_key(r.tobytes()) for r in raw]
-        self.public = [crypto.identity_public(s) for s in self.secrets]
+        self.identities = [Identity(crypto.identity_key(r.tobytes())) for r in raw]
+        self.public = [i.public for i in self.identities]
 
 
 def _leaf(u: int, entry: bytes | None) -> bytes:

@@ -25,37 +25,42 @@ still taking part after each (U1 ⊇ U2 ⊇ U3 ⊇ U4 ⊇ U5):
    public key) for o ∈ U2 \\ U3, removes the self-masks and the dropped clients' masks and
    outputs Σ_{u ∈ U3} x_u mod m.
 
-What a client checks before it reveals anything (``client.Client``; each check failing is a
-``ProtocolError`` naming the client): it answers each step once and in order; the survivor
-and dropped sets are disjoint, it is a survivor, and there are at least t survivors; the
-survivors' graph is connected (``graph``); active: the survivor set is the one it signed,
-and for each owner it reveals, at least t of that owner's holders signed the same set
-under the same session id.  The server (``server.Server``) checks every message it gets:
-known and distinct senders, no step twice (replays), vector length K and values in Z_m,
-shares only from holders of their owner, at least t shares per owner, spare shares on the
-polynomial, rebuilt secrets against their commitments and public keys, and the survivors'
-graph connected — otherwise a ``ProtocolError`` and no output.
+What a client checks before it signs or reveals anything (``client.Client``; each check failing is
+a ``ProtocolError`` naming the client): it answers each step once and in order; the survivor and
+dropped sets are disjoint and it is a survivor; every neighbour listed as a survivor is one whose
+bundle it accepted and masked with (so the survivors' graph over the edges actually masked is the
+public one: a withheld bundle cannot cut it); more than threshold · n survivors; the survivors'
+graph connected (``graph``); every owner it would reveal a share of keeps t holders among the
+survivors; active: the survivor set is the one it signed, and for each owner it reveals, at least t
+of that owner's holders signed the same set under the same session id.  A bundle that does not
+authenticate drops its sender (no mask, no share held; the bitmap sent with y_u tells the server).
+A session context is at least 16 bytes and an identity refuses one it has used (``pki.Identity``).
+The server (``server.Server``) checks every message it gets: known and distinct senders, no step
+twice (replays), nothing after its step closed (late masked inputs, inputs under a dropped id),
+vector length K and values in Z_m, shares only from holders of their owner, at least t shares per
+owner, spare shares on the polynomial, rebuilt secrets against their commitments and public keys,
+and the survivors' graph connected over masked edges — otherwise a ``ProtocolError`` and no output.
+The layout of the graph comes from the committed key set (``graph.layout_seed``).
 
-What the server learns, assuming honest clients (no collusion of the server with t or more
-of any client's holders), CDH on Curve25519, HKDF/AES as PRF/PRP, AES-GCM and Ed25519
-secure (Bonawitz et al. Thm 6.2–6.4, Bell et al. Thm 3.6, with the connectivity argument):
+What the server learns, with no more than a fraction γ of clients colluding with it (``corrupt``,
+the degree rule), CDH on Curve25519, HKDF/AES as PRF/PRP, AES-GCM and Ed25519 secure (Bonawitz et
+al. Thm 6.2–6.4, Bell et al. Thm 3.6, with the connectivity argument):
 
 * ``honest_but_curious`` (the server follows the protocol; dropouts are not chosen by it):
   Σ_{u ∈ U3} x_u mod m and nothing else about the inputs — or nothing, when a check fails.
   Pairwise masks on the edges inside U3 are unknown to it; U3 is connected, so every proper
-  subset of U3 has an edge to the rest whose mask does not cancel.
-* ``active`` (the server may deviate arbitrarily: substitute keys, send different lists to
-  different clients, ask twice, replay): at most one sum Σ_{u ∈ L} x_u mod m over a set L of
-  its choice among the clients whose masked input it received, with L connected and
-  |L| >= t n / (k + 1) > threshold · n >= n / 2 — or nothing.  Consistency: two holders of one
-  owner that reveal saw the same L (each needed t signers among the owner's k + 1 holders,
-  2t > k + 1, an honest client signs once), adjacent owners that both get t shares share an
-  answering holder (t > k / 2), so one L holds on every connected set the server can unmask;
-  L connected then leaves Σ_L as the only unmaskable combination.  Size: every client has at
-  least t answering holders in L (owners in L) or at least t neighbours in L (dropped
-  neighbours of L, and on the Harary graph every client outside L is one, because a gap of
-  more than r dropped positions leaves its first client with at most r < t neighbours in L);
-  counting pairs (v, u ∈ N[v] ∩ L) gives (k + 1)|L| >= t n.
+  subset of U3 has an edge to the rest whose mask does not cancel.  A deviating server is out of
+  this model (it reads an input by substituting keys, or by survivor lists tailored to each
+  client's checks: tests/test_secagg_attacks.py).
+* ``active`` (the server may deviate arbitrarily: substitute keys, withhold bundles, send different
+  lists to different clients, ask twice, replay): at most one sum Σ_{u ∈ L} x_u mod m over a set L
+  of its choice among the clients whose masked input it received, with L connected over masked
+  edges and |L| > threshold · n >= n / 2 — or nothing.  Consistency: two holders of one owner that
+  reveal saw the same L (each needed t signers among the owner's k + 1 holders, 2t > k + 1, an
+  honest client signs once), adjacent owners that both get t shares share an answering holder
+  (t > k / 2), so one L holds on every connected set the server can unmask; every survivor masked
+  with its surviving neighbours, so L connected leaves Σ_L as the only unmaskable combination; and
+  each client checks |L| itself.
 
 Simulation shortcuts that change no output: the clients are objects in one process (each
 holds only its own secrets; the graph and the PKI directory are public), called in turn by
@@ -86,8 +91,9 @@ class ProtocolError(RuntimeError):
 @dataclass(frozen=True)
 class ProtocolParams:
     """bits: m = 2^bits; graph "complete" or "harary" (random k-regular, Bell et al.); degree None =
-    ``graph.auto_degree`` for the planned dropout; threshold: t = ⌊threshold (k + 1)⌋ + 1 of a client's
-    k + 1 holders, threshold in [0.5, 1); variant "honest_but_curious" or "active" (module doc)."""
+    ``graph.auto_degree`` for the planned dropout and the corrupted fraction ``corrupt`` (γ: clients that may
+    collude with the server); threshold: t = ⌊threshold (k + 1)⌋ + 1 of a client's k + 1 holders, threshold
+    in [0.5, 1); variant "honest_but_curious" or "active" (module doc)."""
 
     bits: int = 32
     graph: str = "harary"
@@ -95,6 +101,7 @@ class ProtocolParams:
     threshold: float = 0.5
     planned_dropout: float = 0.0
     variant: str = "honest_but_curious"
+    corrupt: float = 0.0
 
     def __post_init__(self):
         if not (isinstance(self.bits, (int, np.integer)) and 2 <= self.bits <= 62):
@@ -105,6 +112,10 @@ class ProtocolParams:
             raise ValueError(f"threshold must be a fraction in [0.5, 1), got {self.threshold}")
         if not 0 <= self.planned_dropout < 1:
             raise ValueError(f"planned_dropout must be in [0, 1), got {self.planned_dropout}")
+        if not 0 <= self.corrupt < 0.5:
+            raise ValueError(
+                f"corrupt (the fraction of clients colluding with the server) must be in [0, 0.5), got {self.corrupt}"
+            )
         if self.variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
 
@@ -117,10 +128,17 @@ class ProtocolParams:
             return n - 1
         if self.degree is not None:
             return min(self.degree, n - 1)
-        return graph.auto_degree(n, self.planned_dropout, self.threshold)
+        return graph.auto_degree(n, self.planned_dropout, self.threshold, self.corrupt)
 
     def t_for(self, n: int) -> int:
         return graph.threshold(self.degree_for(n) + 1, self.threshold)
+
+    def min_survivors(self, n: int) -> int:
+        """Survivors a shard needs before anyone unmasks: ⌊threshold · n⌋ + 1 (> n / 2), so that no set of
+        clients the server declares surviving is small — the complete graph's t, and on a sparse graph the
+        bound a client can check from the survivor set alone (an arc of t clients whose neighbours are all
+        "dropped" passes every local check)."""
+        return graph.threshold(n, self.threshold)
 
 
 def advert_bytes(params: ProtocolParams) -> int:
@@ -137,12 +155,30 @@ def client_bytes(n: int, dim: int, params: ProtocolParams) -> dict[str, int]:
     out = {
         "advertise_keys": advert_bytes(params),
         "share_keys": k * (2 * SHARE_BYTES + GCM_TAG_BYTES),
-        "masked_input": dim * ((params.bits + 7) // 8),
+        "masked_input": dim * ((params.bits + 7) // 8) + masked_with_bytes(k),
     }
     if params.active:
         out["consistency"] = crypto.SIGNATURE_BYTES
     out["unmasking"] = (k + 1) * SHARE_BYTES
     return out
+
+
+def masked_with_bytes(k: int) -> int:
+    """The bitmap over its k neighbours that a client sends with its masked vector: whom it masked with."""
+    return (k + 7) // 8
+
+
+MIN_CONTEXT_BYTES = 16
+
+
+def check_context(context) -> bytes:
+    """A session context: bytes, at least 16 of them (128 bits, so a fresh random one never repeats)."""
+    if not isinstance(context, bytes) or len(context) < MIN_CONTEXT_BYTES:
+        raise ProtocolError(
+            f"the session context must be at least {MIN_CONTEXT_BYTES} bytes, fresh for every round and shard "
+            f"(e.g. os.urandom(16) + a shard label), got {context!r:.40}"
+        )
+    return context
 
 
 def _ids(*ids: int) -> bytes:
@@ -175,6 +211,18 @@ def self_mask_seed(b: bytes, context: bytes) -> bytes:
 def commitment(b: bytes, context: bytes) -> bytes:
     """Binding, hiding commitment to a self-mask seed (HKDF as a PRF keyed by the 256-bit seed)."""
     return crypto.derive(b, context + b"|commit")
+
+
+@dataclass(frozen=True)
+class KeysMessage:
+    """Step 1's message to client u: its neighbours' advertisements, the key set's Merkle root (the layout's
+    public randomness, ``graph.layout_seed``), and in the active variant the Merkle proofs and u's own
+    advertisement as committed."""
+
+    adverts: dict
+    root: bytes
+    proofs: dict | None = None
+    own: bytes | None = None
 
 
 @dataclass(frozen=True)

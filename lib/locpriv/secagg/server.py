@@ -13,18 +13,21 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import crypto, pki, shamir
+from . import crypto, graph, pki, shamir
 from .graph import Graph
 from .protocol import (
     GCM_TAG_BYTES,
     SECRETS,
     SHARE_BYTES,
     SHARE_LIMBS,
+    KeysMessage,
     ProtocolError,
     ProtocolParams,
     UnmaskingRequest,
     advert_bytes,
+    check_context,
     commitment,
+    masked_with_bytes,
     pair_seed,
     self_mask_seed,
 )
@@ -57,22 +60,35 @@ class Transcript:
 
 
 class Server:
-    def __init__(self, graph: Graph, neighbours: np.ndarray, params: ProtocolParams, context: bytes, dim: int):
-        self.graph, self.neighbours, self.params, self.context, self.dim = graph, neighbours, params, context, dim
-        self.n, self.t = graph.n, params.t_for(graph.n)
+    """The honest server of one shard of n slots.  The public graph exists once the key set is committed
+    (``commit_keys``, at the first ``keys_for``): its layout comes from the key set's Merkle root, or from
+    ``beacon`` in a simulation that replays a layout (``graph`` module doc)."""
+
+    def __init__(self, n: int, params: ProtocolParams, context: bytes, dim: int, beacon: bytes | None = None):
+        self.n, self.params, self.context, self.dim, self.beacon = n, params, check_context(context), dim, beacon
+        self.t = params.t_for(n)
+        self.graph: Graph | None = None
+        self.neighbours: np.ndarray | None = None
         self.transcript = Transcript()
         self.adverts: dict[int, bytes] = {}  # U1
         self.bundles: dict[int, int] = {}  # U2: sender -> bundles sent
         self.mailbox: dict[int, dict[int, bytes]] = {}  # recipient -> sender -> sealed shares
         self.delivered: dict[int, set[int]] = {}  # recipient -> senders whose bundles it got
-        self.total = np.zeros(dim, dtype=np.uint64)
-        self.arrived: set[int] = set()  # U3
+        self.masked: dict[
+            int, set[int]
+        ] = {}  # sender of y -> the neighbours it masked with (it accepted their bundles)
+        self.inputs: dict[int, np.ndarray] = {}  # U3 before the request: summed for the survivors only
         self.signatures: dict[int, bytes] = {}  # U4 (active)
         self.answered: set[int] = set()  # U5
         self.shares: dict[str, dict[int, list[tuple[int, np.ndarray]]]] = {s: {} for s in SECRETS}
         self.keyset: pki.KeySet | None = None
-        self.session = context  # the masks' HKDF context; active: bound to the committed key set
+        self.session = self.context  # the masks' HKDF context; active: bound to the committed key set
         self.request: UnmaskingRequest | None = None
+        self.total: np.ndarray | None = None
+
+    @property
+    def arrived(self) -> set[int]:
+        return set(self.inputs)
 
     def check_id(self, u, what: str) -> int:
         if (type(u) is not int and not isinstance(u, np.integer)) or not 0 <= u < self.n:
@@ -84,28 +100,44 @@ class Server:
         u = self.check_id(u, "an advertisement")
         if u in self.adverts:
             raise ProtocolError(f"client {u} advertised keys twice")
+        if self.keyset is not None:
+            raise ProtocolError(f"client {u} advertised keys after the key set was committed; refused")
         if not isinstance(advert, bytes) or len(advert) != advert_bytes(self.params):
             raise ProtocolError(f"client {u} advertised {len(advert)} bytes, not {advert_bytes(self.params)}")
         self.adverts[u] = advert
         self.transcript.add("advertise_keys", u, u, "public_keys", 1, len(advert))
 
-    def keys_for(self, u: int) -> tuple[dict[int, bytes], dict[int, list[bytes]] | None, bytes | None]:
-        """u's neighbours' advertisements; active: with Merkle proofs, and u's own as committed."""
+    def commit_keys(self) -> None:
+        """Close step 0: the Merkle root of the key set, the session id (active) and the public graph."""
+        if self.keyset is not None:
+            return
+        self.keyset = pki.KeySet([self.adverts.get(v) for v in range(self.n)])
+        if self.params.active:
+            self.session = pki.session_id(self.context, self.keyset.root)
+        public = self.beacon if self.beacon is not None else self.keyset.root
+        self.graph = graph.for_round(
+            self.n, self.params.graph, self.params.degree_for(self.n), graph.layout_seed(self.context, public)
+        )
+        self.neighbours = self.graph.neighbour_table()
+
+    def keys_for(self, u: int) -> KeysMessage:
+        """u's neighbours' advertisements and the key set's root; active: with Merkle proofs, u's own as committed."""
+        self.commit_keys()
         adverts = {int(v): self.adverts[int(v)] for v in self.neighbours[u] if int(v) in self.adverts}
         if not self.params.active:
-            return adverts, None, None
-        if self.keyset is None:
-            self.keyset = pki.KeySet([self.adverts.get(v) for v in range(self.n)])
-            self.session = pki.session_id(self.context, self.keyset.root)
-        return adverts, {v: self.keyset.proof(v) for v in [u, *adverts]}, self.adverts[u]
+            return KeysMessage(adverts, self.keyset.root)
+        proofs = {v: self.keyset.proof(v) for v in [u, *adverts]}
+        return KeysMessage(adverts, self.keyset.root, proofs, self.adverts[u])
 
     # ---- step 1 -------------------------------------------------------------------------------------
     def receive_shares(self, u, bundles: dict[int, bytes]) -> None:
         u = self.check_id(u, "sealed shares")
-        if u not in self.adverts:
+        if u not in self.adverts or self.graph is None:
             raise ProtocolError(f"client {u} sent shares without having advertised keys")
         if u in self.bundles:
             raise ProtocolError(f"client {u} sent its shares twice")
+        if self.delivered:
+            raise ProtocolError(f"client {u} sent its shares after masked inputs were requested; refused")
         allowed = {int(v) for v in self.neighbours[u]} & set(self.adverts)
         strangers = set(bundles) - allowed
         if strangers:
@@ -119,17 +151,23 @@ class Server:
         self.transcript.add("share_keys", u, u, "sealed_shares", len(bundles), sum(map(len, bundles.values())))
 
     def inbox(self, v: int) -> dict[int, bytes]:
-        """The bundles addressed to v, handed over with the request for its masked input."""
+        """The bundles addressed to v, handed over with the request for its masked input (step 1 is closed)."""
         got = self.mailbox.pop(v, {})
         self.delivered[v] = set(got)
         return got
 
     # ---- step 2 -------------------------------------------------------------------------------------
-    def receive_masked(self, u, y) -> None:
+    def receive_masked(self, u, y, masked_with: bytes) -> None:
+        """y_u and the bitmap over u's neighbours of those it masked with (whose bundles it accepted)."""
         u = self.check_id(u, "a masked input")
+        if self.request is not None:
+            raise ProtocolError(
+                f"client {u} sent a masked input after the unmasking request (late, or under a dropped "
+                "client's id); refused, the request's survivor set stands"
+            )
         if u not in self.delivered or u not in self.bundles:
             raise ProtocolError(f"client {u} sent a masked input without having shared its keys")
-        if u in self.arrived:
+        if u in self.inputs:
             raise ProtocolError(f"client {u} sent its masked input twice (a replay); refusing to add it again")
         y = np.asarray(y)
         if y.shape != (self.dim,) or not np.issubdtype(y.dtype, np.integer):
@@ -138,26 +176,48 @@ class Server:
             )
         if y.size and (int(y.min()) < 0 or int(y.max()) >= 1 << self.params.bits):
             raise ProtocolError(f"client {u} sent a masked vector with entries outside Z_m, m = 2^{self.params.bits}")
-        self.total += y.astype(np.uint64)
-        self.arrived.add(u)
-        self.transcript.add("masked_input", u, u, "masked_vector", self.dim, self.dim * ((self.params.bits + 7) // 8))
+        row = self.neighbours[u]
+        if not isinstance(masked_with, bytes) or len(masked_with) != masked_with_bytes(len(row)):
+            raise ProtocolError(f"client {u} sent a masking bitmap that is not {masked_with_bytes(len(row))} bytes")
+        masked = {int(v) for v in row[np.unpackbits(np.frombuffer(masked_with, np.uint8))[: len(row)].astype(bool)]}
+        if masked - self.delivered[u]:
+            raise ProtocolError(
+                f"client {u} says it masked with client {min(masked - self.delivered[u])}, whose bundle it never got"
+            )
+        self.inputs[u] = y.astype(np.uint64)
+        self.masked[u] = masked
+        n_bytes = self.dim * ((self.params.bits + 7) // 8) + len(masked_with)
+        self.transcript.add("masked_input", u, u, "masked_vector", self.dim, n_bytes)
 
     def _holders_alive(self, owner: int, alive: np.ndarray) -> int:
-        return int(alive[owner]) + sum(
-            1 for v in self.neighbours[owner] if alive[v] and owner in self.delivered.get(int(v), ())
-        )
+        """Surviving holders of ``owner``'s shares: itself if alive, and the survivors that accepted its bundle."""
+        return int(alive[owner]) + sum(1 for v in self.neighbours[owner] if alive[v] and owner in self.masked[int(v)])
 
     def unmasking_request(self) -> UnmaskingRequest:
-        """Survivors U3 and dropped U2 \\ U3 — after checking that unmasking is safe and possible."""
+        """Survivors U3 and dropped U2 \\ U3 — after checking that unmasking is safe and possible.
+
+        A client whose bundle a neighbour rejected (it did not authenticate) is dropped, not the shard:
+        its masked input is left out and its masks are removed like any dropped client's."""
+        if self.request is not None:
+            raise ProtocolError("unmasking was already requested; the server asks once")
+        rejected = {v for u in self.inputs for v in self.delivered[u] - self.masked[u]}
         alive = np.zeros(self.n, dtype=bool)
-        alive[list(self.arrived)] = True
+        alive[[u for u in self.inputs if u not in rejected]] = True
         dropped = np.zeros(self.n, dtype=bool)
-        dropped[[u for u in self.bundles if u not in self.arrived]] = True
-        if alive.sum() < self.t:
+        dropped[[u for u in self.bundles if not alive[u]]] = True
+        least = self.params.min_survivors(self.n)
+        if alive.sum() < least:
             raise ProtocolError(
                 f"{int(alive.sum())} of {self.n} clients sent masked input, fewer than the "
-                f"threshold t = {self.t}: the shard cannot be unmasked and yields no output"
+                f"threshold ⌊threshold n⌋ + 1 = {least}: the shard cannot be unmasked and yields no output"
             )
+        for u in np.flatnonzero(alive):
+            unmasked = [int(v) for v in self.neighbours[u] if alive[v] and int(v) not in self.masked[int(u)]]
+            if unmasked:
+                raise ProtocolError(
+                    f"clients {int(u)} and {unmasked[0]} both survive but did not mask with each other: "
+                    "the survivors' graph over masked edges is not the public one; refusing"
+                )
         parts = self.graph.components(alive)
         if parts > 1:
             raise ProtocolError(
@@ -170,6 +230,9 @@ class Server:
                     f"client {owner} has fewer than t = {self.t} surviving holders of its shares: "
                     "the shard yields no output"
                 )
+        self.total = np.zeros(self.dim, dtype=np.uint64)
+        for u in np.flatnonzero(alive):
+            self.total += self.inputs[int(u)]
         self.request = UnmaskingRequest(alive, dropped)
         return self.request
 
@@ -201,7 +264,7 @@ class Server:
             raise ProtocolError(f"client {v} sent unmasking shares without being asked")
         if v in self.answered:
             raise ProtocolError(f"client {v} sent unmasking shares twice (a replay)")
-        held = self.delivered.get(v, set()) | {v}
+        held = self.masked.get(v, set()) | {v}
         for (owner, kind), share in response.items():
             owner = self.check_id(owner, f"client {v}'s unmasking response")
             if owner not in held:
@@ -270,7 +333,7 @@ class Server:
                 )
             for v in self.neighbours[d]:
                 v = int(v)
-                if v in self.arrived and d in self.delivered.get(v, ()):  # v added sign(v, d) mask(v, d) to y_v
+                if self.request.alive[v] and d in self.masked[v]:  # v added sign(v, d) mask(v, d) to y_v
                     exchanged = crypto.exchange(secret, self.adverts[v][crypto.KEY_BYTES : 2 * crypto.KEY_BYTES])
                     mask = crypto.expand(pair_seed(exchanged, v, d, self.session), self.dim, self.params.bits)
                     out = out + mask if v < d else out - mask

@@ -3,8 +3,8 @@
 ``aggregate`` runs the protocol of ``protocol`` with dropouts at any step (``Dropouts``) and
 returns the server's output and transcript.  The clients are ``client.Client`` objects, each
 with its own secrets and its own random stream (spawned from ``entropy``, or the OS), called
-in the order of their ids; the server is ``server.Server``.  The layout of the Harary graph
-and the PKI directory are public and drawn first.
+in the order of their ids; the server is ``server.Server``.  The PKI directory is public and
+drawn first (or kept across runs); the Harary layout follows from the committed key set.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import crypto, pki
+from . import pki
 from .client import Client
-from .graph import Graph
 from .protocol import ProtocolError, ProtocolParams
 from .server import Server
 
@@ -48,7 +47,8 @@ def shard(
     params: ProtocolParams,
     entropy: np.random.Generator | None,
     context: bytes,
-    layout: np.random.Generator | None = None,
+    beacon: bytes | None = None,
+    directory: pki.Directory | None = None,
 ) -> tuple[list[Client], Server]:
     """The n clients and the server of one shard, before step 0 (``aggregate`` for the arguments)."""
     if n_clients < 2:
@@ -56,24 +56,22 @@ def shard(
             f"a shard of {n_clients} client cannot hide its input; choose users per round and "
             "shard size so that every shard has at least 2 clients"
         )
-    layout = layout if layout is not None else np.random.default_rng(crypto.random_int(entropy))
-    public = Graph.build(n_clients, params.graph, params.degree_for(n_clients), layout)
-    table = public.neighbour_table()
-    directory = pki.Directory(n_clients, entropy) if params.active else None
+    if params.active and directory is None:
+        directory = pki.Directory(n_clients, entropy)
     clients = [
         Client(
             u,
-            public,
-            table[u],
+            n_clients,
             params,
             context,
             stream,
-            directory.secrets[u] if directory else None,
-            directory.public if directory else None,
+            directory.identities[u] if params.active else None,
+            directory.public if params.active else None,
+            beacon,
         )
         for u, stream in enumerate(_streams(entropy, n_clients))
     ]
-    return clients, Server(public, table, params, context, dim)
+    return clients, Server(n_clients, params, context, dim, beacon)
 
 
 class CpuClock:
@@ -100,10 +98,11 @@ def aggregate(
     n_clients: int,
     params: ProtocolParams,
     entropy: np.random.Generator | None,
-    context: bytes = b"",
+    context: bytes,
     dropouts: Dropouts | None = None,
-    layout: np.random.Generator | None = None,
+    beacon: bytes | None = None,
     clock: CpuClock | None = None,
+    directory: pki.Directory | None = None,
 ) -> tuple[np.ndarray, pd.DataFrame]:
     """Run the protocol on one shard: (Σ of the senders' vectors mod m, the server's transcript).
 
@@ -111,8 +110,10 @@ def aggregate(
     input (ids in [0, n_clients)), in the order of ``senders``; every other client takes part in
     the steps before and drops before step 2, and ``dropouts`` makes clients drop before any
     other step.  ``entropy``: a seeded Generator for a reproducible simulation, None for the OS
-    (every secret); ``layout``: the public stream of the Harary layout (None: from ``entropy``).
-    ``context`` binds every key to the round and shard and must be fresh per run.  ``clock``
+    (every secret); ``beacon``: public bytes that fix the Harary layout in place of the key set's root
+    (a simulation that must replay its transcript; None: the deployment's rule, ``graph``).
+    ``context`` (>= 16 bytes) binds every key to the round and shard and must be fresh per run; a
+    ``directory`` of identities kept across runs (active) refuses a context used before.  ``clock``
     (optional) adds up the clients' and the server's CPU time.  Raises ``ProtocolError`` naming
     the client at fault (no output) when the shard cannot finish safely.
     """
@@ -122,18 +123,18 @@ def aggregate(
     senders = np.asarray(senders)
     if vectors.ndim != 2 or vectors.shape[0] != len(senders):
         raise ValueError(f"one vector per sender is needed: {vectors.shape} vectors for {len(senders)} senders")
-    clients, server = on("client", shard, n_clients, vectors.shape[1], params, entropy, context, layout)
+    clients, server = on("client", shard, n_clients, vectors.shape[1], params, entropy, context, beacon, directory)
     keyed = [u for u in range(n_clients) if u not in drop.advertise_keys]
     for u in keyed:
         on("server", server.receive_keys, u, on("client", clients[u].advertise_keys))
     for u in keyed:
         if u not in drop.share_keys:
             keys = on("server", server.keys_for, u)
-            on("server", server.receive_shares, u, on("client", clients[u].share_keys, *keys))
+            on("server", server.receive_shares, u, on("client", clients[u].share_keys, keys))
     for u, x in zip(senders.tolist(), vectors, strict=True):
         u = server.check_id(u, "a masked input")
         inbox = on("server", server.inbox, u)
-        on("server", server.receive_masked, u, on("client", clients[u].masked_input, x, inbox))
+        on("server", server.receive_masked, u, *on("client", clients[u].masked_input, x, inbox))
     request = on("server", server.unmasking_request)
     alive = np.flatnonzero(request.alive).tolist()
     if params.active:
