@@ -119,6 +119,19 @@ class Stage:
         self.rss = max(self.rss, rss)
 
 
+def randomize_in_estimate(stages: dict[str, Stage]) -> dict[str, Stage]:
+    """'randomize M' folded into 'estimate M', as 'randomize+estimate M': the estimate job randomizes the
+    first batch of shards itself, so only the two together hold all N users' work at every size."""
+    out: dict[str, Stage] = defaultdict(Stage)
+    for name, st in stages.items():
+        key = re.sub(r"^(randomize|estimate) ", "randomize+estimate ", name)
+        out[key].jobs += st.jobs
+        out[key].wall += st.wall
+        out[key].cpu += st.cpu
+        out[key].rss = max(out[key].rss, st.rss)
+    return dict(out)
+
+
 def slope(n0: int, v0: float, n1: int, v1: float) -> str:
     """Log-log growth exponent between two sizes ('-' where a value is too small to time)."""
     return f"{math.log(v1 / v0) / math.log(n1 / n0):.2f}" if min(v0, v1) >= 0.05 else "-"
@@ -134,6 +147,7 @@ def report(results: dict[int, dict[str, Stage]], walls: dict[int, str]) -> None:
     if len(sizes) < 2:
         return
     pairs = list(itertools.pairwise(sizes))
+    results = {n: randomize_in_estimate(results[n]) for n in sizes}
     head = "".join(f"{f'{a:.0e}->{b:.0e}':>16}" for a, b in pairs)
     print(f"\nlog-log growth exponent of CPU s (1 = linear in N) between sizes:\n{'stage':<32}{head}")
     for name in sorted(results[sizes[-1]] | results[sizes[0]]):
