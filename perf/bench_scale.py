@@ -1,25 +1,31 @@
-"""Scale benchmark: exact federated KDE and Laplace LDP end to end at 10^6 and 10^8 users.
+"""Scale benchmark: exact federated KDE and Laplace LDP end to end, 10^6 to 10^9 users.
 
 Runs the real workflow (snakemake, --cores 2) on gauss9 with two runs side by side:
 fedkde (h = 0.55, all users) and laplace_ldp (epsilon = 4, deconvoluting KDE), in
 fixed user shards (default 10^6; a randomize job runs the config's shards_per_job of
-them, default 8, so 10^8 users make 2 x 13 randomize jobs).  Every job's wall time
-and peak RSS come from its log (locpriv.smk.logged writes them).  Printed per stage and mechanism: jobs, summed and
-largest single-job wall time, largest single-job peak RSS, and the peak-RSS ratio
-largest N / smallest N, which must stay <= 2 for memory bounded by the shard size.
+them, default 8, so 10^8 users make 2 x 13 randomize jobs).  Every job's wall time, CPU time
+and peak RSS come from its log (locpriv.smk.logged writes them).  Printed per size, stage and
+mechanism: jobs, summed wall and CPU time, the largest job's peak RSS; then, across sizes, each
+stage's log-log growth exponent of CPU time (1 = linear in N) and the peak-RSS ratio of the two
+largest sizes (memory bounded by the shard size keeps it near 1).
 
-Run:  python perf/bench_scale.py [--sizes 1000000 100000000] [--shard 1000000] [--workdir DIR]
-A run is restartable: an existing workdir for a size is reused (snakemake resumes).
+Run:  python perf/bench_scale.py [--sizes 1000000 100000000] [--shard 1000000] [--workdir DIR] [--report-only]
+A run is restartable: an existing workdir for a size is reused (snakemake resumes);
+--report-only runs nothing and reports the jobs logged so far (of a run still going, too).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import math
+import os
 import re
 import subprocess
 import sys
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -30,7 +36,7 @@ MECHANISMS = {
     "fedkde": {"n": "all", "h": 0.55},
     "laplace_ldp": {"n": "all", "h": 0.55, "epsilon": 4, "estimator": "deconv"},
 }
-LOG_LINE = re.compile(r"job finished: wall ([\d.]+) s, peak RSS ([\d.]+) MB")
+LOG_LINE = re.compile(r"job finished: wall ([\d.]+) s, CPU ([\d.]+) s, peak RSS ([\d.]+) MB")
 
 
 def config(n: int, shard: int) -> dict:
@@ -56,7 +62,8 @@ def stage_of(log: Path, logs: Path) -> str:
     return Path(rel[0]).stem
 
 
-def run(n: int, shard: int, workdir: Path) -> tuple[float, dict]:
+def run(n: int, shard: int, workdir: Path) -> None:
+    """Run (or resume) the workflow at N users; one line per invocation in invocations.txt."""
     wd = workdir / f"n{n}"
     wd.mkdir(parents=True, exist_ok=True)
     (wd / "config.yaml").write_text(yaml.safe_dump(config(n, shard)))
@@ -82,18 +89,80 @@ def run(n: int, shard: int, workdir: Path) -> tuple[float, dict]:
             stderr=err,
         )
     total = time.perf_counter() - t
-    stages = defaultdict(lambda: [0, 0.0, 0.0, 0.0])  # jobs, wall sum, wall max, peak RSS max
+    with (wd / "invocations.txt").open("a") as fh:  # a resumed run's invocations add up
+        fh.write(f"wall {total:.1f} s, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end\n")
+
+
+def stages_of(wd: Path) -> dict[str, Stage]:
+    """Per stage, from the logs of the jobs that finished (all of them once the run is complete)."""
+    stages: dict[str, Stage] = defaultdict(Stage)
     logs = wd / "logs"
     for log in logs.rglob("*.log"):
         m = LOG_LINE.search(log.read_text())
         if m:
-            s = stages[stage_of(log, logs)]
-            wall, rss = float(m.group(1)), float(m.group(2))
-            s[0] += 1
-            s[1] += wall
-            s[2] = max(s[2], wall)
-            s[3] = max(s[3], rss)
-    return total, dict(stages)
+            wall, cpu, rss = (float(g) for g in m.groups())
+            stages[stage_of(log, logs)].add(wall, cpu, rss)
+    return dict(stages)
+
+
+@dataclass
+class Stage:
+    jobs: int = 0
+    wall: float = 0.0  # summed over its jobs, s
+    cpu: float = 0.0  # summed over its jobs, s
+    rss: float = 0.0  # largest job's peak, MB
+
+    def add(self, wall: float, cpu: float, rss: float) -> None:
+        self.jobs += 1
+        self.wall += wall
+        self.cpu += cpu
+        self.rss = max(self.rss, rss)
+
+
+def randomize_in_estimate(stages: dict[str, Stage]) -> dict[str, Stage]:
+    """'randomize M' folded into 'estimate M', as 'randomize+estimate M': the estimate job randomizes the
+    first batch of shards itself, so only the two together hold all N users' work at every size."""
+    out: dict[str, Stage] = defaultdict(Stage)
+    for name, st in stages.items():
+        key = re.sub(r"^(randomize|estimate) ", "randomize+estimate ", name)
+        out[key].jobs += st.jobs
+        out[key].wall += st.wall
+        out[key].cpu += st.cpu
+        out[key].rss = max(out[key].rss, st.rss)
+    return dict(out)
+
+
+def slope(n0: int, v0: float, n1: int, v1: float) -> str:
+    """Log-log growth exponent between two sizes ('-' where a value is too small to time)."""
+    return f"{math.log(v1 / v0) / math.log(n1 / n0):.2f}" if min(v0, v1) >= 0.05 else "-"
+
+
+def report(results: dict[int, dict[str, Stage]], walls: dict[int, str]) -> None:
+    sizes = sorted(results)
+    for n in sizes:
+        print(f"\nN = {n:,}: {walls[n]}")
+        print(f"{'stage':<32}{'jobs':>6}{'wall s (sum)':>14}{'CPU s (sum)':>13}{'peak RSS MB (max job)':>24}")
+        for name, st in sorted(results[n].items()):
+            print(f"{name:<32}{st.jobs:>6}{st.wall:>14.2f}{st.cpu:>13.2f}{st.rss:>24.1f}")
+    if len(sizes) < 2:
+        return
+    pairs = list(itertools.pairwise(sizes))
+    results = {n: randomize_in_estimate(results[n]) for n in sizes}
+    head = "".join(f"{f'{a:.0e}->{b:.0e}':>16}" for a, b in pairs)
+    print(f"\nlog-log growth exponent of CPU s (1 = linear in N) between sizes:\n{'stage':<32}{head}")
+    for name in sorted(results[sizes[-1]] | results[sizes[0]]):
+        cells = [
+            slope(a, results[a][name].cpu, b, results[b][name].cpu)
+            if name in results[a] and name in results[b]
+            else "."
+            for a, b in pairs
+        ]
+        print(f"{name:<32}" + "".join(f"{c:>16}" for c in cells))
+    (a, b) = pairs[-1]
+    print(f"\npeak RSS ratio N = {b:,} / N = {a:,} per stage:")
+    for name in sorted(results[b]):
+        if name in results[a]:
+            print(f"  {name:<32}{results[b][name].rss / results[a][name].rss:.2f}")
 
 
 def main() -> None:
@@ -101,25 +170,21 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 100_000_000])
     ap.add_argument("--shard", type=int, default=1_000_000)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/locpriv-bench-scale"))
+    ap.add_argument(
+        "--report-only", action="store_true", help="run nothing: report the jobs finished so far in the workdirs"
+    )
     args = ap.parse_args()
-    results = {}
+    results, walls = {}, {}
     for n in sorted(args.sizes):
-        results[n] = run(n, args.shard, args.workdir)
-        total, stages = results[n]
-        print(
-            f"\nN = {n:,} users, shards of {args.shard:,}: workflow wall {total:.1f} s "
-            f"(this invocation; a resumed run counts only what it ran)",
-            flush=True,
-        )
-        print(f"{'stage':<32}{'jobs':>6}{'wall s (sum)':>14}{'wall s (max job)':>18}{'peak RSS MB (max job)':>24}")
-        for name, (jobs, wall, wmax, rss) in sorted(stages.items()):
-            print(f"{name:<32}{jobs:>6}{wall:>14.2f}{wmax:>18.2f}{rss:>24.1f}", flush=True)
+        if not args.report_only:
+            run(n, args.shard, args.workdir)
+        wd = args.workdir / f"n{n}"
+        invocations = (wd / "invocations.txt").read_text().splitlines() if (wd / "invocations.txt").exists() else []
+        walls[n] = "; ".join(invocations) or "no invocation finished yet (the jobs logged so far)"
+        results[n] = stages_of(wd)
+        report({n: results[n]}, walls)
     if len(results) > 1:
-        small, large = (results[n][1] for n in (min(results), max(results)))
-        print(f"\npeak RSS ratio (N = {max(results):,} / N = {min(results):,}) per stage (bounded if <= 2):")
-        for name in sorted(small):
-            if name in large:
-                print(f"  {name:<32}{large[name][3] / small[name][3]:.2f}")
+        report(results, walls)
 
 
 if __name__ == "__main__":

@@ -103,6 +103,12 @@ if sys.argv and f"{os.sep}.snakemake{os.sep}scripts{os.sep}" in sys.argv[0]:
     _exit_with_parent()
 
 
+def _cpu_seconds() -> float:
+    """User + system CPU time of this process, its threads and its waited-for children."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 @contextlib.contextmanager
 def logged(snakemake):
     """Run a rule script's body with its output and any traceback in the rule's log.
@@ -119,12 +125,13 @@ def logged(snakemake):
             logging.basicConfig(
                 stream=fh, level=logging.INFO, force=True, format="%(asctime)s %(levelname)s %(message)s"
             )
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), _cpu_seconds()
             yield
             # read by perf/bench_scale.py; peak RSS is the job process's high-water mark
             logging.info(
-                "job finished: wall %.3f s, peak RSS %.1f MB",
+                "job finished: wall %.3f s, CPU %.3f s, peak RSS %.1f MB",
                 time.perf_counter() - start,
+                _cpu_seconds() - cpu_start,
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             )
         outputs = getattr(snakemake, "output", [])

@@ -59,9 +59,9 @@ def shard_size(mechanism: str, users_per_shard: int) -> int:
     return sys.maxsize if mechanisms.get(mechanism).interactive else users_per_shard
 
 
-def _shard_users(points_path: str, shard: int, users_per_shard: int, n_users: int) -> pd.DataFrame:
+def _shard_users(points: io.RangeReader, shard: int, users_per_shard: int, n_users: int) -> pd.DataFrame:
     lo, hi = shard * users_per_shard, min(n_users, (shard + 1) * users_per_shard)
-    return pd.read_parquet(points_path, filters=[("user", ">=", lo), ("user", "<", hi)])
+    return points.read(lo, hi)
 
 
 def run_seed_keys(run: dict, mech: Mechanism) -> tuple:
@@ -122,9 +122,10 @@ def randomize(
     n = n_users_of(run["params"], meta_json)
     grid = load_grid(grid_path)
     size = shard_size(run["mechanism"], users_per_shard)
+    points = io.RangeReader(points_path, "user")  # its footer once per job, not once per shard
     with io.atomic_dir(out_dir) as tmp:
         for shard in shards:
-            pts = _shard_users(points_path, shard, size, n)
+            pts = _shard_users(points, shard, size, n)
             rng = make_rng(seed, "randomize", *run_seed_keys(run, mech), shard)
             view = mech.randomize(pts, rng=rng, domain=grid)
             if "refusal" in view.attrs:
