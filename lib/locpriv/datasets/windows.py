@@ -17,7 +17,7 @@ import re
 
 import pandas as pd
 
-from ..config import ConfigError
+from ..errors import ConfigError
 
 _LENGTH = re.compile(r"(\d+)([hdw])")
 _UNIT = {"h": "hours", "d": "days", "w": "weeks"}

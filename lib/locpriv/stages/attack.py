@@ -23,7 +23,6 @@ import pyarrow.parquet as pq
 from .. import io
 from ..adversary import bayes, informed
 from ..adversary import local_maxima as attacks
-from ..audit import noise
 from ..datasets.persons import person_level_epsilon
 from ..seeding import rng as make_rng
 from .metrics import run_metrics
@@ -308,6 +307,9 @@ def _check_noise(mech, run: dict, others: informed.Others, grid) -> dict | None:
     NoiseCheckFailure (one line) if it is weaker.  None where the mechanism draws no noise it exposes
     (``Mechanism.realised_noise``).  Runs whose record states no epsilon (a leaked input, a setting with no
     proof) are checked too: their noise law is recorded all the same."""
+    # deferred: the check needs scipy.optimize, which the attack's own code does not (tests/test_lazy_imports.py)
+    from ..audit import noise
+
     view = others.view
     points = others.points.iloc[others.rows_of(view["user"].to_numpy())].reset_index(drop=True)
     noises = mech.realised_noise(view, points, grid)
