@@ -412,6 +412,8 @@ def size_warnings(config: dict, runs) -> list[str]:
     the part of a run that grows with the grid; issue 40: 2 x 200,000 cells ran past 5 minutes without a
     word).  Memory above memory_limit_mb is refused before this (:func:`check_memory`)."""
     runs = list(runs)
+    if not runs:  # a studies-only config has no grid
+        return []
     cells = config["grid"]["P"] * config["grid"]["Q"]
     if cells <= WARN_CELLS:
         return []
