@@ -390,6 +390,27 @@ def test_figure_marks_trust_models_numbers_settings_draws_intervals_and_a_one_po
     figures.plt.close(fig)
 
 
+def test_error_tasks_are_drawn_on_a_log_axis_when_every_value_is_positive():
+    """ISE differs by orders of magnitude between mechanisms: its panel is logarithmic, said in its label;
+    rank correlation stays linear, and an ISE panel holding a zero (the constant map of an empty domain)
+    stays linear rather than losing the point."""
+    runs = [
+        *_reps("laplace_ldp", "4", [{"spearman": 0.9, "ise": i} for i in (0.056, 0.0561, 0.0562)], [3.0] * 3),
+        *_reps("privtree", "1", [{"spearman": 0.95, "ise": i} for i in (2e-4, 3e-4, 2.5e-4)], [2.0] * 3),
+    ]
+    for zero, scale in ((None, "log"), (0.0, "linear")):
+        rows = (
+            runs if zero is None else [*runs, *_reps("zero", "0", [{"spearman": 0.0, "ise": zero}] * 3, [NO_INFO] * 3)]
+        )
+        pts = frontier.points(frontier.releases(_summary(rows)))
+        fig = frontier.figure(pts, ["spearman", "ise"], {}, {"d": "1"}, dpi=60)
+        (rank, ise) = sorted(fig.axes, key=lambda ax: ax.get_title())[::-1]
+        assert ise.get_title().endswith(": ise") and ise.get_yscale() == scale
+        assert ("log scale" in ise.get_ylabel()) == (scale == "log")
+        assert rank.get_yscale() == "linear" and "log scale" not in rank.get_ylabel()
+        figures.plt.close(fig)
+
+
 def test_frontier_writes_the_table_the_recommendation_and_the_figure(tmp_path):
     from locpriv import io
 

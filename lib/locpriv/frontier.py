@@ -80,6 +80,10 @@ PRIVACY_METRICS = {
 NO_INFORMATION = {"expected_error": "no_info_expected_error", "p10_error": "no_info_p10_error"}
 # utility metrics the frontier can use, and whether larger is better
 UTILITIES = {"spearman": True, "ise": False, "range_mre": False, "hotspot_recall": True}
+# errors that span orders of magnitude between mechanisms (ISE of a noisy local map vs a central one:
+# 100x and more): a linear axis squeezes every good setting onto its floor, so these panels are drawn
+# on a log axis when all their values are positive
+LOG_UTILITIES = {"ise", "range_mre"}
 UTILITY_LABELS = {
     "spearman": "Spearman correlation with the true density [rank corr.]",
     "hotspot_recall": "recall of the true top-k cells [fraction]",
@@ -652,6 +656,8 @@ def figure(
             top = np.nanmax([np.nan, group[f"{column}_ci_high"].max(), group[column].max(), *panel_levels.values()])
             top = top if np.isfinite(top) and top > 0 else 1.0
             ax.set_xlim(*((-0.02 * top, 1.06 * top) if more else (1.06 * top, -0.02 * top)))
+            if utility in LOG_UTILITIES and len(group) and (group[utility] > 0).all():
+                ax.set_yscale("log")  # interval ends at or below 0 are clipped at the axis' foot
             _panel(ax, group, utility, privacy, colours)
             drawn.append((ax, group, utility))
             for name, level in panel_levels.items():
@@ -675,7 +681,9 @@ def figure(
                 f"{ADVERSARY_NAMES[adversary].split(' (')[0]}: {words} [{x_unit}]  (more private →)", fontsize=9
             )
             ax.set_ylabel(
-                UTILITY_LABELS[utility].format(u=unit) + f"  ({'higher' if UTILITIES[utility] else 'lower'} is better)",
+                UTILITY_LABELS[utility].format(u=unit)
+                + (", log scale" if ax.get_yscale() == "log" else "")
+                + f"  ({'higher' if UTILITIES[utility] else 'lower'} is better)",
                 fontsize=9,
             )
             ax.grid(alpha=0.3)
