@@ -126,7 +126,7 @@ ALL_FILES = lpsmk.with_static_inputs(
     summary_targets()
     + plot_targets()
     + frontier_targets()
-    + (linkage_targets() if RUNS else [])
+    + linkage_targets()
     + [t for targets in STUDY_TARGETS.values() for t in targets]
     + intermediate_targets(),
     RESULTS,
@@ -194,7 +194,7 @@ onsuccess:
     # figures of another config run in the same results_dir would pass for this config's
     for _line in lpsmk.remove_stale_plots(
         results("plots"),
-        plot_targets() + frontier_targets() + (linkage_targets() if RUNS else []),
+        plot_targets() + frontier_targets() + linkage_targets(),
     ):
         logger.info(_line)
     lpsmk.closing_lines(OPEN_FIRST, failed=False, emit=logger.info)
