@@ -9,7 +9,8 @@ slot) and releases every slot once per mechanism, with the mechanism's own ``ran
 the slot.  The slots are the windows of ``releases: {window: <24 h / per_day>}``.  Per replication it
 measures the cross-release Bayes adversary (``linkage.curve``: expected error as a fraction of the
 prior's, and the exposed share, after k = 1..T releases) and Xu et al.'s recovery
-(``trajectory_recovery``) on the exact counts and on each mechanism's per-slot maps.  The table gives
+(``trajectory_recovery``) on the exact counts, on each mechanism's per-slot maps, and on the population
+density in every slot (``population``: the no-information reference, what chance gives on this pattern).  The table gives
 the mean and the 95 % t-interval over the replications (``frontier.t_interval``).  The workflow's stages
 (``stages.linkage``) compute the same quantities from the runs' files, one setting and repetition a job.
 """
@@ -64,7 +65,9 @@ def replication(seed: int, *, persons: int, days: int, per_day: int, stay: float
         return recovery.evaluate(found, truth, centres, recovery.DEFAULTS["k"])
 
     exact = np.stack([np.bincount(truth[:, t], minlength=cells) for t in range(steps)])
-    recoveries = [{"release": "exact", **recovered(exact)}]
+    # the reference: the population density in every slot, what the adversary knows without any release
+    population = np.tile(prior.ravel(), (steps, 1))
+    recoveries = [{"release": "exact", **recovered(exact)}, {"release": "population", **recovered(population)}]
     curves = []
     for name, params in MECHANISMS.items():
         mech = mechanisms.get(name)(**params).sized(persons)
