@@ -8,11 +8,12 @@ slot) and releases every slot once per mechanism, with the mechanism's own ``ran
 (the public API the workflow's stages call) and a noise stream keyed by the replication, the mechanism and
 the slot.  The slots are the windows of ``releases: {window: <24 h / per_day>}``.  Per replication it
 measures the cross-release Bayes adversary (``linkage.curve``: expected error as a fraction of the
-prior's, and the exposed share, after k = 1..T releases) and Xu et al.'s recovery
-(``trajectory_recovery``) on the exact counts, on each mechanism's per-slot maps, and on the population
-density in every slot (``population``: the no-information reference, what chance gives on this pattern).  The table gives
-the mean and the 95 % t-interval over the replications (``frontier.t_interval``).  The workflow's stages
-(``stages.linkage``) compute the same quantities from the runs' files, one setting and repetition a job.
+prior's, and the exposed share, after k = 1..T releases), population and informed (who knows every other
+row of each slot), and Xu et al.'s recovery (``trajectory_recovery``) on the exact counts, on each
+mechanism's per-slot maps, and on the population density in every slot (``population``: the
+no-information reference, what chance gives on this pattern).  The table gives the mean and the 95 %
+t-interval over the replications (``frontier.t_interval``).  The workflow's stages (``stages.linkage``)
+compute the same quantities from the runs' files, one setting and repetition a job.
 """
 
 from __future__ import annotations
