@@ -144,13 +144,13 @@ def test_windowed_settings_group_a_settings_windows_in_time_order():
 def test_linkage_stages_run_end_to_end(tmp_path):
     """A 1-day trajectory in 8 h windows (T = 3, one row per person per window), laplace_ldp, 2 reps: the linkage
     jobs write both summaries; k runs 0..3 for both adversaries, the curve starts at the prior (fraction 1),
-    and the exact counts are recovered better than chance (accuracy above that of 500 persons' uniform guess)."""
+    and the exact counts of 1000 persons are recovered with accuracy above 0.2 (0.66 measured for 2 days)."""
     cfg = {**TINY, "utility": {"range_queries": 20}}
     cfg["datasets"] = {
         "walk": {
             "source": "synthetic",
             "pattern": "gauss9",
-            "n_users": 500,
+            "n_users": 1000,  # the range workload needs ~1000 rows per window
             "bbox": [-3, 3, -3, 3],
             "trajectory": {"days": 1, "per_day": 3},
             "releases": {"window": "8h"},
