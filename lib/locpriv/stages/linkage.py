@@ -265,14 +265,17 @@ def _plot(table: pd.DataFrame, out: str, dpi: int) -> None:
 
     from .. import figures
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(8, 5))
     part = table[table["metric"] == "expected_error_fraction"]
+    several = part.groupby(["dataset", "mechanism"])["setting"].nunique().max() > 1  # name settings only then
+    colours = figures.mechanism_colours(part["mechanism"].unique())
     for (dataset, mechanism, setting, adversary), line in part.groupby([*SETTING, "adversary"], sort=True):
         spread = [line["mean"] - line["ci_low"], line["ci_high"] - line["mean"]]
-        label = f"{dataset} {mechanism} {setting} ({adversary})"
-        ax.errorbar(line["k"], line["mean"], yerr=spread, capsize=2, label=label)
-    ax.legend(fontsize=6)
-    ax.set_xlabel("releases combined, k")
+        named = f"{dataset} {mechanism} {setting}" if several else f"{dataset} {mechanism}"
+        style = {"color": colours[mechanism], "ls": "-" if adversary == "informed" else (0, (4, 2))}
+        ax.errorbar(line["k"], line["mean"], yerr=spread, capsize=2, label=f"{named} ({adversary})", **style)
+    ax.legend(fontsize=8)
+    ax.set_xlabel("releases combined, k [releases]")
     ax.set_ylabel("expected error / no-information adversary's [1]")
     ax.axhline(1.0, color="0.55", lw=1.0, ls=(0, (4, 3)))
     fig.tight_layout()
