@@ -143,8 +143,9 @@ def test_windowed_settings_group_a_settings_windows_in_time_order():
 @pytest.mark.heavy
 def test_linkage_stages_run_end_to_end(tmp_path):
     """A 1-day trajectory in 8 h windows (T = 3, one row per person per window), laplace_ldp, 2 reps: the linkage
-    jobs write both summaries; k runs 0..3 for both adversaries, the curve starts at the prior (fraction 1),
-    and the exact counts of 1000 persons are recovered with accuracy above 0.2 (0.66 measured for 2 days)."""
+    jobs write both summaries; k runs 0..3 for both adversaries, the curve starts at the prior (fraction 1), and
+    the exact counts of 1000 persons are recovered with accuracy above 0.2 (0.66 measured for 2 days).  47 jobs,
+    5 min 38 s on the shared 2-core machine, hence heavy."""
     cfg = {**TINY, "utility": {"range_queries": 20}}
     cfg["datasets"] = {
         "walk": {
