@@ -90,6 +90,8 @@ if RUNS:
     include: "workflow/rules/audit.smk"
     include: "workflow/rules/metrics.smk"
     include: "workflow/rules/frontier.smk"
+    # the adversaries across the windowed releases (datasets with `releases` only)
+    include: "workflow/rules/linkage.smk"
     include: "workflow/rules/report.smk"
 
 
@@ -124,6 +126,7 @@ ALL_FILES = lpsmk.with_static_inputs(
     summary_targets()
     + plot_targets()
     + frontier_targets()
+    + linkage_targets()
     + [t for targets in STUDY_TARGETS.values() for t in targets]
     + intermediate_targets(),
     RESULTS,
@@ -190,7 +193,8 @@ OPEN_FIRST = (
 onsuccess:
     # figures of another config run in the same results_dir would pass for this config's
     for _line in lpsmk.remove_stale_plots(
-        results("plots"), plot_targets() + frontier_targets()
+        results("plots"),
+        plot_targets() + frontier_targets() + linkage_targets(),
     ):
         logger.info(_line)
     lpsmk.closing_lines(OPEN_FIRST, failed=False, emit=logger.info)

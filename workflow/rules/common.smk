@@ -17,6 +17,7 @@ from locpriv import sanity as lpsanity
 from locpriv.adversary import bayes as lpbayes
 from locpriv.audit import stage as lpaudit
 from locpriv.datasets import ingest as lpingest
+from locpriv.datasets import windows as lpwindows
 from locpriv.fingerprint import code_fingerprint, code_label
 from locpriv.stages import utility as lputility
 
@@ -526,3 +527,65 @@ if REPORT_MODE:
 def default_targets(*groups):
     targets = [t for group in groups for t in group]
     return [t for t in targets if Path(t).exists()] if REPORT_MODE else targets
+
+
+# ---- the adversaries across releases (workflow/rules/linkage.smk): a dataset's windows, per setting and rep
+WINDOWED = lpwindows.windowed_settings(RUNS.values(), config.get("datasets", {}))
+WINDOWED_DATASETS = {
+    key[0]: [r.dataset for r in runs] for key, runs in WINDOWED.items()
+}
+LINKAGE = results("linkage/{dataset}/{mechanism}/{params}/rep~{rep}")
+
+
+def window_wildcards(wc):
+    """The T window runs of a linkage job, as the per-run input functions read them."""
+    runs = WINDOWED[(wc.dataset, wc.mechanism, wc.params, int(wc.rep))]
+    return [run_wildcards(run) for run in runs]
+
+
+def windows_of(wc):
+    """The window datasets of a dataset (or of a linkage job's), in time order."""
+    return WINDOWED_DATASETS[wc.dataset]
+
+
+def per_window(path):
+    """An input function: ``path`` (a dataset's file pattern) of every window of the job's dataset."""
+    return lambda wc: [path.format(dataset=w) for w in windows_of(wc)]
+
+
+def first_window(path):
+    """The first window's file: every window shares the grid, and the prior is the first window's truth."""
+    return lambda wc: path.format(dataset=windows_of(wc)[0])
+
+
+def linkage_targets():
+    if not WINDOWED:
+        return []
+    names = ["summary/cross_release_bayes.csv", "summary/trajectory_recovery.csv"]
+    return [results(n) for n in (*names, "plots/cross_release.png")]
+
+
+def linkage_files(name):
+    """Every setting's and rep's linkage file ``name``, and the runs they are named by in the summary."""
+    keys = list(WINDOWED)
+    files = [
+        f"{LINKAGE}/{name}".format(dataset=d, mechanism=m, params=p, rep=r)
+        for d, m, p, r in keys
+    ]
+    runs = [
+        {"dataset": d, "mechanism": m, "setting": p, "rep": r} for d, m, p, r in keys
+    ]
+    return files, runs
+
+
+def exact_files():
+    datasets = sorted({key[0] for key in WINDOWED})
+    files = [results(f"linkage/{d}/exact/recovery.parquet") for d in datasets]
+    runs = [
+        {"dataset": d, "mechanism": "exact", "setting": "exact", "rep": 0}
+        for d in datasets
+    ]
+    return files, runs
+
+
+WINDOWED_NAMES = "|".join(re.escape(d) for d in sorted(WINDOWED_DATASETS))

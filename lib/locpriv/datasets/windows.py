@@ -92,3 +92,17 @@ def inside(times: pd.Series, spec: dict):
         return pd.Series(True, index=times.index).to_numpy()
     lo, hi = (pd.Timestamp(spec["window"][k]) for k in ("start", "end"))
     return ((times >= lo) & (times < hi)).to_numpy()
+
+
+def windowed_settings(runs, datasets: dict) -> dict:
+    """{(dataset, mechanism, params folder, rep): its runs in window order} over the datasets cut into
+    windows: the T releases of one setting that the adversaries across releases attack together."""
+    out = {}
+    for run in runs:
+        spec = datasets[run.dataset]
+        if "window" in spec:
+            out.setdefault((spec["window"]["of"], run.mechanism, run.pstr, run.rep), []).append(run)
+    return {
+        key: sorted(found, key=lambda run: datasets[run.dataset]["window"]["index"])
+        for key, found in sorted(out.items())
+    }
