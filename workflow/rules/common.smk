@@ -18,11 +18,15 @@ from locpriv.adversary import bayes as lpbayes
 from locpriv.audit import stage as lpaudit
 from locpriv.datasets import ingest as lpingest
 from locpriv.fingerprint import code_fingerprint, code_label
+from locpriv.stages import continual as lpcontinual
 from locpriv.stages import utility as lputility
 
 try:
     # activates the config's plugins (here and, through LOCPRIV_PLUGINS, in every job) first
-    RUNS = {run.key: run for run in lpconfig.check_startup(config, Path.cwd())}
+    ALL_RUNS = lpconfig.check_startup(config, Path.cwd())
+    # runs on the windows of a continual release are one tree per setting (locpriv.stages.continual)
+    _WINDOWED, CONTINUAL = lpcontinual.split(config, ALL_RUNS)
+    RUNS = {run.key: run for run in _WINDOWED}
     CONFIG_WARNINGS = lpsanity.config_warnings(
         config, RUNS.values()
     ) + lpconfig.size_warnings(config, RUNS.values())
