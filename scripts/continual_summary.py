@@ -2,4 +2,4 @@ from locpriv.smk import logged
 from locpriv.stages.continual import summarise
 
 with logged(snakemake):
-    summarise(list(snakemake.input), snakemake.output[0])
+    summarise(paths=list(snakemake.input), out=snakemake.output[0])

@@ -51,7 +51,7 @@ def test_the_ledger_charges_the_tree_once_at_the_windowed_total(tmp_path):
     plain, settings = stage.split(cfg, lpconfig.check_startup(cfg, None))
     assert plain == [] and [s.rep for s in settings] == [0, 1]
     assert settings[0].windows == tuple(f"walk.w{k:03d}" for k in range(4))
-    assert stage.person_rows(cfg, settings[0]) == 8
+    assert ledger.continual_rows(cfg, settings[0]) == 8
     record, person = stage.record(settings[0], 8)
     assert (record.epsilon, person) == (1.0, 8.0) and "continual release over 4 windows" in record.model
     # the charge is what the run's metrics record as guarantee_epsilon_person (below) and is kept: re-run free

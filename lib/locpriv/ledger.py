@@ -306,6 +306,13 @@ def charge_runs(config: dict, runs, results_dir: str, *, write: bool = True) -> 
     return lines
 
 
+def continual_rows(config: dict, tree) -> int | None:
+    """The rows one person may hold over a continual setting's tree (``stages.continual.Setting``): T x the
+    most any of its windows admits (None: no cap)."""
+    rows = [rows_per_person(config["datasets"][w]) for w in tree.windows]
+    return None if None in rows else max(rows) * len(rows)
+
+
 def _first_dataset(run) -> str:
     """A dataset of the run, or of a continual setting its first window (the configs differ only in time)."""
     return run.windows[0] if hasattr(run, "windows") else run.dataset
@@ -324,7 +331,7 @@ def _continual_entry(config: dict, tree, code_fingerprint) -> dict:
     code = code_fingerprint(
         "locpriv.stages.prepare", "locpriv.stages.continual", mechanisms.get(tree.mechanism).__module__
     )
-    rows = continual.person_rows(config, tree)
+    rows = continual_rows(config, tree)
     record, person = continual.record(tree, rows)
     entry = {
         "key": release_key(spec, tree.mechanism, tree.params, tree.rep, config["seed"], code),

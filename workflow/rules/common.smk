@@ -530,3 +530,20 @@ if REPORT_MODE:
 def default_targets(*groups):
     targets = [t for group in groups for t in group]
     return [t for t in targets if Path(t).exists()] if REPORT_MODE else targets
+
+
+# ---- continual releases (workflow/rules/continual.smk, locpriv.stages.continual)
+
+CONTINUAL_BY_PATH = {setting.path: setting for setting in CONTINUAL}
+CONTINUAL_RUN = "continual/{dataset}/{mechanism}/{params}/rep~{rep}"
+
+
+def continual_targets():
+    """Every continual run's files and their summary (rule all asks for them)."""
+    files = ("nodes.parquet", "maps.parquet", "metrics.csv")
+    runs = [results(f"{s.path}/{name}") for s in CONTINUAL for name in files]
+    return runs + [results("summary/continual.csv")]
+
+
+def continual_setting(wc):
+    return CONTINUAL_BY_PATH[CONTINUAL_RUN.format(**wc)]

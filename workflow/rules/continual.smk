@@ -3,21 +3,6 @@
 # ingested points and is charged once to the dataset's ledger (workflow/Snakefile, locpriv.ledger)
 
 
-CONTINUAL_BY_PATH = {setting.path: setting for setting in CONTINUAL}
-CONTINUAL_RUN = "continual/{dataset}/{mechanism}/{params}/rep~{rep}"
-
-
-def continual_targets():
-    """Every continual run's files and their summary (rule all asks for them)."""
-    files = ("nodes.parquet", "maps.parquet", "metrics.csv")
-    runs = [results(f"{s.path}/{name}") for s in CONTINUAL for name in files]
-    return runs + [results("summary/continual.csv")]
-
-
-def continual_setting(wc):
-    return CONTINUAL_BY_PATH[CONTINUAL_RUN.format(**wc)]
-
-
 rule continual:
     input:
         points=lambda wc: [
@@ -37,7 +22,7 @@ rule continual:
     params:
         setting=lambda wc: lpcontinual.as_params(continual_setting(wc)),
         spec=lambda wc: config["datasets"][continual_setting(wc).windows[0]],
-        person_rows=lambda wc: lpcontinual.person_rows(config, continual_setting(wc)),
+        person_rows=lambda wc: lpledger.continual_rows(config, continual_setting(wc)),
         seed=config["seed"],
         code=lambda wc: code_fingerprint(
             "locpriv.stages.continual", lpmechanisms.get(wc.mechanism).__module__

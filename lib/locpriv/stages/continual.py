@@ -86,14 +86,6 @@ def split(config: dict, runs) -> tuple[list, list[Setting]]:
     return plain, settings
 
 
-def person_rows(config: dict, setting: Setting) -> int | None:
-    """The rows one person may hold over the whole tree: T x the most any window admits (None: no cap)."""
-    from ..ledger import rows_per_person
-
-    rows = [rows_per_person(config["datasets"][w]) for w in setting.windows]
-    return None if None in rows else max(rows) * len(rows)
-
-
 def record(setting: Setting, rows: int | None) -> tuple[composition.Guarantee, float | None]:
     """The run's row-level record (``heatmaps.continual.guarantee``) and its person-level epsilon (person
     replaced, group privacy over ``rows``; None without a bound)."""
@@ -180,7 +172,7 @@ def as_params(setting: Setting) -> dict:
     return {**setting.__dict__, "windows": list(setting.windows)}
 
 
-def summarise(paths: list[str], out: str) -> None:
+def summarise(*, paths: list[str], out: str) -> None:
     """Every continual run's per-window metrics in one table (``summary/continual.csv``)."""
     table = pd.concat([pd.read_csv(p) for p in sorted(paths)], ignore_index=True)
     with io.atomic_path(out) as tmp:
