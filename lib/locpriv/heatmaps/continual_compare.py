@@ -19,7 +19,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..datasets.ingest import domain_of, real_points
+from ..datasets.persons import cap_rows
 from ..datasets.synthetic import trajectories
+from ..datasets.windows import length
 from ..domain import Domain, Grid
 from ..dp import continual as tree
 from ..mechanisms.heatmap import pixels
@@ -48,15 +51,39 @@ def _interval(values: np.ndarray) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
+def geolife_windows(path: str, *, start: str, window: str, count: int, cap: int, depth: int, seed: int) -> list:
+    """The T windows of the Geolife file (``registry``'s Beijing box, projected as the ingest does) as flat
+    pixels, each person's rows capped at ``cap`` per window (a seeded subset, as the ingest's per-window cap)."""
+    spec = {
+        "source": "points",
+        "path": path,
+        "lonlat_bbox": [116.15, 116.60, 39.75, 40.10],
+        "user_column": "user",
+        "time_column": "timestamp_utc",
+    }
+    rows, _ = real_points("geolife", spec, make_rng(seed, "geolife"))
+    x, y, _ = pixels(rows, Grid.regular(domain_of(spec)[0], 2, 2), depth)
+    flat = x * (1 << depth) + y
+    lo, step = pd.Timestamp(start, tz="UTC"), length(window, "--window")
+    k = ((rows["time"] - lo) // step).to_numpy()
+    out = []
+    for t in range(count):
+        inside = np.flatnonzero(k == t)
+        keep = cap_rows(rows["source_user"].to_numpy()[inside], cap, make_rng(seed, "cap", t))
+        out.append(flat[inside[keep]])
+    return out
+
+
 def compare(
-    T: int, *, persons: int, per_day: int, depth: int, epsilon_person: float, shard_size: int, reps: int, seed: int
+    windows: list, *, rows: int, depth: int, epsilon_person: float, shard_size: int, reps: int, seed: int, data: str
 ) -> list[dict]:
-    """One row per mode: the RMSE of the window maps and of the running totals over ``reps`` releases."""
-    windows = daily_pixels(persons, T, per_day, depth, seed)
+    """One row per mode: the RMSE of the window maps and of the running totals over ``reps`` releases; ``rows``:
+    a person's rows per window at most (the per-row epsilon is epsilon_person / (rows T) in both modes)."""
+    T = len(windows)
     exact = continual.truth(windows, depth)
     totals = np.cumsum(exact, axis=0)
-    epsilon = epsilon_person / (per_day * T)  # per row: per_day rows in each of T windows
-    predicted = tree.variance(T, epsilon_person, rows=per_day)
+    epsilon = epsilon_person / (rows * T)
+    predicted = tree.variance(T, epsilon_person, rows=rows)
     out = []
     for mode in continual.MODES:
         errors = []
@@ -65,7 +92,7 @@ def compare(
                 windows,
                 depth,
                 epsilon,
-                make_rng(seed, "continual compare", T, mode, shard_size, rep),
+                make_rng(seed, "continual compare", data, T, mode, shard_size, rep),
                 SecAgg(shard_size=shard_size),
                 mode,
             )
@@ -76,16 +103,18 @@ def compare(
                 )
             )
         errors = np.array(errors)
-        key = "tree" if mode == "continual" else "windowed"
+        key = "tree" if mode == continual.CONTINUAL else "windowed"
         row = {
+            "data": data,
             "T": T,
             "model": "central" if shard_size >= CENTRAL else f"distributed (shards of {shard_size})",
             "mode": mode,
-            "persons": persons,
-            "rows_per_window": per_day,
+            "rows_per_window": rows,
             "epsilon_person": epsilon_person,
             "epsilon_row": epsilon,
             "reps": reps,
+            "window_count_rms": math.sqrt(np.mean(exact**2.0)),  # the signal's scale
+            "total_count_rms": math.sqrt(np.mean(totals**2.0)),
         }
         for i, what in enumerate(("window", "total")):
             mean, low, high = _interval(errors[:, i])
@@ -100,29 +129,47 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="CSV of the table")
     parser.add_argument("--windows", type=int, nargs="+", default=[7, 30, 365])
-    parser.add_argument("--persons", type=int, default=300)
-    parser.add_argument("--per-day", type=int, default=2)
+    parser.add_argument("--persons", type=int, default=300, help="synthetic: persons")
+    parser.add_argument("--per-day", type=int, default=2, help="synthetic: a person's rows per day (window)")
     parser.add_argument("--depth", type=int, default=4)
     parser.add_argument("--epsilon-person", type=float, default=1.0, help="add/remove one person, all T windows")
     parser.add_argument("--shard-size", type=int, default=100, help="the distributed model's shard size")
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--geolife", help="the Geolife CSV: its windows instead of synthetic trajectories")
+    parser.add_argument("--start", default="2008-10-20", help="Geolife: the first window's start (UTC)")
+    parser.add_argument("--window", default="1d", help="Geolife: window length (1d, 1w)")
+    parser.add_argument("--cap", type=int, default=20, help="Geolife: a person's rows per window at most")
     args = parser.parse_args(argv)
-    rows = [
-        row
-        for T in args.windows
-        for shards in (CENTRAL, args.shard_size)
-        for row in compare(
-            T,
-            persons=args.persons,
-            per_day=args.per_day,
-            depth=args.depth,
-            epsilon_person=args.epsilon_person,
-            shard_size=shards,
-            reps=args.reps,
-            seed=args.seed,
-        )
-    ]
+    rows = []
+    for T in args.windows:
+        if args.geolife:
+            data = f"geolife {args.window} from {args.start}"
+            windows = geolife_windows(
+                args.geolife,
+                start=args.start,
+                window=args.window,
+                count=T,
+                cap=args.cap,
+                depth=args.depth,
+                seed=args.seed,
+            )
+            per_window = args.cap
+        else:
+            data = f"synthetic trajectories, {args.persons} persons"
+            windows = daily_pixels(args.persons, T, args.per_day, args.depth, args.seed)
+            per_window = args.per_day
+        for shards in (CENTRAL, args.shard_size):
+            rows += compare(
+                windows,
+                rows=per_window,
+                depth=args.depth,
+                epsilon_person=args.epsilon_person,
+                shard_size=shards,
+                reps=args.reps,
+                seed=args.seed,
+                data=data,
+            )
     table = pd.DataFrame(rows)
     table.to_csv(args.out, index=False, float_format="%.6g")
     print(table.to_string(index=False))
