@@ -157,7 +157,8 @@ def test_person_level_guarantee_audited_end_to_end(tmp_path, monkeypatch, fault)
 @pytest.mark.heavy
 def test_continual_release_runs_end_to_end_with_the_same_bytes_for_any_cores(tmp_path):
     """releases {window: 1d, mode: continual} on a 4-day trajectory: the 4 windows ingested, one tree per rep
-    (2 charged, not 8), its metrics in summary/continual.csv; --cores 1 and 2 give the same bytes (about 2 min
+    (2 charged, not 8), its metrics in summary/continual.csv; a second run has nothing to do; --cores 1 and 2
+    give the same bytes (about 2 min
     on the shared 2-core machine, hence heavy)."""
     from conftest import run_snakemake, write_config
 
@@ -170,5 +171,9 @@ def test_continual_release_runs_end_to_end_with_the_same_bytes_for_any_cores(tmp
         assert "walk.json: 2 new release(s) charged; person-level epsilon 16," in proc.stdout + proc.stderr
         summary = pd.read_csv(wd / "results/summary/continual.csv")
         assert len(summary) == 8 and (summary["guarantee_epsilon_person"] == 8).all()
-        outputs.append({p.relative_to(wd): p.read_bytes() for p in (wd / "results/continual").rglob("*.*")})
+        outputs.append(
+            {p.relative_to(wd): p.read_bytes() for p in (wd / "results/continual").rglob("*") if p.is_file()}
+        )
+        again = run_snakemake(wd, "--dry-run")  # cached: an unchanged setting is neither re-run nor re-charged
+        assert "Nothing to be done" in again.stdout and "0 new release(s)" in again.stdout + again.stderr
     assert len(outputs[0]) == 6 and outputs[0] == outputs[1]
