@@ -172,7 +172,33 @@ def main(argv=None) -> None:
             )
     table = pd.DataFrame(rows)
     table.to_csv(args.out, index=False, float_format="%.6g")
-    print(table.to_string(index=False))
+    print(markdown(table))
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
+
+
+def _with_interval(row, what: str) -> str:
+    return f"{_number(row[what + '_rmse'])} [{_number(row[what + '_rmse_low'])}, {_number(row[what + '_rmse_high'])}]"
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """The table of docs/results/continual_heatmaps.md: per T and model, both modes' RMSE and their ratio."""
+    lines = [
+        "| T | model | signal rms: window / total | window map RMSE, windowed | tree | tree / windowed | "
+        "running total RMSE, windowed | tree | tree / windowed |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (T, model), group in table.groupby(["T", "model"], sort=False):
+        flat, tree_row = (group[group["mode"] == mode].iloc[0] for mode in continual.MODES)
+        lines.append(
+            f"| {T} | {model} | {flat['window_count_rms']:.3g} / {_number(flat['total_count_rms'])} | "
+            f"{_with_interval(flat, 'window')} | {_with_interval(tree_row, 'window')} | "
+            f"{tree_row['window_rmse'] / flat['window_rmse']:.2f} | {_with_interval(flat, 'total')} | "
+            f"{_with_interval(tree_row, 'total')} | {tree_row['total_rmse'] / flat['total_rmse']:.2f} |"
+        )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
