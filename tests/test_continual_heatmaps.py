@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import TINY
+from conftest import ROOT, TINY
 from locpriv import config as lpconfig
 from locpriv import ledger
 from locpriv.audit.estimator import audit_samples
@@ -177,3 +177,39 @@ def test_continual_release_runs_end_to_end_with_the_same_bytes_for_any_cores(tmp
         again = run_snakemake(wd, "--dry-run")  # cached: an unchanged setting is neither re-run nor re-charged
         assert "Nothing to be done" in again.stdout and "0 new release(s)" in again.stdout + again.stderr
     assert len(outputs[0]) == 6 and outputs[0] == outputs[1]
+
+
+GEOLIFE = ROOT.parent / "shared/data/geolife_beijing/geolife_beijing_1min.csv.gz"
+
+
+@pytest.mark.workflow
+@pytest.mark.heavy
+@pytest.mark.skipif(not GEOLIFE.exists(), reason="needs the Geolife file in ../shared/data")
+def test_continual_release_on_geolife_weeks(tmp_path):
+    """Geolife's first 3 weeks from 2008-10-20, a person capped at 20 rows a week, one heatmap_flat tree (central:
+    one shard) and one distributed (shards of 1,000): 3 weekly ingests of the whole file, 2 trees charged at
+    2 x 20 x 3 x 0.01 = 1.2 each (about 2 min, hence heavy)."""
+    from conftest import run_snakemake, write_config
+
+    cfg = copy.deepcopy(TINY)
+    cfg["datasets"] = {
+        "geolife": {
+            "source": "points",
+            "path": str(GEOLIFE),
+            "lonlat_bbox": [116.15, 116.60, 39.75, 40.10],
+            "user_column": "user",
+            "time_column": "timestamp_utc",
+            "max_points_per_person": 20,
+            "releases": {"window": "1w", "start": "2008-10-20", "count": 3, "mode": "continual"},
+        }
+    }
+    mechanisms = {"heatmap_flat": {"epsilon": 0.01, "depth": 5, "shard_size": [10**6, 1000]}}
+    cfg["experiments"] = {"weeks": {"datasets": ["geolife"], "reps": 1, "mechanisms": mechanisms}}
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    write_config(wd, cfg)
+    proc = run_snakemake(wd, "--cores", "2")
+    assert "geolife.json: 2 new release(s) charged; person-level epsilon 2.4," in proc.stdout + proc.stderr
+    summary = pd.read_csv(wd / "results/summary/continual.csv")
+    assert len(summary) == 6 and (summary["guarantee_epsilon_person"] == pytest.approx(1.2)).all()
+    assert (summary["rows"] > 0).all()
