@@ -8,7 +8,9 @@ quadtree pixels of the users of those windows, formed as ``heatmap_flat`` forms 
 (``aggregation.noisy_histogram``): one shard (``shard_size`` at least the node's users) is the central
 discrete-Laplace histogram; several shards are the distributed one, each shard's sum with its users'
 Pólya noise shares, summed by secure aggregation (``aggregation``: population, per_client or secure, as
-``heatmap_flat``'s).  A window's map is its leaf; the running total up to window t is the sum of the
+``heatmap_flat``'s).  In the distributed model a node is one secure-aggregation round over its windows'
+users, so a user answers L + 1 rounds (one per level), the last when the node's last window closes.  A
+window's map is its leaf; the running total up to window t is the sum of the
 popcount(t) nodes of t's binary digits (``dp.continual.running_total``).
 
 Calibration: the run's ``epsilon`` keeps ``heatmap_flat``'s meaning (one user, i.e. one row, add/remove,
