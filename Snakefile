@@ -95,6 +95,14 @@ if RUNS:
     include: "workflow/rules/report.smk"
 
 
+# continual releases (releases: {mode: continual}) read the windows' ingested points only
+if CONTINUAL:
+    if not RUNS:
+
+        include: "workflow/rules/ingest.smk"
+    include: "workflow/rules/continual.smk"
+
+
 # Studies: the protocols that are not a per-user density surface (interactive quadtrees,
 # secure-aggregation heatmaps, federated radio maps, 1-D deconvolution).  A study's rules
 # are parsed only when the config has a section for it; each fills STUDY_TARGETS[name].
@@ -128,7 +136,8 @@ ALL_FILES = lpsmk.with_static_inputs(
     + frontier_targets()
     + linkage_targets()
     + [t for targets in STUDY_TARGETS.values() for t in targets]
-    + intermediate_targets(),
+    + intermediate_targets()
+    + (continual_targets() if CONTINUAL else []),
     RESULTS,
 )
 
@@ -140,7 +149,7 @@ if workflow.is_main_process:
 # (locpriv.ledger); over a dataset's budget, the run stops here with one line
 # (a command that runs no job checks and reports, charging nothing; Snakemake tells a dry run only
 # after this file is read, so the flags are read here; an unrecognised one charges: never too little)
-if workflow.is_main_process and RUNS and not REPORT_MODE:
+if workflow.is_main_process and (RUNS or CONTINUAL) and not REPORT_MODE:
     _no_jobs = {
         "-n",
         "--dry-run",
@@ -153,7 +162,7 @@ if workflow.is_main_process and RUNS and not REPORT_MODE:
     try:
         for _line in lpledger.charge_runs(
             config,
-            RUNS.values(),
+            ALL_RUNS,
             RESULTS,
             write=not _no_jobs.intersection(a.split("=")[0] for a in sys.argv),
         ):
@@ -187,7 +196,7 @@ OPEN_FIRST = (
     else [
         t for targets in STUDY_TARGETS.values() for t in targets if t.endswith(".csv")
     ]
-)
+) + ([results("summary/continual.csv")] if CONTINUAL else [])
 
 
 onsuccess:

@@ -617,5 +617,8 @@ def check_startup(config: dict, workdir: Path | None) -> list[Run]:
             raise ConfigError("config key '{}': {}".format(*unusable[0]))
         check_dataset_paths(config, workdir)
     runs = expand_runs(config)
+    from .stages import continual
+
+    continual.split(config, runs)  # a run on a continual release's windows needs a continual mode
     sanity.check_config(config, runs)  # names that become paths, epsilons that overflow, boxes, n
     return runs

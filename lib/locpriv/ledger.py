@@ -264,13 +264,17 @@ def charge_runs(config: dict, runs, results_dir: str, *, write: bool = True) -> 
     """
     from .datasets.ingest import domain_of
     from .fingerprint import code_fingerprint
+    from .stages import continual
 
     lines = []
+    runs, trees = continual.split(config, runs)  # a continual setting is one release over its T windows
     by_dataset: dict[str, list] = {}
     for run in runs:  # a window's releases go to the ledger of the dataset it was cut from
         by_dataset.setdefault(windows.base_name(run.dataset, config["datasets"][run.dataset]), []).append(run)
+    for tree in trees:
+        by_dataset.setdefault(tree.dataset, []).append(tree)
     for dataset in sorted(by_dataset):
-        spec = config["datasets"][by_dataset[dataset][0].dataset]
+        spec = config["datasets"][_first_dataset(by_dataset[dataset][0])]
         if is_simulation(spec):
             lines.append(console_line(dataset, spec, None, [], None))
             continue
@@ -278,6 +282,9 @@ def charge_runs(config: dict, runs, results_dir: str, *, write: bool = True) -> 
         diameter = math.hypot(box.xmax - box.xmin, box.ymax - box.ymin)
         new = []
         for run in by_dataset[dataset]:
+            if isinstance(run, continual.Setting):
+                new.append(_continual_entry(config, run, code_fingerprint))
+                continue
             spec = config["datasets"][run.dataset]
             code = code_fingerprint(
                 "locpriv.stages.prepare", "locpriv.stages.run", mechanisms.get(run.mechanism).__module__
@@ -297,3 +304,44 @@ def charge_runs(config: dict, runs, results_dir: str, *, write: bool = True) -> 
         fresh, spent = charge(dataset, path, new, Budget.of(dataset, spec), write=write)
         lines.append(console_line(dataset, spec, path, fresh, spent, write=write))
     return lines
+
+
+def continual_rows(config: dict, tree) -> int | None:
+    """The rows one person may hold over a continual setting's tree (``stages.continual.Setting``): T x the
+    most any of its windows admits (None: no cap)."""
+    rows = [rows_per_person(config["datasets"][w]) for w in tree.windows]
+    return None if None in rows else max(rows) * len(rows)
+
+
+def _first_dataset(run) -> str:
+    """A dataset of the run, or of a continual setting its first window (the configs differ only in time)."""
+    return run.windows[0] if hasattr(run, "windows") else run.dataset
+
+
+def _continual_entry(config: dict, tree, code_fingerprint) -> dict:
+    """The ledger entry of a continual setting (``stages.continual``): one release over its T windows, whose
+    person-level epsilon is the tree's (T x a window's rows, by group privacy), charged once."""
+    from .stages import continual
+
+    first = config["datasets"][tree.windows[0]]
+    spec = {
+        **{k: v for k, v in first.items() if k != "window"},
+        "continual": [config["datasets"][w]["window"] for w in tree.windows],
+    }
+    code = code_fingerprint(
+        "locpriv.stages.prepare", "locpriv.stages.continual", mechanisms.get(tree.mechanism).__module__
+    )
+    rows = continual_rows(config, tree)
+    record, person = continual.record(tree, rows)
+    entry = {
+        "key": release_key(spec, tree.mechanism, tree.params, tree.rep, config["seed"], code),
+        "run": tree.path,
+        "mechanism": tree.mechanism,
+        "params": tree.pstr,
+        "rep": tree.rep,
+        "window": f"continual: all {len(tree.windows)} windows, one binary tree",
+    }
+    if person is None:
+        why = record.note or "no formal guarantee" if record.epsilon is None else "a person's rows are not capped"
+        return {**entry, "epsilon": None, "delta": None, "model": record.model, "why_unbounded": why}
+    return {**entry, "epsilon": person, "delta": float(record.delta or 0.0), "model": record.model}

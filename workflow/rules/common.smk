@@ -19,11 +19,15 @@ from locpriv.audit import stage as lpaudit
 from locpriv.datasets import ingest as lpingest
 from locpriv.datasets import windows as lpwindows
 from locpriv.fingerprint import code_fingerprint, code_label
+from locpriv.stages import continual as lpcontinual
 from locpriv.stages import utility as lputility
 
 try:
     # activates the config's plugins (here and, through LOCPRIV_PLUGINS, in every job) first
-    RUNS = {run.key: run for run in lpconfig.check_startup(config, Path.cwd())}
+    ALL_RUNS = lpconfig.check_startup(config, Path.cwd())
+    # runs on the windows of a continual release are one tree per setting (locpriv.stages.continual)
+    _WINDOWED, CONTINUAL = lpcontinual.split(config, ALL_RUNS)
+    RUNS = {run.key: run for run in _WINDOWED}
     CONFIG_WARNINGS = lpsanity.config_warnings(
         config, RUNS.values()
     ) + lpconfig.size_warnings(config, RUNS.values())
@@ -589,3 +593,20 @@ def exact_files():
 
 
 WINDOWED_NAMES = "|".join(re.escape(d) for d in sorted(WINDOWED_DATASETS))
+
+
+# ---- continual releases (workflow/rules/continual.smk, locpriv.stages.continual)
+
+CONTINUAL_BY_PATH = {setting.path: setting for setting in CONTINUAL}
+CONTINUAL_RUN = "continual/{dataset}/{mechanism}/{params}/rep~{rep}"
+
+
+def continual_targets():
+    """Every continual run's files and their summary (rule all asks for them)."""
+    files = ("nodes.parquet", "maps.parquet", "metrics.csv")
+    runs = [results(f"{s.path}/{name}") for s in CONTINUAL for name in files]
+    return runs + [results("summary/continual.csv")]
+
+
+def continual_setting(wc):
+    return CONTINUAL_BY_PATH[CONTINUAL_RUN.format(**wc)]

@@ -8,6 +8,9 @@ cut), and they share its ledger (``locpriv.ledger``: each window a release, comp
 
 T is fixed by the config alone: for a synthetic trajectory, its days cut into windows; for a file,
 ``releases.start`` and ``releases.count`` (rows outside the T windows are not released).
+
+``releases.mode: continual`` keeps the T window datasets (each ingested as before) but releases every
+``heatmap_flat`` setting on them once, as the binary tree over the T windows (``locpriv.stages.continual``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from ..errors import ConfigError
 
 _LENGTH = re.compile(r"(\d+)([hdw])")
 _UNIT = {"h": "hours", "d": "days", "w": "weeks"}
+CONTINUAL = "continual"
 
 
 def length(text: str, where: str) -> pd.Timedelta:
@@ -72,6 +76,9 @@ def expand(config: dict) -> None:
                     "length": spec["releases"]["window"],
                     "start": lo.isoformat(),
                     "end": (lo + window).isoformat(),
+                    # continual: the windows' heatmap runs are one tree release (heatmaps.continual); the key
+                    # is absent window by window, so those windows' specs (and release keys) are as before
+                    **({"mode": CONTINUAL} if spec["releases"].get("mode") == CONTINUAL else {}),
                 },
             }
             names.append(f"{name}.w{k:03d}")
@@ -79,6 +86,11 @@ def expand(config: dict) -> None:
         cut[name] = names
     for exp in config.get("experiments", {}).values():
         exp["datasets"] = [w for ds in exp["datasets"] for w in cut.get(ds, [ds])]
+
+
+def is_continual(spec: dict) -> bool:
+    """Whether the dataset is a window of a continual release (``releases.mode: continual``)."""
+    return spec.get("window", {}).get("mode") == CONTINUAL
 
 
 def base_name(name: str, spec: dict) -> str:
