@@ -55,6 +55,12 @@ def test_a_readable_figure_has_no_problems():
         (lambda fig, ax, img: ax.set_ylabel(""), r"axis label '' names no unit"),
         (lambda fig, ax, img: ax.imshow(np.eye(2)), r"a map without a colour bar"),
         (lambda fig, ax, img: fig.add_subplot(3, 3, 9), r"empty axes"),
+        (
+            lambda fig, ax, img: ax.set_ylabel(
+                "Spearman correlation with the true density, every word of it [rank corr.]"
+            ),
+            r"axis label 'Spearman .*' is longer than its axes",
+        ),
     ],
 )
 def test_each_defect_is_found(defect, expected):

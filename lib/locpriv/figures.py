@@ -107,7 +107,8 @@ def problems(fig) -> list[str]:
     * every visible text (titles, labels, ticks, legends, annotations) is at least MIN_FONT pt;
     * every axis whose tick labels are numbers has a label naming its unit, in brackets or parentheses;
     * every map (image or mesh) has a colour bar, or shares its norm with a map that has one;
-    * no axes is empty (a panel allocated but never drawn on).
+    * no axes is empty (a panel allocated but never drawn on);
+    * no axis label is longer than its axes' side (it would run into the next panel or off the page).
     """
     fig.canvas.draw()  # tick labels exist only once drawn
     found = []
@@ -136,6 +137,12 @@ def problems(fig) -> list[str]:
             # an axis of numbers needs a unit; one of names (a row per mechanism) is its own label
             if ax.axison and axis.get_visible() and any(map(_number, ticks)) and not _UNIT.search(label):
                 found.append(f"{name}: axis label {label!r} names no unit ([unit] or (unit))")
+        renderer = fig.canvas.get_renderer()
+        frame = ax.get_window_extent(renderer)
+        for label, side in ((ax.xaxis.label, frame.width), (ax.yaxis.label, frame.height)):
+            box = label.get_window_extent(renderer) if label.get_text() and _visible(label) else None
+            if box is not None and ax not in bars and max(box.width, box.height) > 1.02 * side:
+                found.append(f"{name}: axis label {label.get_text()!r} is longer than its axes (break it into lines)")
         for im in _maps(ax):
             if im.colorbar is None and id(im.norm) not in barred_norms:
                 found.append(f"{name}: a map without a colour bar")

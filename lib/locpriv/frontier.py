@@ -678,12 +678,12 @@ def figure(
             ax.set_title(f"{dataset}, N = {n}: {utility}", fontsize=11)
             x_unit = "fraction of users" if column == "exposed" else unit
             ax.set_xlabel(
-                f"{ADVERSARY_NAMES[adversary].split(' (')[0]}: {words} [{x_unit}]  (more private →)", fontsize=9
+                f"{ADVERSARY_NAMES[adversary].split(' (')[0]}: {words} [{x_unit}]\n(more private →)", fontsize=9
             )
             ax.set_ylabel(
                 UTILITY_LABELS[utility].format(u=unit)
                 + (", log scale" if ax.get_yscale() == "log" else "")
-                + f"  ({'higher' if UTILITIES[utility] else 'lower'} is better)",
+                + f"\n({'higher' if UTILITIES[utility] else 'lower'} is better)",
                 fontsize=9,
             )
             ax.grid(alpha=0.3)

@@ -127,7 +127,7 @@ def metrics_vs_n(*, summary_path: str, out_png: str, settings: dict) -> None:
             ax.set_yticks(range(len(variants)), variants, fontsize=9)
             ax.set_ylim(len(variants) - 0.5, -0.5)
         row[0].set(title=f"{ds}: utility")
-        row[0].set_xlabel("Spearman correlation with the true density [rank corr.]  (higher is better)")
+        row[0].set_xlabel("Spearman correlation with the true density [rank corr.]\n(higher is better)")
         row[1].set(title=f"{ds}: privacy against the {ADVERSARY_NAMES[adversary].split(' (')[0]}")
         row[1].set_xlabel(f"expected error in locating a user [{unit}]  (more private →)")
     from matplotlib.lines import Line2D
@@ -293,7 +293,7 @@ def tradeoff(*, summary_path: str, out_png: str, settings: dict) -> None:
             ax.set(
                 title=f"{ds}, N = {int(ns[c])}",
                 xlabel=f"privacy score Z [{unit}]  (more private →)",
-                ylabel="Spearman vs the same users' exact KDE [rank corr.]",
+                ylabel="Spearman vs the same users'\nexact KDE [rank corr.]",
             )
             ax.grid(alpha=0.3)
     handles = {}
@@ -340,7 +340,7 @@ def gain_per_cost(*, summary_path: str, out_png: str, settings: dict) -> None:
         ax.plot(later.index, gain, "o-", ms=3, label=f"{ds}, N = {int(n)}")
     ax.set(
         xlabel="features per user B [count]",
-        ylabel=f"Spearman gain per unit Z cost [rank corr. per {unit.removesuffix('s')}]",
+        ylabel=f"Spearman gain per unit Z cost\n[rank corr. per {unit.removesuffix('s')}]",
         xscale="log",
         title="RFF: performance gain per privacy cost (vs B = 1)",
     )
