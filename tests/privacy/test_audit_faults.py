@@ -64,7 +64,8 @@ def test_heatmap_flat_spending_four_epsilon_is_refuted(monkeypatch):
         lambda s, enc, dim, eps, sens, rng, **kw: real(s, enc, dim, 4 * eps, sens, rng, **kw),
     )
     table = _refuted("heatmap_flat", {"epsilon": 1.0, "shard_size": 1000})
-    assert table["epsilon_lb"].max() > 2.0
+    # replace-one: claim 2, true cost 8; refuted by the release itself, not only by the run's accounting
+    assert table["epsilon_lb"].max() > 4.0
 
 
 def test_ldp_kdtree_users_reporting_at_every_depth_is_refuted(monkeypatch):
