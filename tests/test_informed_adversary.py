@@ -170,9 +170,9 @@ def test_fixed_shards_refuse_dropout_and_disjoint_sampling():
         baselines.flat(UserPool.from_pixels(x, y, 2, "fixed", shard_size=10), 50, 1.0, rng, SecAgg(shard_size=20))
 
 
-def test_collapsed_leaves_report_to_their_ancestor_as_the_library_encodes():
-    """An adaptive run that deletes leaves: the node of every pixel is the library's own encoding."""
-    depth, n = 4, 3000
+def _collapsing_run(depth):
+    """An adaptive run of 3,000 users that deletes leaves: the users' pixels and its result."""
+    n = 3000
     x, y, rng = _users(n, depth, 7)
     result = run_adaptive(
         UserPool.from_pixels(x, y, depth, "fixed", shard_size=n),
@@ -180,12 +180,33 @@ def test_collapsed_leaves_report_to_their_ancestor_as_the_library_encodes():
         rng,
     )
     assert result.transcript["n_collapsed"].sum() > 0
+    return x, y, result
+
+
+def test_collapsed_leaves_report_to_their_ancestor_as_the_library_encodes():
+    """An adaptive run that deletes leaves: the node of every pixel is the library's own encoding."""
+    depth = 4
+    _, _, result = _collapsing_run(depth)
     side = 1 << depth
     px, py = np.divmod(np.arange(side * side), side)
     for rnd in result.rounds:
         np.testing.assert_array_equal(
             informed.reporting_node_of_pixels(rnd.levels, rnd.codes, depth), rnd.tree.encode(px, py)
         )
+
+
+def test_heatmap_pair_ratio_is_the_likelihood_difference_with_collapsed_leaves():
+    """The audit's ratio (``heatmap_pair_log_ratio``) is ``heatmap_log_likelihood`` at one pixel minus at another,
+    on an adaptive run that deletes leaves (their pixels report to an ancestor)."""
+    depth = 4
+    x, y, result = _collapsing_run(depth)
+    pixel, codes = x * (1 << depth) + y, interleave(x, y, depth)
+    full = informed.heatmap_log_likelihood(result.server_rounds, [pixel], [0], pixel[:1], depth)[0]
+    pairs = [(0, j) for j in range(1, 400, 7)]
+    got = [informed.heatmap_pair_log_ratio(result.server_rounds, codes[1:], codes[[i, j]], depth) for i, j in pairs]
+    want = [full[pixel[i]] - full[pixel[j]] for i, j in pairs]
+    assert np.count_nonzero(want) > 10
+    np.testing.assert_allclose(got, want, atol=1e-12)
 
 
 # ---- PrivTree -----------------------------------------------------------------------------------
@@ -248,6 +269,24 @@ def test_privtree_likelihood_is_the_brute_force_law_of_the_release():
     for row, t in zip(got, targets, strict=True):
         brute = _brute_privtree_log_lik(leaves, noise, np.delete(pts, t, axis=0), centres)
         np.testing.assert_allclose(row - row[0], brute - brute[0], atol=1e-7)
+
+
+def test_privtree_path_ratio_is_the_brute_force_ratio_with_and_without_a_user():
+    """The audit's ratio (``privtree_path_log_ratio``): log P(release | others + one at z) − log P(release | others)."""
+    pts, leaves = _privtree_case(300, 1.0, 3)
+    noise = leaves.attrs["noise"]
+    others, targets = pts[3:], pts[:3]
+    got = informed.privtree_path_log_ratio(
+        leaves["level"],
+        leaves["code"],
+        leaves["count"].to_numpy(),
+        noise,
+        cell_codes(others, BOX, noise["max_depth"]),
+        cell_codes(targets, BOX, noise["max_depth"]),
+    )
+    with_one = _brute_privtree_log_lik(leaves, noise, others, targets)
+    without = _brute_privtree_log_lik(leaves, noise, others, targets[:1], copies=0)
+    np.testing.assert_allclose(got, with_one - without[0], atol=1e-7)
 
 
 def test_privtree_grid_and_statistic_are_the_per_leaf_values_mixed():

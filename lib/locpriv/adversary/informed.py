@@ -253,6 +253,26 @@ def heatmap_log_likelihood(
     return log_lik
 
 
+def heatmap_pair_log_ratio(rounds, other_codes: np.ndarray, pair_codes, depth: int) -> float:
+    """log P(O | others, a user at pair_codes[0]) − log P(O | others, a user at pair_codes[1]) for a population in
+    one shard: ``heatmap_log_likelihood``'s value at the first pixel minus at the second, evaluated at those
+    two pixels only (each round's reporting node of a pixel is its deepest prefix among the round's nodes, as
+    ``reporting_node_of_pixels`` places it); ``other_codes``/``pair_codes``: full-depth quadtree codes."""
+    pixels, counts = np.unique(np.asarray(other_codes, dtype=np.int64), return_counts=True)
+    query = np.concatenate([np.asarray(pair_codes, dtype=np.int64), pixels])
+    total = 0.0
+    for rnd in rounds:
+        sums, levels = np.asarray(rnd.sums, dtype=np.int64), np.asarray(rnd.levels, dtype=np.int64)
+        if sums.shape[0] != 1 or not np.all(np.asarray(rnd.r, dtype=float) == 1.0):
+            raise ValueError(f"the pair ratio needs one full shard (Pólya r = 1), got r = {np.asarray(rnd.r).tolist()}")
+        prefix = query[:, None] >> (2 * (depth - levels[None, :]))
+        node = np.argmax(np.where(prefix == np.asarray(rnd.codes)[None, :], levels[None, :], -1), axis=1)
+        others = np.bincount(node[2:], weights=counts, minlength=sums.shape[1])
+        term = dlap_shift_log_ratio(sums[0, node[:2]] - others[node[:2]], rnd.sensitivity / rnd.epsilon, 1.0)
+        total += float(term[0] - term[1])
+    return total
+
+
 def shard_noise(rnd, shard_pixels: list[np.ndarray], depth: int) -> tuple[np.ndarray, np.ndarray]:
     """One sub-query's reporting node of every pixel (``reporting_node_of_pixels``) and its noise: each shard's
     sums minus its users' exact histogram over the round's reporting nodes (n_shards, K_t)."""
@@ -309,8 +329,6 @@ class PrivTreeLikelihood:
         level = np.asarray(level, dtype=np.int64)
         code = np.asarray(code, dtype=np.int64)
         self.depth = int(noise["max_depth"])
-        unit, delta, theta = int(noise["unit"]), int(noise["delta"]), int(noise["theta"])
-        split_scale, count_scale = float(noise["split_scale"]), float(noise["count_scale"])
         y = np.rint(np.asarray(count, dtype=float) / float(noise["step"]))
         top_level = int(level.max(initial=0))
         # every node: the leaves and their ancestors, sorted by (level, code)
@@ -326,19 +344,12 @@ class PrivTreeLikelihood:
         leaf_of_node = np.full(len(nodes), -1)
         leaf_of_node[is_leaf] = _index(level, code, n_level[is_leaf], n_code[is_leaf])
 
+        node_y = np.full(len(nodes), np.nan)
+        node_y[is_leaf] = y[leaf_of_node[is_leaf]]
+
         def node_terms(others: np.ndarray, shift: int = 1) -> np.ndarray:
             """Each node's log P(its release | others + shift) − log P(its release | others)."""
-
-            def log_p(c):
-                b = np.maximum(c * unit - n_level * delta, theta - delta)
-                return np.where(
-                    is_leaf, dlap_log_tail(b - theta, split_scale), dlap_log_tail(theta - b + 1, split_scale)
-                )
-
-            term = np.where(n_level < self.depth, log_p(others + shift) - log_p(others), 0.0)
-            own = leaf_of_node[is_leaf]
-            term[is_leaf] += dlap_shift_log_ratio(y[own] - others[is_leaf] * unit, count_scale, unit * shift)
-            return term
+            return privtree_node_log_ratio(n_level, is_leaf, node_y, others, noise, shift)
 
         self.node_terms, self.total = node_terms, total
         base = node_terms(total)  # as if the target were in no node
@@ -506,6 +517,46 @@ class PrivTreeLikelihood:
             )
             self._grid = (key, sparse.csc_matrix(leaves @ below), shift)
         return self._grid[1], self._grid[2]
+
+
+def privtree_node_log_ratio(node_level, is_leaf, y, others, noise: dict, shift: int = 1) -> np.ndarray:
+    """Per released node: log P(its release | others + shift) − log P(its release | others)
+    (``PrivTreeLikelihood``'s derivation): its split decision's (none at ``max_depth``) and, for a leaf, its
+    count's (``y``: the released count in steps, ignored elsewhere); ``others``: the node's count without
+    the ``shift`` users."""
+    unit, delta, theta = int(noise["unit"]), int(noise["delta"]), int(noise["theta"])
+    split_scale = float(noise["split_scale"])
+
+    def log_p(c):
+        b = np.maximum(c * unit - node_level * delta, theta - delta)
+        return np.where(is_leaf, dlap_log_tail(b - theta, split_scale), dlap_log_tail(theta - b + 1, split_scale))
+
+    term = np.where(node_level < int(noise["max_depth"]), log_p(others + shift) - log_p(others), 0.0)
+    term[is_leaf] += dlap_shift_log_ratio(
+        y[is_leaf] - others[is_leaf] * unit, float(noise["count_scale"]), unit * shift
+    )
+    return term
+
+
+def privtree_path_log_ratio(level, code, count, noise: dict, paths, target_paths) -> np.ndarray:
+    """(n,): log P(release | the users of ``paths`` and one more at each target) − log P(release | those users),
+    for n targets (full-depth codes): ``privtree_node_log_ratio`` summed over the nodes of the target's path
+    (root to the released leaf holding it), every other node's factor being free of the target.  The same
+    value as ``PrivTreeLikelihood.leaf_base`` at the target's leaf, without building the whole tree's model."""
+    level, code = np.asarray(level, dtype=np.int64), np.asarray(code, dtype=np.int64)
+    depth = int(noise["max_depth"])
+    target_paths = np.asarray(target_paths, dtype=np.int64)
+    holds = code[None, :] == target_paths[:, None] >> (2 * (depth - level[None, :]))  # the leaves tile the box
+    leaf = np.argmax(holds, axis=1)
+    out = np.empty(len(target_paths))
+    for i, (path, own) in enumerate(zip(target_paths, leaf, strict=True)):
+        node_level = np.arange(level[own] + 1)
+        node_code = path >> (2 * (depth - node_level))
+        is_leaf = node_level == level[own]
+        y = np.where(is_leaf, np.rint(float(count[own]) / float(noise["step"])), np.nan)
+        others = prefix_counts(paths, node_level, node_code, depth)
+        out[i] = privtree_node_log_ratio(node_level, is_leaf, y, others, noise).sum()
+    return out
 
 
 def privtree_log_likelihood(

@@ -7,8 +7,6 @@ proof sketch: ``heatmap``).
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..heatmaps.adaptive import OPTIONS, AdaptiveParams, run_adaptive
 from ..params import Param
 from .base import TIMING
@@ -119,7 +117,7 @@ class DPHeatmap(Heatmap):
         2^(k/4)) whose first sub-query spends at most 3/8 of epsilon, so the first round is not the last
         (it would need more than half) and the last one spends most of the budget.  The first round's
         epsilon is a public function of n and the start tree's size (Eqs. 7-8), so the count is public.
-        Few rounds keep the audit's power: its event is "the target's node above 0 in every round"."""
+        Few rounds keep the audit's power: its ratio's extreme needs every round's noise on the target's side."""
         s = self.settings
         cells = 1 if s["start"] == "root" or s["depth"] == 0 else 4
         n = 2
@@ -132,15 +130,8 @@ class DPHeatmap(Heatmap):
         x, y, _ = pixels(points, grid, depth)
         return run_adaptive(user_pool(x, y, depth, self.settings), self.adaptive_params(len(points)), rng)
 
-    def scored(self, result):
-        """Each sub-query's noisy sum of the reporting node holding the lower-left pixel (code 0 at its
-        level; the deepest if several report), 0 after the last sub-query; then the accounted ε."""
-        sums = np.zeros(self.settings["max_rounds"])
-        for t, r in enumerate(result.rounds):
-            mine = np.flatnonzero(r.codes == 0)
-            if mine.size:  # none where the tree dropped the corner's leaf (collapse)
-                sums[t] = r.noisy[mine[np.argmax(r.levels[mine])]]
-        return np.append(sums, max(result.epsilon_spent, result.epsilon_achieved))
+    def accounted(self, result):
+        return max(result.epsilon_spent, result.epsilon_achieved)
 
     def randomize_points(self, points, grid, rng):
         depth = self.settings["depth"]

@@ -316,9 +316,8 @@ class Heatmap(Released):
         """The heatmaps library's whole run (clients' shares, shard sums, server) on ``points``."""
         raise NotImplementedError
 
-    def scored(self, result) -> np.ndarray:
-        """What the audit scores of a run on the tiny population: the release at the target's pixel (the
-        box's lower-left one), then the ε the run accounted (the larger of planned and achieved)."""
+    def accounted(self, result) -> float:
+        """The ε a run accounted for itself (the larger of planned and achieved), checked against the claim."""
         raise NotImplementedError
 
     def audit_others(self) -> int:
@@ -327,33 +326,52 @@ class Heatmap(Released):
         return 2
 
     def audit_case(self, grid):
-        """The whole run (each user's Pólya share, the shard sums, every sub-query the schedule makes)
-        on a tiny population with and without the target: two users in the upper-right pixel, the target
-        in the lower-left one; ``scored`` reads the release at the target's pixel.  The run's own
-        Σ_t ε_t is checked against the claim (``Pair.accounts``)."""
+        """The whole run (each user's Pólya share, the shard sums, every sub-query the schedule makes) on a
+        tiny population: ``audit_others`` users in the upper-right pixel, the target in the lower-left pixel
+        (x) or in the upper-right one (x′); replace-one, the record's relation (n stays public and equal, so
+        the schedule's rounds and ε_t are the same functions of the transcript under both).
+
+        Scored: the exact log-likelihood ratio of everything the server learns, every sub-query's shard
+        sums (the published map is a function of them), from the informed adversary's likelihood
+        (``adversary.informed.heatmap_pair_log_ratio``: ``heatmap_log_likelihood``'s value at x's pixel minus at
+        x′'s, evaluated at those two pixels only).  By the chain
+        rule over the sub-queries (each round's tree a function of the earlier sums) only the target's
+        shard's entries at its reporting nodes depend on it, the others' histogram being known (the same
+        public function of the transcript under both inputs).  The run's own Σ_t ε_t, times 2 for this
+        relation (moving one user changes two entries per sub-query), is checked against the claim
+        (``Pair.accounts``)."""
         from ..audit import cases
 
         lo, hi = cases.domain_corners(grid)
-        others = self.audit_others()
+        depth, others = self.settings["depth"], self.audit_others()
         other = pd.DataFrame({"user": np.arange(1, others + 1), "x": hi[0], "y": hi[1]})
-        both = pd.concat([pd.DataFrame({"user": [0], "x": [lo[0]], "y": [lo[1]]}), other], ignore_index=True)
-        width = len(self.scored(self.result(other, grid, np.random.default_rng(0))))
 
-        def released(points):
-            return cases.per_run(lambda rng: self.scored(self.result(points, grid, rng)), width)
+        def codes(points):
+            return cell_codes(clamp_to_domain(points, grid)[0], grid.domain.as_list(), depth)
+
+        pair_codes, other_codes = codes(pd.DataFrame({"x": [lo[0], hi[0]], "y": [lo[1], hi[1]]})), codes(other)
+
+        def released(xy):
+            points = pd.concat([pd.DataFrame({"user": [0], "x": [xy[0]], "y": [xy[1]]}), other], ignore_index=True)
+
+            def run(rng):
+                result = self.result(points, grid, rng)
+                llr = informed.heatmap_pair_log_ratio(result.server_rounds, other_codes, pair_codes, depth)
+                return np.array([llr, 2 * self.accounted(result)])  # replace-one: twice the run's sum
+
+            return cases.per_run(run, 2)
 
         return [
             cases.Pair(
-                "whole run on a tiny population with and without the target (corner pixel)"
-                if others == 2
-                else f"whole run, {others} users in the far corner pixel, with and without the target",
-                released(both),
-                released(other),
-                lambda out: np.clip(out[:, :-1], 0, 1).sum(axis=1),
+                f"whole run, {others} users in the upper-right pixel, the target in the lower-left vs the "
+                "upper-right pixel",
+                released(lo),
+                released(hi),
+                lambda out: out[:, 0],
                 max_draws=cases.END_TO_END_MAX_DRAWS,
                 box_free=True,
-                relation=ADD_REMOVE,
                 accounts=True,
+                scored="exact log-likelihood ratio of every sub-query's shard sums",
             )
         ]
 
@@ -379,8 +397,8 @@ class Baseline(Heatmap):
             user_pool(x, y, depth, self.settings), len(points), self.settings["epsilon"], rng, secagg(self.settings)
         )
 
-    def scored(self, result):
-        return np.array([result.heatmap[0, 0], max(result.epsilon, result.achieved_epsilon)])
+    def accounted(self, result):
+        return max(result.epsilon, result.achieved_epsilon)
 
     def randomize_points(self, points, grid, rng):
         depth = self.settings["depth"]

@@ -148,13 +148,21 @@ class LDPKDTree(Released):
 
     def audit_case(self, grid):
         """The whole protocol on a small dataset, the target (user 0) near the lower-left vs the
-        upper-right corner: per depth, the target's two bits at x's and x′'s (node, bucket) values
-        under the released splits (−1 where it sent no report at that depth), as the server sees them;
-        statistic Σ_depths (bit at x − bit at x′).  Other users: a public 4 x height lattice."""
+        upper-right corner; other users: a public 4 x height lattice.
+
+        Scored: the exact log-likelihood ratio of the whole transcript between the two inputs.  By the
+        chain rule over the depths (each depth's splits a function of the earlier reports; the groups a
+        location-free permutation), only the target's own reports depend on its location: at each depth it
+        reports at, its OUE bits over the (node, bucket) values under the released splits, whose law at
+        location z is p = 1/2 on z's value and q = 1/(e^ε + 1) elsewhere, so one report's ratio is
+        ε (b_{v(x)} − b_{v(x′)}) (log p(1 − q) / (q(1 − p)) = ε).  The ratio is ε Σ_depths (b_{v(x)} −
+        b_{v(x′)}) over the depths the target reported at, at the ε the release records; a depth at which
+        x and x′ share a value adds 0."""
         from ..audit import cases
 
         lo, hi = cases.domain_corners(grid)
-        height, box = self.settings["height"], domain_box(grid)
+        s = self.settings
+        height, box = s["height"], domain_box(grid)
         ticks = (np.arange(4 * height) + 0.5) / (4 * height)
         others = lo + np.column_stack([ticks, ticks[::-1]]) * (hi - lo)
         pair = np.array([lo + 0.01 * (hi - lo), lo + 0.99 * (hi - lo)])
@@ -164,26 +172,22 @@ class LDPKDTree(Released):
 
             def run(rng):
                 res = self.tree(xy, grid, rng)
-                out = np.full((height, 2), -1.0)
+                llr = 0.0
                 for level, (members, bits) in enumerate(zip(res.members, res.reports, strict=True)):
-                    row = np.flatnonzero(members == 0)
-                    if row.size:
-                        out[level] = bits[row[0], kd.values(pair, res.splits[:level], box, self.settings["buckets"])]
-                return out.ravel()
+                    for row in np.flatnonzero(members == 0):  # every report the target sent at this depth
+                        at_x, at_xp = bits[row, kd.values(pair, res.splits[:level], box, s["buckets"])]
+                        llr += s["epsilon"] * (float(at_x) - float(at_xp))
+                return np.array([llr])
 
-            return cases.per_run(run, 2 * height)
-
-        def statistic(out):
-            bits = np.maximum(out.reshape(len(out), height, 2), 0)
-            return (bits[:, :, 0] - bits[:, :, 1]).sum(axis=1)
+            return cases.per_run(run, 1)
 
         return [
             cases.Pair(
                 "whole protocol, target near the lower-left vs the upper-right corner",
                 released(pair[0]),
                 released(pair[1]),
-                statistic,
                 max_draws=cases.END_TO_END_MAX_DRAWS,
                 box_free=True,
+                scored="exact log-likelihood ratio of the target's whole part of the transcript (every report)",
             )
         ]

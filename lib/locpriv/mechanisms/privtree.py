@@ -109,36 +109,57 @@ class PrivTree(Released):
         return likelihood, path
 
     def audit_case(self, grid):
-        """A dataset with and without one user (add/remove: the central relation a curator's pair
-        instantiates): one user at the centre, the added one in the lower-left corner.  Scored: the
-        released count of the leaf holding the corner (where the added point's count and its split
-        decisions show), the number of leaves and the corner leaf's level."""
+        """One user at the centre; the target in the lower-left corner, in the upper-right one, or absent.
+        Two pairs: replace-one (target at one corner vs the other: the record's ε) and add/remove (target
+        in the lower-left corner vs absent: ε / 2 on each half, the other relation).
+
+        Scored: the exact log-likelihood ratio of the whole release (every leaf, its level, code and
+        noisy count: the tree's shape is its split decisions) between the pair's two datasets, from
+        the informed adversary's likelihood (``adversary.informed.privtree_path_log_ratio``, on the other
+        user's path, which the audit knows as DP's adversary does): for a location z, log P(release |
+        others + a user at z) − log P(release | others), the split-decision and count factors of the
+        nodes on z's path, all others cancelling.  So the
+        add/remove ratio is that value at the corner's leaf, and the replace-one ratio is its
+        difference between the two corners' leaves.  Both datasets of a pair run the same
+        parameters (PrivTree's θ, δ and scales do not depend on n), so no other factor differs; by
+        Neyman–Pearson thresholds on the ratio are the most powerful events for the pair."""
         from ..audit import cases
         from ..dp import ADD_REMOVE
 
         lo, hi = cases.domain_corners(grid)
-        box = domain_box(grid)
+        box, depth = domain_box(grid), privtree_lib.MAX_DEPTH
         base = np.array([(lo + hi) / 2])
-        plus = np.vstack([base, lo])
-        corner = cell_codes(lo[None, :], box, privtree_lib.MAX_DEPTH)[0]
+        others = cell_codes(base, box, depth)
+        corners = cell_codes(np.array([lo, hi]), box, depth)
 
         def released(xy):
             def run(rng):
                 leaves = self.tree(xy, grid, rng)
-                level = leaves["level"].to_numpy()
-                mine = np.flatnonzero(leaves["code"].to_numpy() == corner >> (2 * (privtree_lib.MAX_DEPTH - level)))
-                return np.array([leaves["count"].iloc[mine[0]], len(leaves), level[mine[0]]])
+                return informed.privtree_path_log_ratio(
+                    leaves["level"], leaves["code"], leaves["count"].to_numpy(), leaves.attrs["noise"], others, corners
+                )
 
-            return cases.per_run(run, 3)
+            return cases.per_run(run, 2)
 
+        scored = "exact log-likelihood ratio of the whole release (every leaf and its count)"
         return [
             cases.Pair(
-                "dataset with and without one user (corner): the corner leaf's count",
-                released(plus),
+                "one user at the centre, the target in the lower-left vs the upper-right corner",
+                released(np.vstack([base, lo])),
+                released(np.vstack([base, hi])),
+                lambda out: out[:, 0] - out[:, 1],
+                max_draws=cases.END_TO_END_MAX_DRAWS,
+                box_free=True,
+                scored=scored,
+            ),
+            cases.Pair(
+                "one user at the centre, with and without the target (lower-left corner)",
+                released(np.vstack([base, lo])),
                 released(base),
                 lambda out: out[:, 0],
                 max_draws=cases.END_TO_END_MAX_DRAWS,
                 box_free=True,
                 relation=ADD_REMOVE,
-            )
+                scored=scored,
+            ),
         ]

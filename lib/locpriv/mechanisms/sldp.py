@@ -222,20 +222,30 @@ class SLDP(Released):
         ]
 
     def audit_case(self, grid):
-        """The whole protocol on a constructed dataset, the target user moved inside its privacy region.
+        """The whole protocol on a constructed dataset, the target user moved inside its privacy region, across
+        a cell boundary inside it.
 
         ``crowd`` users sit at one point in each root child (centre of its upper-right grandchild), so
         every root child holds >= Q and the ideal partition splits the root; inside the lower-left
         child they fill one grandchild only, so it stops there: U* is the lower-left root child, a
         proper sub-region (a quarter of the box); under ``pooled`` the crowd's grandchild goes on and
-        U* is the union of the other three grandchildren.  The target (user 0) sits in that child's
-        lower-left grandchild (x) or its lower-right one (x′), both inside U* either way.  ``crowd``
-        is the least (growing by a quarter) with crowd >= Q + 2 margin(4 crowd + 1): each child's n_hat is then above
-        Q + margin unless its noise exceeds the margin (probability <= δ), so the noisy protocol
-        splits the root too and the target answers round 2 about x's or x′'s grandchild.  The
-        protocol's release as the server sees it is scored: the target's round-2 indicators for x's
-        and x′'s grandchildren (``moved_indicators``), the level of its region and the round it was
-        fixed in; a run in which the root does not split is part of the law the audit samples.
+        U* is the union of the other three grandchildren.  The target (user 0) sits at the point where
+        U*'s children meet, a hair (10⁻⁶ of the side) into its lower-left grandchild (x) or across the
+        vertical boundary into its lower-right one (x′): the pair at the region's inner boundary and its
+        corner, where a fault in placing a location in its cell would show; both lie inside U* under
+        either rule.  ``crowd`` is the least (growing by a quarter) with crowd >= Q + 2 margin(4 crowd + 1):
+        each child's n_hat is then above Q + margin unless its noise exceeds the margin (probability <= δ),
+        so the noisy protocol splits the root too and the target answers round 2 about x's or x′'s
+        grandchild; a run in which the root does not split is part of the law the audit samples.
+
+        Scored: the exact log-likelihood ratio of the whole transcript between x and x′
+        (``adversary.informed.sldp_pieces``, the informed adversary's likelihood of the target's region and
+        its indicators in every round, at the scale the protocol recorded): by the chain rule over the
+        rounds, the other users' reports and the split decisions (functions of all reports) have the same
+        factor under both, so the target's own part is the whole ratio.  A location outside the target's
+        released region has likelihood 0: a run whose region holds x but not x′ scores +inf (kept as
+        ±1e9, above every finite ratio), the δ part of the guarantee.  The region's level and the round
+        it was fixed in are beside it.
         """
         from ..audit import cases
 
@@ -255,30 +265,40 @@ class SLDP(Released):
         def released(where):
             xy = base.copy()
             xy[0] = lo + where * (hi - lo)
-            grandchild = int(cell_codes(xy[:1], box, depth)[0] >> (2 * (depth - 2))) & 3
 
             def run(rng):
                 res = self.protocol(xy, grid, rng, keep_reports=False, keep_user_reports=True)
-                reports = res.user_reports
-                mine = reports.steps[reports.offsets[0] : reports.offsets[1]]  # 4 per round answered, in order
-                y = np.zeros(4)
-                y[: mine[4:8].size] = INDICATOR_STEP * mine[4:8]  # round 2's indicators, children 0..3
-                region = res.user_cell.iloc[0]
-                return np.array([*y, region["level"], region["fixed_round"]])
+                reports, region = res.user_reports, res.user_cell.iloc[:1]
+                level, code, values = informed.sldp_pieces(
+                    region["level"].to_numpy(),
+                    region["code"].to_numpy(),
+                    reports.offsets[:2],
+                    reports.steps,
+                    reports.scale,
+                    round(1 / INDICATOR_STEP),
+                )
+                piece = paths[:, None] >> (2 * (depth - level[0][None, :])) == code[0][None, :]  # (2, 4)
+                at = np.where(piece.any(axis=1), np.where(piece, values[0][None, :], 0.0).sum(axis=1), -np.inf)
+                with np.errstate(invalid="ignore"):
+                    llr = np.nan_to_num(at[0] - at[1], posinf=1e9, neginf=-1e9)
+                return np.array([llr, region["level"].iloc[0], region["fixed_round"].iloc[0]])
 
-            return grandchild, run
+            return cases.per_run(run, 3)
 
-        cx, run_x = released(np.array([0.125, 0.125]))
-        cxp, run_xp = released(np.array([0.375, 0.125]))
+        eta = 1e-6
+        points = np.array([[0.25 - eta, 0.25 - eta], [0.25 + eta, 0.25 - eta]])
+        paths = cell_codes(lo + points * (hi - lo), box, depth)
         return [
             cases.Pair(
-                "whole protocol, target moved between grandchildren inside U* = the lower-left root child "
+                "whole protocol, target across the vertical boundary where U*'s children meet, U* = the "
+                "lower-left root child "
                 + ("less its crowd's grandchild " if s["split_rule"] == "pooled" else "")
                 + f"({crowd} users in each root child)",
-                cases.per_run(run_x, 6),
-                cases.per_run(run_xp, 6),
-                lambda out: cases.moved_indicators(out, cx, cxp),
+                released(points[0]),
+                released(points[1]),
+                lambda out: out[:, 0],
                 max_draws=cases.END_TO_END_MAX_DRAWS,
                 box_free=True,
+                scored="exact log-likelihood ratio of the whole transcript (the target's region and every report)",
             )
         ]
