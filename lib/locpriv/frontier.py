@@ -85,7 +85,7 @@ UTILITIES = {"spearman": True, "ise": False, "range_mre": False, "hotspot_recall
 # on a log axis when all their values are positive
 LOG_UTILITIES = {"ise", "range_mre"}
 UTILITY_LABELS = {
-    "spearman": "Spearman correlation with the true density [rank corr.]",
+    "spearman": "Spearman with the true density [rank corr.]",
     "hotspot_recall": "recall of the true top-k cells [fraction]",
     "range_mre": "range-query mean relative error [fraction]",
     "ise": "integrated squared error [1/{u}²]",
@@ -682,8 +682,8 @@ def figure(
             )
             ax.set_ylabel(
                 UTILITY_LABELS[utility].format(u=unit)
-                + (", log scale" if ax.get_yscale() == "log" else "")
-                + f"\n({'higher' if UTILITIES[utility] else 'lower'} is better)",
+                + f"\n({'log scale; ' if ax.get_yscale() == 'log' else ''}"
+                + f"{'higher' if UTILITIES[utility] else 'lower'} is better)",
                 fontsize=9,
             )
             ax.grid(alpha=0.3)
