@@ -346,7 +346,7 @@ def plot_stage(*, summary_path: str, out_png: str, dpi: int) -> None:
             ax.plot(*zip(*grp.groupby("k")["value"].mean().items(), strict=True), "o-", label=metric)
         ax.set(
             xlabel="k, minimum users per region [users]",
-            ylabel="random forest on the test set, mean [fraction]",
+            ylabel="random forest on the test set,\nmean [fraction]",
             title="SLDP hyperparameter k (App. A.1)",
         )
     if "classify" in axes:
