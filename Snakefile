@@ -199,6 +199,11 @@ OPEN_FIRST = (
 ) + ([results("summary/continual.csv")] if CONTINUAL else [])
 
 
+onstart:
+    # Snakemake's local scheduler otherwise spins (lib/locpriv/smk.py)
+    lpsmk.drop_local_rate_limit(workflow)
+
+
 onsuccess:
     # figures of another config run in the same results_dir would pass for this config's
     for _line in lpsmk.remove_stale_plots(

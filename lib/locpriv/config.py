@@ -18,7 +18,6 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import jsonschema
 import pandas as pd
 import yaml
 
@@ -39,13 +38,21 @@ def _strict_integer(checker, instance) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
-# The one validator of every config section: numbers are finite, integers are written as integers.
-Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
-        {"number": _finite_number, "integer": _strict_integer}
-    ),
-)
+@functools.cache
+def validator_class():
+    """The one validator of every config section: numbers are finite, integers are written as integers.
+
+    Built on first use: every job's script imports this module (for the config's dataclasses) but only
+    the workflow's start validates, and importing jsonschema costs each of the ~300 jobs ~0.2 s CPU.
+    """
+    import jsonschema
+
+    return jsonschema.validators.extend(
+        jsonschema.Draft202012Validator,
+        type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
+            {"number": _finite_number, "integer": _strict_integer}
+        ),
+    )
 
 
 @functools.cache
@@ -155,7 +162,7 @@ class StudySection:
         section = {} if section is None else copy.deepcopy(section)  # the caller's config stays as given
         root = source_schema()
         node = root["$defs"][self.study]
-        error = first_error(Validator({**node, "$defs": root["$defs"]}), section, ("studies", self.study))
+        error = first_error(validator_class()({**node, "$defs": root["$defs"]}), section, ("studies", self.study))
         if error:
             raise error
         return fill_defaults(section, node, root)
@@ -175,7 +182,7 @@ def _key(path) -> str:
 
 def check_schema(config: dict) -> None:
     """``config`` against :func:`published_schema` (the plugins it names must be loaded first)."""
-    error = first_error(Validator(published_schema()), config)
+    error = first_error(validator_class()(published_schema()), config)
     if error:
         raise error
 

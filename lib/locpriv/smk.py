@@ -340,6 +340,27 @@ def record_outcome(outputs, failed: bool) -> None:
                 os.remove(_failed_marker(path))
 
 
+def drop_local_rate_limit(workflow) -> bool:
+    """Switch off Snakemake's job-submission rate limiter for a local run (Snakemake ``onstart``).
+
+    Snakemake's command line sets ``--max-jobs-per-timespan 100/1s`` for every executor (its API's
+    default is no limit), and with a limiter the scheduler, after each pass that started jobs or
+    saw one finish, arms a one-second timer that starts another pass, which arms another: every job
+    event adds a chain of passes that runs once a second until the workflow ends, each pass
+    checking the inputs of every ready job (Snakemake 9.27, ``scheduling/job_scheduler.py``).  The
+    main process's CPU so grows with jobs finished × time × jobs ready: in a 300-job toy DAG
+    (150 pairs of 0.5 s jobs, 2 cores) 45 CPU-s with it, 16 without, same wall time.  On a local
+    run 100 submissions a second limit nothing (a job is a process start); on a cluster the limit
+    spares the batch system, so it stays.  Returns whether the limiter was dropped; a Snakemake
+    whose scheduler has no such attribute is left alone.
+    """
+    scheduler = getattr(workflow, "scheduler", None)
+    if not workflow.local_exec or getattr(scheduler, "job_rate_limiter", None) is None:
+        return False
+    scheduler.job_rate_limiter = None
+    return True
+
+
 def distrust_restored(workflow) -> list[str]:
     """Mark incomplete every job whose failure left an output on disk (Snakemake ``onerror``).
 
