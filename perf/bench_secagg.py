@@ -43,7 +43,14 @@ reports the bytes on the wire (framed messages, TLS records not included), the p
 client and of the server (``time.process_time`` around the protocol calls) and each process's whole CPU
 (``getrusage``: TLS, asyncio, wire format and start-up included), and wall time.
 
-Run:  python perf/bench_secagg.py [--part shard|variants|flower|adaptive|scale|service|all] [--quick]
+Part 7 (``--part flower-service --nodes N ... [--flower-env VENV]``): Flower's own deployment beside the
+service at the same n, K, k and t, no dropout: a SuperLink and N SuperNodes from VENV (a virtual environment
+with ``pip install flwr==1.42.0 numpy``, never this one; the part is skipped with a message without it) on
+127.0.0.1, the round started with ``flwr run`` on the Flower App ``perf/flower_secagg.py``.  Bytes between the
+SuperNodes and the SuperLink through a counting relay (``ByteCounter``); CPU from ``/proc`` for the long-lived
+processes and from the ServerApp's and ClientApps' own ``getrusage`` (docs/results/secagg_vs_flower_service.md).
+
+Run:  python perf/bench_secagg.py [--part shard|variants|flower|flower-service|adaptive|scale|service|all] [--quick]
 """
 
 from __future__ import annotations
