@@ -43,12 +43,21 @@ reports the bytes on the wire (framed messages, TLS records not included), the p
 client and of the server (``time.process_time`` around the protocol calls) and each process's whole CPU
 (``getrusage``: TLS, asyncio, wire format and start-up included), and wall time.
 
-Run:  python perf/bench_secagg.py [--part shard|variants|flower|adaptive|scale|service|all] [--quick]
+Part 7 (``--part flower-service --nodes N ... [--flower-env VENV]``): Flower's own deployment beside the
+service at the same n, K, k and t, no dropout: a SuperLink and N SuperNodes from VENV (a virtual environment
+with ``pip install flwr==1.42.0 numpy``, never this one; the part is skipped with a message without it) on
+127.0.0.1, the round started with ``flwr run`` on the Flower App ``perf/flower_secagg.py``.  Bytes between the
+SuperNodes and the SuperLink through a counting relay (``ByteCounter``); CPU from ``/proc`` for the long-lived
+processes and from the ServerApp's and ClientApps' own ``getrusage`` (docs/results/secagg_vs_flower_service.md).
+
+Run:  python perf/bench_secagg.py [--part shard|variants|flower|flower-service|adaptive|scale|service|all] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import copy
 import itertools
 import json
@@ -57,6 +66,7 @@ import os
 import signal
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -148,22 +158,16 @@ class FlowerShard:
     def __init__(self, n: int, dim: int, k: int, t: int, seed: int = 0):
         import logging
 
-        from flwr.app import ConfigRecord, Context, Message, RecordDict
+        from flwr.app import Context, Message, RecordDict
         from flwr.client.mod.secure_aggregation.secaggplus_mod import secaggplus_mod
-        from flwr.common import Code, FitRes, Status, ndarrays_to_parameters, parameters_to_ndarrays
-        from flwr.compat.common import recorddict_compat as compat
-        from flwr.server.compat.grid_client_proxy import GridClientProxy
-        from flwr.server.compat.legacy_context import LegacyContext
-        from flwr.server.strategy import FedAvg
-        from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECORD
-        from flwr.server.workflow.constant import Key as WorkflowKey
-        from flwr.server.workflow.secure_aggregation.secaggplus_workflow import SecAggPlusWorkflow
         from flwr.serverapp.grid import Grid
         from flwr.supercore.task_identity import TaskIdentity
 
+        from flower_secagg import fit_reply, mean_error, secagg_round, vectors
+
         logging.getLogger("flwr").setLevel(logging.ERROR)
         TaskIdentity.run_id, TaskIdentity.task_id, TaskIdentity.node_id = 1, 1, 0
-        vectors = np.random.default_rng(seed).uniform(-1, 1, (n, dim)).astype(np.float32)
+        x = vectors(n, dim, seed)
         shard = self
 
         class InProcessGrid(Grid):
@@ -193,13 +197,8 @@ class FlowerShard:
                     start = time.process_time()
                     msg = copy.deepcopy(msg)  # each node gets its own message, as after serialisation
                     shard.copy_s += time.process_time() - start
-
-                    def train(m, ctxt, node=node):
-                        fit = FitRes(Status(Code.OK, ""), ndarrays_to_parameters([vectors[node - 1]]), 1, {})
-                        return Message(compat.fitres_to_recorddict(fit, False), reply_to=m)
-
                     start = time.process_time()
-                    reply = secaggplus_mod(msg, shard.nodes[node], train)
+                    reply = secaggplus_mod(msg, shard.nodes[node], lambda m, ctxt, node=node: fit_reply(m, x[node - 1]))
                     shard.client_s += time.process_time() - start
                     shard.sent[node] = shard.sent.get(node, 0) + _payload_bytes(reply)
                     replies.append(reply)
@@ -212,25 +211,11 @@ class FlowerShard:
             for node in range(1, n + 1)
         }
         grid = InProcessGrid()
-        context = LegacyContext(
-            Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={}),
-            strategy=FedAvg(fraction_fit=1.0, min_fit_clients=n, min_available_clients=n),
-        )
-        for node in grid.get_node_ids():
-            context.client_manager.register(GridClientProxy(node, grid, 1))
-        context.state.config_records[MAIN_CONFIGS_RECORD] = ConfigRecord({WorkflowKey.CURRENT_ROUND: 1})
-        context.state.array_records[MAIN_PARAMS_RECORD] = compat.parameters_to_arrayrecord(
-            ndarrays_to_parameters([np.zeros(dim, np.float32)]), True
-        )
-        workflow = SecAggPlusWorkflow(num_shares=k + 1, reconstruction_threshold=t, modulus_range=1 << BITS)
         start = time.process_time()
-        workflow(grid, context)
+        mean = secagg_round(grid, grid.get_node_ids(), dim, k, t, BITS)
         self.server_s = time.process_time() - start - self.client_s - self.copy_s
-        mean = parameters_to_ndarrays(
-            compat.arrayrecord_to_parameters(context.state.array_records[MAIN_PARAMS_RECORD], True)
-        )[0]
-        # Flower releases the mean of the quantised vectors: within a quantisation step of the true mean
-        assert np.abs(mean - vectors.mean(axis=0)).max() < 1e-3, "Flower's SecAgg+ did not return the mean"
+        # within a quantisation step of the true mean (measured: < 1e-3 at n = 100 and 1000)
+        assert mean_error(mean, x) < 1e-3, "Flower's SecAgg+ did not return the mean"
         self.n = n
 
 
@@ -326,8 +311,9 @@ def scale_part(results: str) -> None:
         print(f"  {key:18s} median {values.median():9.2f}  max {values.max():9.2f}  sum {values.sum():10.1f}")
 
 
-def service_part(n: int, dim: int, processes: int, killed: int, planned: float) -> None:
-    """One round of the service with ``killed`` of ``processes`` client processes killed after the key shares."""
+def service_part(n: int, dim: int, processes: int, killed: int, planned: float) -> dict:
+    """One round of the service with ``killed`` of ``processes`` client processes killed after the key shares;
+    prints and returns its measurements."""
     with tempfile.TemporaryDirectory(prefix="bench-secagg-") as tmp:
         folder = Path(tmp)
         service.make_certificates(folder / "certs")
@@ -370,12 +356,261 @@ def service_part(n: int, dim: int, processes: int, killed: int, planned: float) 
         f"{max(r['peak_rss_mb'] for r in reports):.0f} MB\n"
         f"  wall: server {result['wall_s']:.1f} s"
     )
+    return {
+        "k": params.degree_for(n),
+        "t": params.t_for(n),
+        "client_protocol_s": sum(r["client_cpu_s"] for r in reports) / served,
+        "client_process_s": sum(r["process_cpu_s"] for r in reports) / served,
+        "server_protocol_s": result["server_cpu_s"],
+        "server_process_s": result["process_cpu_s"],
+        "up_bytes": result["bytes_in"] / n,
+        "down_bytes": result["bytes_out"],
+        "wall_s": result["wall_s"],
+    }
+
+
+FLOWER_APP = """[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[project]
+name = "secaggbench"
+version = "1.0.0"
+dependencies = ["flwr", "numpy"]
+
+[tool.hatch.build.targets.wheel]
+packages = ["."]
+
+[tool.flwr.app]
+publisher = "locpriv"
+
+[tool.flwr.app.components]
+serverapp = "flower_secagg:server_app"
+clientapp = "flower_secagg:client_app"
+
+[tool.flwr.app.config]
+n = {n}
+dim = {dim}
+k = {k}
+t = {t}
+bits = {bits}
+seed = 0
+out = "{out}"
+"""
+
+
+class ByteCounter(threading.Thread):
+    """A TCP relay 127.0.0.1:``port`` -> 127.0.0.1:``target`` counting the bytes each way (``up``: to the target)."""
+
+    def __init__(self, target: int):
+        super().__init__(daemon=True)
+        self.target, self.up, self.down, self.port = target, 0, 0, None
+        self.ready = threading.Event()
+        self.start()
+        self.ready.wait()
+
+    def run(self) -> None:
+        asyncio.run(self._serve())
+
+    async def _serve(self) -> None:
+        server = await asyncio.start_server(self._relay, service.LOOPBACK, 0)
+        self.port = server.sockets[0].getsockname()[1]
+        self.ready.set()
+        async with server:
+            await server.serve_forever()
+
+    async def _relay(self, reader, writer) -> None:
+        try:
+            target_reader, target_writer = await asyncio.open_connection(service.LOOPBACK, self.target)
+        except OSError:  # the SuperLink not listening yet: the SuperNode retries
+            writer.close()
+            return
+        await asyncio.gather(self._pipe(reader, target_writer, "up"), self._pipe(target_reader, writer, "down"))
+
+    async def _pipe(self, reader, writer, way: str) -> None:
+        try:
+            while data := await reader.read(1 << 16):
+                setattr(self, way, getattr(self, way) + len(data))
+                writer.write(data)
+                await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+
+def _proc_cpu(pids) -> float:
+    """utime + stime of the live processes ``pids`` (their own, not their children's), seconds."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pids) -> list[int]:
+    """The live child processes of ``pids`` (a SuperLink's or SuperNode's SuperExec)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) in pids:
+                found.append(int(stat.parent.name))
+    return found
+
+
+def flower_deployment(n: int, dim: int, k: int, t: int, env: Path) -> dict:
+    """One SecAgg+ round of a Flower deployment on 127.0.0.1: a SuperLink and n SuperNodes, each its own process
+    tree from ``env`` (SuperExec, ServerApp or ClientApp processes), the run started with ``flwr run``.  CPU of the
+    round: the long-lived processes' CPU during the run plus the ServerApp's and ClientApps' whole CPU (they start
+    with the run); bytes: SuperNodes <-> SuperLink during the run, through ``ByteCounter``."""
+    import socket
+    import subprocess
+
+    with tempfile.TemporaryDirectory(prefix="bench-flower-") as tmp:
+        folder = Path(tmp)
+        (folder / "app").mkdir()
+        (folder / "home").mkdir()
+        (folder / "out").mkdir()
+        (folder / "app" / "pyproject.toml").write_text(
+            FLOWER_APP.format(n=n, dim=dim, k=k, t=t, bits=BITS, out=folder / "out")
+        )
+        (folder / "app" / "flower_secagg.py").write_text((Path(__file__).parent / "flower_secagg.py").read_text())
+        with socket.socket() as sock:  # a free port for the SuperLink (its APIs share one HTTP port)
+            sock.bind((service.LOOPBACK, 0))
+            port = sock.getsockname()[1]
+        (folder / "home" / "config.toml").write_text(
+            f'[superlink]\ndefault = "bench"\n\n[superlink.bench]\naddress = "{service.LOOPBACK}:{port}"\n'
+            "insecure = true\n"
+        )
+        environ = {
+            **os.environ,
+            "PATH": f"{env / 'bin'}{os.pathsep}{os.environ['PATH']}",
+            "FLWR_HOME": str(folder / "home"),
+            "FLWR_DISABLE_UPDATE_CHECK": "1",
+        }
+        log = (folder / "flower.log").open("w")
+
+        def spawn(*cmd):
+            return subprocess.Popen(cmd, env=environ, stdout=log, stderr=subprocess.STDOUT)
+
+        link = spawn("flower-superlink", "--insecure", "--port", str(port), "--disable-runtime-dependency-installation")
+        procs = [link]
+        try:
+            time.sleep(5)
+            relay = ByteCounter(port)
+            nodes = []
+            for i in range(n):
+                with socket.socket() as sock:
+                    sock.bind((service.LOOPBACK, 0))
+                    node_port = sock.getsockname()[1]
+                nodes.append(
+                    spawn(
+                        "flower-supernode",
+                        "--insecure",
+                        "--superlink",
+                        f"{service.LOOPBACK}:{relay.port}",
+                        "--port",
+                        str(node_port),
+                        "--node-config",
+                        f"partition-id={i} num-partitions={n}",
+                    )
+                )
+            procs += nodes
+            node_pids = {p.pid for p in nodes}
+            while len(_children(node_pids)) < n:  # every SuperNode has started its SuperExec
+                time.sleep(2)
+            time.sleep(10)
+            server_side = [link.pid, *_children({link.pid})]
+            client_side = [*node_pids, *_children(node_pids)]
+            before = _proc_cpu(server_side), _proc_cpu(client_side), relay.up, relay.down
+            start = time.perf_counter()
+            run = subprocess.run(
+                ["flwr", "run", str(folder / "app"), "bench", "--stream"],
+                env=environ,
+                capture_output=True,
+                text=True,
+                timeout=3600,
+            )
+            wall = time.perf_counter() - start
+            after = _proc_cpu(server_side), _proc_cpu(client_side), relay.up, relay.down
+            report = folder / "out" / "serverapp.json"
+            if not report.exists():
+                raise RuntimeError(f"the Flower run failed: {run.stdout[-2000:]}")
+            serverapp = json.loads(report.read_text())
+            clientapps = [
+                json.loads(line)
+                for path in (folder / "out").glob("clientapp-*.jsonl")
+                for line in path.read_text().splitlines()
+            ]
+            peak = {}
+            for line in clientapps:  # each ClientApp process's CPU at its last message
+                peak[line["pid"]] = max(peak.get(line["pid"], 0.0), line["process_cpu_s"])
+        finally:
+            for proc in reversed(procs):
+                proc.terminate()
+            for proc in procs:
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+            log.close()
+    return {
+        "k": k,
+        "t": t,
+        "client_protocol_s": sum(line["protocol_cpu_s"] for line in clientapps) / n,
+        "client_process_s": (after[1] - before[1] + sum(peak.values())) / n,
+        "server_protocol_s": serverapp["protocol_cpu_s"],
+        "server_process_s": after[0] - before[0] + serverapp["process_cpu_s"],
+        "up_bytes": (after[2] - before[2]) / n,
+        "down_bytes": after[3] - before[3],
+        "wall_s": wall,
+        "clientapp_processes": len(peak),
+        "mean_error": serverapp["mean_error"],
+    }
+
+
+def flower_service_part(sizes, dim: int, env: str) -> None:
+    """Flower's own deployment (``flower_deployment``) beside this package's service at the same n, K, k, t."""
+    env = Path(env)
+    if not (env / "bin" / "flower-superlink").exists():
+        print(
+            f"flower-service part skipped: no {env}/bin/flower-superlink (`python -m venv {env} && "
+            f"{env}/bin/pip install flwr==1.42.0 numpy`, never in this environment)"
+        )
+        return
+    for n in sizes:
+        print(f"n = {n}: locpriv-secagg service (2 client processes, no dropout)", flush=True)
+        ours = service_part(n, dim, 2, 0, 0.0)
+        print(f"n = {n}: Flower deployment (SuperLink + {n} SuperNodes), k = {ours['k']}, t = {ours['t']}", flush=True)
+        flower = flower_deployment(n, dim, ours["k"], ours["t"], env)
+        print(
+            f"  {flower['clientapp_processes']} ClientApp processes; largest error of Flower's mean "
+            f"{flower['mean_error']:.2e} (entries in [-1, 1))"
+        )
+        print(f"  {'':26s} {'locpriv':>12s} {'Flower':>12s} {'ratio':>7s}")
+        for key, unit, scale in (
+            ("client_protocol_s", "ms", 1e3),
+            ("client_process_s", "ms", 1e3),
+            ("server_protocol_s", "s", 1),
+            ("server_process_s", "s", 1),
+            ("up_bytes", "KB", 1e-3),
+            ("down_bytes", "KB", 1e-3),
+            ("wall_s", "s", 1),
+        ):
+            print(
+                f"  {key + ' (' + unit + ')':26s} {ours[key] * scale:12.2f} {flower[key] * scale:12.2f} "
+                f"{flower[key] / ours[key]:7.1f}",
+                flush=True,
+            )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--part", choices=("shard", "variants", "flower", "adaptive", "scale", "service", "all"), default="all"
+        "--part",
+        choices=("shard", "variants", "flower", "flower-service", "adaptive", "scale", "service", "all"),
+        default="all",
     )
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--complete-max", type=int, default=1000, help="largest n run on the complete graph")
@@ -384,8 +619,15 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=10_000, help="clients of the service round (--part service)")
     parser.add_argument("--processes", type=int, default=10, help="client processes (--part service)")
     parser.add_argument("--killed", type=int, default=1, help="client processes killed mid-round (--part service)")
-    parser.add_argument("--dim", type=int, default=1024, help="vector entries K (--part service)")
+    parser.add_argument("--dim", type=int, default=1024, help="vector entries K (--part service, flower-service)")
+    parser.add_argument("--flower-env", default="/tmp/flwr-venv", help="venv with flwr (--part flower-service)")
+    parser.add_argument(
+        "--nodes", type=int, nargs="+", default=[20], help="clients of each round (--part flower-service)"
+    )
     args = parser.parse_args()
+    if args.part == "flower-service":
+        flower_service_part(args.nodes, args.dim, args.flower_env)
+        return
     if args.part == "service":
         service_part(args.clients, args.dim, args.processes, args.killed, args.killed / args.processes)
         return
