@@ -390,6 +390,18 @@ def test_figure_marks_trust_models_numbers_settings_draws_intervals_and_a_one_po
     figures.plt.close(fig)
 
 
+def test_level_tags_do_not_overlap_when_levels_are_close():
+    """Geolife's levels (437, 656, 787 m on a 7 km axis) printed L1, L2 and L3 on top of each other."""
+    pts = frontier.points(frontier.releases(_summary(ROWS)))
+    levels = {key: {"50 %": 0.5, "51 %": 0.51, "52 %": 0.52} for key in frontier.levels_of(pts, CFG, {})}
+    fig = frontier.figure(pts, ["spearman"], levels, {"d": "1"}, dpi=60)
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in fig.axes[0].texts if t.get_text() in ("L1", "L2", "L3")]
+    assert len(boxes) == 3
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+    figures.plt.close(fig)
+
+
 def test_error_tasks_are_drawn_on_a_log_axis_when_every_value_is_positive():
     """ISE differs by orders of magnitude between mechanisms: its panel is logarithmic, said in its label;
     rank correlation stays linear, and an ISE panel holding a zero (the constant map of an empty domain)
