@@ -13,9 +13,6 @@ rule audit:
         logs("audit/{mechanism}/{params}.log"),
     benchmark:
         benchmarks("audit/{mechanism}/{params}.tsv")
-    # first: audits need only the grids, and the longest (PrivTree's, ~45 CPU-s each) left to the end
-    # kept one core idle while the other finished them (default run, idle: 1.88 of 2 cores busy)
-    priority: 1
     conda:
         "../../envs/locpriv.yaml"
     params:
