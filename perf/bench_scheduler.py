@@ -74,15 +74,21 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=150)
     parser.add_argument("--inputs", type=int, default=30)
     parser.add_argument("--sleep", type=float, default=0.5)
+    parser.add_argument("--repeat", type=int, default=3, help="alternating pairs of runs")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        shipped = run(Path(tmp) / "shipped", False, args.pairs, args.inputs, args.sleep)
-        dropped = run(Path(tmp) / "dropped", True, args.pairs, args.inputs, args.sleep)
     print(f"{2 * args.pairs} jobs, {args.inputs} inputs per first job, 2 cores")
-    print("| scheduler | wall s | CPU s |\n|---|---|---|")
-    print(f"| as shipped (100/1s limiter) | {shipped[0]:.1f} | {shipped[1]:.1f} |")
-    print(f"| limiter dropped (locpriv's onstart) | {dropped[0]:.1f} | {dropped[1]:.1f} |")
-    print(f"CPU ratio shipped / dropped: {shipped[1] / dropped[1]:.2f}")
+    print("| pair | shipped wall s | shipped CPU s | dropped wall s | dropped CPU s | CPU ratio |")
+    print("|---|---|---|---|---|---|")
+    ratios = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(args.repeat):
+            shipped = run(Path(tmp) / f"shipped{k}", False, args.pairs, args.inputs, args.sleep)
+            dropped = run(Path(tmp) / f"dropped{k}", True, args.pairs, args.inputs, args.sleep)
+            ratios.append(shipped[1] / dropped[1])
+            cells = [f"{v:.1f}" for v in (*shipped, *dropped)] + [f"{ratios[-1]:.2f}"]
+            print(f"| {k} | " + " | ".join(cells) + " |")
+    mean = sum(ratios) / len(ratios)
+    print(f"CPU ratio shipped / dropped: mean {mean:.2f}, range {min(ratios):.2f}-{max(ratios):.2f}")
 
 
 if __name__ == "__main__":

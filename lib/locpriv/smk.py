@@ -349,7 +349,8 @@ def drop_local_rate_limit(workflow) -> bool:
     event adds a chain of passes that runs once a second until the workflow ends, each pass
     checking the inputs of every ready job (Snakemake 9.27, ``scheduling/job_scheduler.py``).  The
     main process's CPU so grows with jobs finished × time × jobs ready: in a 300-job toy DAG
-    (150 pairs of 0.5 s jobs, 2 cores) 45 CPU-s with it, 16 without, same wall time.  On a local
+    (150 pairs of 0.5 s jobs, 2 idle cores; ``perf/bench_scheduler.py``, 3 pairs of runs) 68-70 CPU-s with
+    it, 17-19 without, same wall time.  On a local
     run 100 submissions a second limit nothing (a job is a process start); on a cluster the limit
     spares the batch system, so it stays.  Returns whether the limiter was dropped; a Snakemake
     whose scheduler has no such attribute is left alone.
