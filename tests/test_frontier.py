@@ -525,3 +525,21 @@ def test_distances_are_written_with_their_unit_and_three_digits():
     assert units.distance(0.25, "km") == "250 m" and units.distance(3.21, "km") == "3.21 km"
     assert units.distance(999.7, "m") == "1000 m" and units.distance(0.6123, "1") == "0.612 domain units"
     assert units.distance(float("nan"), "m") == "—"
+
+
+def test_on_person_data_the_informed_levels_are_fractions_of_the_prior_scored_at_the_attacked_row():
+    """Persons: the informed adversary's error is to the row it attacks, the population adversary's to the
+    person's nearest point; each adversary's levels are fractions of the prior scored the same way (the
+    old reference, the nearest point, made every setting reach every level on Geolife)."""
+    base = _summary(ROWS)
+    per_run = base[base["metric"] == "prior_expected_error"]
+    added = {"guarantee_epsilon_person": 8.0, "prior_informed_expected_error": 9.0, "prior_informed_p10_error": 9.0}
+    persons = pd.concat([base, *(per_run.assign(metric=m, value=v) for m, v in added.items())], ignore_index=True)
+    informed = frontier.levels_of(frontier.points(frontier.releases(persons)), CFG, {})
+    assert informed[("d", 100)]["50 % of no-information"] == 4.5  # 0.5 x 9.0, not 0.5 x NO_INFO
+    population = frontier.points(frontier.releases(persons, adversary="population"))
+    assert frontier.levels_of(population, CFG, {})[("d", 100)]["50 % of no-information"] == NO_INFO / 2
+    # a person summary from before the row-scored reference is refused, not levelled against the wrong one
+    old = persons[~persons["metric"].str.startswith("prior_informed")]
+    with pytest.raises(ValueError, match=r"no prior_p10_error metric"):
+        frontier.levels_of(frontier.points(frontier.releases(old)), CFG, {})

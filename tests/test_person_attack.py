@@ -190,6 +190,11 @@ def test_the_informed_adversary_attacks_one_row_of_a_privtree_person(privtree_ch
     prior = bayes.prior_attack(
         np.full(grid.shape, 1.0 / grid.x.size / grid.y.size), grid, res["user"].to_numpy(), truth, 0.05, 64
     )
+    # the no-information reference the frontier levels the informed adversary against is this prior, scored
+    # at the same row; the population adversary's is scored at the person's nearest point, so it is smaller
+    np.testing.assert_allclose(res["prior_informed_expected_error"], prior["expected_error"], rtol=1e-12)
+    np.testing.assert_allclose(res["prior_informed_hit_r"], prior["hit_r"], rtol=1e-12)
+    assert res["prior_expected_error"].mean() < res["prior_informed_expected_error"].mean()
     # measured: hit mass 0.0117 against the prior's 0.0079, expected error 0.409 against 0.435
     assert res["informed_hit_r"].mean() > 1.3 * prior["hit_r"].mean()
     assert res["informed_expected_error"].mean() < prior["expected_error"].mean()

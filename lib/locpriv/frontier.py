@@ -245,9 +245,11 @@ def releases(summary: pd.DataFrame, adversary: str = "informed") -> pd.DataFrame
     Columns: dataset, n, declared_trust_model, mechanism, setting, label, rep, the utility metrics
     the summary has (:data:`UTILITIES`), the adversary's :data:`PRIVACY` metrics, the
     no-information adversary's ``no_info_expected_error`` and ``no_info_p10_error`` (NaN in an
-    older summary), ``epsilon_guaranteed`` (the person-level epsilon on a dataset with persons,
-    inf where unbounded) and ``guarantee`` (in words; "" in an older summary).  Releases whose
-    query was refused (no utility or no adversary error) are left out.  A summary without the
+    older summary; on person data, for the informed adversary, its ``prior_informed_*``: the prior
+    scored against the row the informed adversary attacks, not the person's nearest point),
+    ``epsilon_guaranteed`` (the person-level epsilon on a dataset with persons, inf where unbounded)
+    and ``guarantee`` (in words; "" in an older summary).  Releases whose query was refused (no
+    utility or no adversary error) are left out.  A summary without the
     adversary's metrics or without ``trust_model`` is refused with the fix.
     """
     prefix = ADVERSARIES[adversary]
@@ -272,6 +274,7 @@ def releases(summary: pd.DataFrame, adversary: str = "informed") -> pd.DataFrame
         **{u: u for u in UTILITIES},
         **{f"{prefix}_{p}": p for p in PRIVACY},
         **{f"prior_{p}": f"no_info_{p}" for p in NO_INFORMATION},
+        **({f"prior_informed_{p}": f"no_info_rows_{p}" for p in NO_INFORMATION} if adversary == "informed" else {}),
         "guarantee_epsilon": "epsilon_guaranteed",
         "guarantee_epsilon_person": "epsilon_person",
     }
@@ -293,6 +296,9 @@ def releases(summary: pd.DataFrame, adversary: str = "informed") -> pd.DataFrame
     persons = set(summary.loc[summary["metric"] == "guarantee_epsilon_person", "dataset"])
     on_persons = wide["dataset"].isin(persons)
     wide["epsilon_guaranteed"] = wide["epsilon_guaranteed"].where(~on_persons, wide.pop("epsilon_person"))
+    if adversary == "informed":  # persons: its error is to the attacked row, and so is its reference's
+        for p, column in NO_INFORMATION.items():
+            wide[column] = wide[column].where(~on_persons, wide.pop(f"no_info_rows_{p}"))
     wide = wide.dropna(subset=["expected_error"])
     wide = wide[wide[list(UTILITIES)].notna().any(axis=1)].reset_index(drop=True)
     wide["setting"], wide["label"] = _settings(wide, params)

@@ -431,7 +431,10 @@ def bayes_attack(
     (``Mechanism.informed_person_log_likelihood`` where a mechanism has one).  A release that tells the population
     adversary nothing (``Mechanism.population_learns_nothing``) has the prior as every posterior,
     formed once (``bayes.prior_attack``).  ``prior_expected_error``, ``prior_hit_r``: the no-information
-    adversary's (the prior as every posterior) on the same targets, the frontier's reference.
+    adversary's (the prior as every posterior) on the same targets, the frontier's reference, scored as the
+    population adversary is; on person data also ``prior_informed_expected_error``, ``prior_informed_hit_r``,
+    scored against the informed adversary's target row: a level of the informed adversary's frontier is a
+    fraction of this one, since the two adversaries' errors are measured to different points of a person.
     """
     mech = configured(run, bandwidth_json)
     grid = load_grid(grid_path)
@@ -514,6 +517,10 @@ def bayes_attack(
         columns["informed_max_log_ratio_person"] = person_stat
     columns["prior_expected_error"] = prior_only["expected_error"].to_numpy()
     columns["prior_hit_r"] = prior_only["hit_r"].to_numpy()
+    if targets.owner is not None:  # the same prior, scored where the informed adversary is: the attacked row
+        prior_rows = bayes.prior_attack(prior, grid, _ids(targets), target_rows(targets)[1], radius, batch)
+        columns["prior_informed_expected_error"] = prior_rows["expected_error"].to_numpy()
+        columns["prior_informed_hit_r"] = prior_rows["hit_r"].to_numpy()
     meta["informed_epsilon_person"] = _check_invariant(mech, run, record, targets, row_stat, person_stat, meta_json)
     out = pd.concat([result, pd.DataFrame(columns)], axis=1)
     io.write_parquet(_with_ids(out, targets), out_attack, metadata=meta)

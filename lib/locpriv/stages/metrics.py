@@ -103,12 +103,15 @@ def _utility_and_bayes(
 ) -> dict[str, float]:
     """The shared utility metrics (NaN for a refused query), the Bayes adversaries' means (population:
     ``bayes_*``, informed: ``informed_*``, the no-information adversary who knows only the prior:
-    ``prior_*``) with their tails (:func:`tail`) and the informed adversary's invariant statistic, the
+    ``prior_*``, and on person data ``prior_informed_*``, scored against the informed adversary's
+    target row) with their tails (:func:`tail`) and the informed adversary's invariant statistic, the
     largest over the attacked users (``informed_max_log_ratio``, beside ``guarantee_epsilon``; with
     persons also ``informed_max_log_ratio_person``, beside ``guarantee_epsilon_person``)."""
     nan = float("nan")
     adversaries = [("bayes", ""), ("informed", "informed_")]
     adversaries += [("prior", "prior_")] if "prior_expected_error" in bayes else []
+    # persons: the no-information reference scored against the informed adversary's target row
+    adversaries += [("prior_informed", "prior_informed_")] if "prior_informed_expected_error" in bayes else []
     values = {
         "range_mre": nan if dens is None else metrics.range_mre(dens, truth_d, grid, queries, int(n_users)),
         "hotspot_recall": nan if dens is None else metrics.hotspot_recall(dens, truth_d, int(hotspot_k)),
@@ -209,11 +212,16 @@ ATTACKED_COLUMNS = [
 ]
 
 
+def _person_prior(attack: pd.DataFrame) -> list[str]:
+    """A person file's no-information reference for the informed adversary (``prior_informed_*``)."""
+    return [c for c in ("prior_informed_expected_error", "prior_informed_hit_r") if c in attack]
+
+
 def attacked_users(*, metric_paths: list[str], attack_paths: list[str], out_parquet: str) -> None:
     """Every run's per-target Bayes results in one table: one row per run and attacked user (or person).
 
     Columns: the run's identity as in the summary (dataset, mechanism, trust_model, rep, its
-    parameters), ``user`` (and ``person``, ``points`` on person data) and :data:`ATTACKED_COLUMNS`
+    parameters), ``user`` (and ``person``, ``points``, ``prior_informed_*`` on person data) and :data:`ATTACKED_COLUMNS`
     (``bayes_*`` as ``expected_error``, ``hit_r``).  ``metric_paths[k]`` is the metrics table of
     the run whose attack file is ``attack_paths[k]``; the run's identity is read from it.  This is
     what the frontier's tail statistics (``exposed``, ``p10_error``) summarise, kept so a reader can
@@ -224,7 +232,7 @@ def attacked_users(*, metric_paths: list[str], attack_paths: list[str], out_parq
         ident = io.read_parquet_checked(metrics_path, LEAD + TAIL).iloc[:1]
         ident = ident.drop(columns=[c for c in ident if c in TAIL or c.startswith("guarantee_")])
         att = io.read_parquet_checked(attack_path, ["user", *ATTACKED_COLUMNS])
-        att = att[[c for c in ("user", "person", "points") if c in att] + ATTACKED_COLUMNS]
+        att = att[[c for c in ("user", "person", "points") if c in att] + ATTACKED_COLUMNS + _person_prior(att)]
         frames.append(ident.merge(att, how="cross"))
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*LEAD, "user"])
     for column in table.columns:  # a parameter some runs lack: text, as in the summary
@@ -254,6 +262,9 @@ METRIC_UNITS = {
     "prior_expected_error": "{u}",
     "prior_p10_error": "{u}",
     "prior_exposed": "fraction of users",
+    "prior_informed_expected_error": "{u}",
+    "prior_informed_p10_error": "{u}",
+    "prior_informed_exposed": "fraction of users",
     "guarantee_delta": "probability",
     "informed_max_log_ratio": "nats, per {u} if metric",
     "informed_max_log_ratio_person": "nats, per {u} if metric",
@@ -280,6 +291,8 @@ METRIC_ORDER = [
     "informed_exposed",
     "prior_expected_error",
     "prior_p10_error",
+    "prior_informed_expected_error",
+    "prior_informed_p10_error",
     "informed_max_log_ratio",
     "informed_max_log_ratio_person",
     "bayes_expected_error",
