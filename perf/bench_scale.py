@@ -10,8 +10,14 @@ stage's log-log growth exponent of CPU time (1 = linear in N) and the peak-RSS r
 largest sizes (memory bounded by the shard size keeps it near 1).
 
 Run:  python perf/bench_scale.py [--sizes 1000000 100000000] [--shard 1000000] [--workdir DIR] [--report-only]
+                                  [--cluster]
 A run is restartable: an existing workdir for a size is reused (snakemake resumes);
 --report-only runs nothing and reports the jobs logged so far (of a run still going, too).
+--cluster (root, Debian's SLURM packages): the same run submitted through a two-node SLURM cluster on
+this machine (tools/slurm-localhost.sh with SLURM_NODES=2: each node a slurmd in its own network, host
+name and /tmp; the workdir shared as a site shares its filesystem) with the workflow's SLURM profile;
+the node each job ran on (sacct) is kept in <workdir>/n<N>/nodes.tsv and reported per stage.  The jobs'
+CPU time and peak RSS come from the same logs either way.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ import re
 import subprocess
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +43,20 @@ MECHANISMS = {
     "fedkde": {"n": "all", "h": 0.55},
     "laplace_ldp": {"n": "all", "h": 0.55, "epsilon": 4, "estimator": "deconv"},
 }
+SLURM = ROOT / "tools" / "slurm-localhost.sh"
+NODES = 2
+# the workflow's SLURM profile; status polled every 10 s (the plugin's default waits are for sites, and a
+# job chain of ten stages would wait minutes on them); successful jobs' SLURM logs kept: they map job ids
+# to rules for the node lists
+CLUSTER_RUN = [
+    "--workflow-profile",
+    str(ROOT / "workflow" / "profiles" / "slurm"),
+    "--slurm-init-seconds-before-status-checks",
+    "10",
+    "--seconds-between-status-checks",
+    "10",
+    "--slurm-keep-successful-logs",
+]
 LOG_LINE = re.compile(r"job finished: wall ([\d.]+) s, CPU ([\d.]+) s, peak RSS ([\d.]+) MB")
 
 
@@ -62,35 +83,71 @@ def stage_of(log: Path, logs: Path) -> str:
     return Path(rel[0]).stem
 
 
-def run(n: int, shard: int, workdir: Path) -> None:
+@contextmanager
+def slurm_cluster(workdir: Path):
+    """A two-node SLURM cluster for the duration of the block (started fresh, always stopped): its state
+    under <workdir>/slurm, the workdir, the code and the Python shared with the nodes."""
+    base = workdir.resolve() / "slurm"
+    base.mkdir(parents=True, exist_ok=True)
+    for folder in (workdir.resolve(), base):  # MariaDB runs as user mysql
+        folder.chmod(0o755)
+    shared = ":".join(str(p) for p in sorted({ROOT, Path(sys.prefix), Path(sys.base_prefix), workdir.resolve()}))
+    env = {**os.environ, "SLURM_BASE": str(base), "SLURM_NODES": str(NODES), "SLURM_SHARED_TMP": shared}
+    subprocess.run([str(SLURM), "start"], env=env, check=True, stdout=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        subprocess.run([str(SLURM), "stop"], env=env, stdout=subprocess.DEVNULL, check=False)
+
+
+def record_nodes(wd: Path) -> None:
+    """Append to nodes.tsv (SLURM job id, rule or group, state, node list) every cluster job of this
+    invocation: sacct knows the nodes, the plugin's log folder (.snakemake/slurm_logs/rule_<name>/...
+    /<job id>.log) the rule.  A restarted cluster forgets its jobs, so each invocation records its own."""
+    out = subprocess.run(
+        ["sacct", "-n", "-X", "-P", "-o", "JobID,State,NodeList"], capture_output=True, text=True, check=True
+    ).stdout
+    sacct = {job: (state.split()[0], nodes) for job, state, nodes in (line.split("|") for line in out.split())}
+    logs = wd / ".snakemake" / "slurm_logs"
+    rules = {log.stem: log.relative_to(logs).parts[0] for log in logs.rglob("*.log")} if logs.exists() else {}
+    with (wd / "nodes.tsv").open("a") as fh:
+        for job, (state, nodes) in sorted(sacct.items(), key=lambda kv: int(kv[0].split("_")[0])):
+            fh.write(f"{job}\t{rules.get(job, '?')}\t{state}\t{nodes}\n")
+
+
+def run(n: int, shard: int, workdir: Path, on_cluster: bool) -> None:
     """Run (or resume) the workflow at N users; one line per invocation in invocations.txt."""
     wd = workdir / f"n{n}"
     wd.mkdir(parents=True, exist_ok=True)
     (wd / "config.yaml").write_text(yaml.safe_dump(config(n, shard)))
     t = time.perf_counter()
     # resume by file times only: a changed default param or script would otherwise redo an hour of 10^8 jobs
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
+    command += CLUSTER_RUN if on_cluster else ["--cores", "2"]
+    command += ["--rerun-incomplete", "--rerun-triggers=mtime", "results/summary/metrics.parquet"]
     with (wd / "snakemake.log").open("a") as err:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "snakemake",
-                "--snakefile",
-                str(ROOT / "Snakefile"),
-                "--cores",
-                "2",
-                "--rerun-incomplete",
-                "--rerun-triggers=mtime",
-                "results/summary/metrics.parquet",
-            ],
-            cwd=wd,
-            check=True,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
+        done = subprocess.run(command, cwd=wd, check=False, stdout=subprocess.DEVNULL, stderr=err)
     total = time.perf_counter() - t
+    if on_cluster:  # a failed invocation's jobs too: the cluster is restarted, and forgets them
+        record_nodes(wd)
+    done.check_returncode()
     with (wd / "invocations.txt").open("a") as fh:  # a resumed run's invocations add up
-        fh.write(f"wall {total:.1f} s, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end\n")
+        where = f"through SLURM ({NODES} nodes)" if on_cluster else "local"
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        fh.write(f"{where}: wall {total:.1f} s, load average {load} at the end\n")
+
+
+def node_report(wd: Path) -> None:
+    """Per rule (or group): its cluster jobs per node, from nodes.tsv."""
+    if not (wd / "nodes.tsv").exists():
+        return
+    per_rule: dict[str, Counter] = defaultdict(Counter)
+    for line in (wd / "nodes.tsv").read_text().splitlines():
+        _, rule, state, nodes = line.split("\t")
+        per_rule[rule][f"{nodes} {state}"] += 1
+    print("\ncluster jobs per rule (node, state: jobs):")
+    for rule, counts in sorted(per_rule.items()):
+        print(f"  {rule:<40}" + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())))
 
 
 def stages_of(wd: Path) -> dict[str, Stage]:
@@ -173,16 +230,22 @@ def main() -> None:
     ap.add_argument(
         "--report-only", action="store_true", help="run nothing: report the jobs finished so far in the workdirs"
     )
+    ap.add_argument("--cluster", action="store_true", help="submit through a two-node SLURM cluster on this machine")
     args = ap.parse_args()
     results, walls = {}, {}
     for n in sorted(args.sizes):
         if not args.report_only:
-            run(n, args.shard, args.workdir)
+            if args.cluster:
+                with slurm_cluster(args.workdir):
+                    run(n, args.shard, args.workdir, on_cluster=True)
+            else:
+                run(n, args.shard, args.workdir, on_cluster=False)
         wd = args.workdir / f"n{n}"
         invocations = (wd / "invocations.txt").read_text().splitlines() if (wd / "invocations.txt").exists() else []
         walls[n] = "; ".join(invocations) or "no invocation finished yet (the jobs logged so far)"
         results[n] = stages_of(wd)
         report({n: results[n]}, walls)
+        node_report(wd)
     if len(results) > 1:
         report(results, walls)
 
