@@ -1,6 +1,7 @@
 """The adversaries across releases: the cross-release Bayes adversary (adversary.linkage) and Xu et al.'s
 trajectory recovery from aggregate counts (adversary.trajectory_recovery).  Small synthetic, seconds."""
 
+import copy
 from collections import namedtuple
 
 import numpy as np
@@ -9,11 +10,13 @@ import pytest
 from scipy import stats
 
 from conftest import TINY, run_snakemake, write_config
+from locpriv import config as lpconfig
 from locpriv.adversary import bayes, likelihoods, linkage
 from locpriv.adversary import trajectory_recovery as tr
 from locpriv.datasets import windows
 from locpriv.domain import Domain, Grid
 from locpriv.seeding import rng
+from locpriv.stages import linkage as stage
 
 GRID = Grid.regular(Domain(-3, 3, -3, 3), 24, 20)
 
@@ -137,6 +140,88 @@ def test_windowed_settings_group_a_settings_windows_in_time_order():
     grouped = windows.windowed_settings(runs, datasets)
     assert list(grouped) == [("walk", "zero", "n~all", 0), ("walk", "zero", "n~all", 1)]
     assert [r.dataset for r in grouped[("walk", "zero", "n~all", 1)]] == ["walk.w000", "walk.w001", "walk.w002"]
+
+
+def test_frontier_releases_carry_trust_model_and_epsilon_by_k(tmp_path):
+    """summary/frontier_releases.csv (stages.linkage.linkage_summary): on a synthetic trajectory config with
+    releases (3 daily windows, 3 rows a person a day), each setting's cross-release curves by k carry its trust
+    model and the person-level epsilon of its first k releases as the ledger prices them (laplace_ldp at
+    epsilon 1 a row: 3 a window; privtree at add/remove 1 a row: 6), the recovery its T; the exact counts are
+    listed under ``none``."""
+    cfg = copy.deepcopy(TINY)
+    cfg["datasets"] = {
+        "walk": {
+            "source": "synthetic",
+            "pattern": "gauss9",
+            "n_users": 20,
+            "bbox": [-3, 3, -3, 3],
+            "trajectory": {"days": 3, "per_day": 3},
+            "releases": {"window": "1d"},
+        }
+    }
+    cfg["experiments"] = {
+        "density": {
+            "datasets": ["walk"],
+            "reps": 2,
+            "mechanisms": {"laplace_ldp": {"n": "all", "h": 0.55, "epsilon": 1.0}, "privtree": {"epsilon": 1.0}},
+        }
+    }
+    runs = lpconfig.check_startup(cfg, None)
+    windowed = windows.windowed_settings(runs, cfg["datasets"])
+    guarantees = stage.setting_guarantees(cfg, windowed)
+    assert {g["mechanism"]: g["epsilon_person_windows"] for g in guarantees} == {
+        "laplace_ldp": [3.0, 3.0, 3.0],
+        "privtree": [6.0, 6.0, 6.0],
+    }
+    home = GRID.x[[3, 12, 20]][:, None].repeat(2, axis=1)
+    bayes_runs, bayes_paths, recovery_runs, recovery_paths = [], [], [], []
+    for dataset, mechanism, setting, rep in windowed:
+        curve = linkage.curve(
+            np.full(GRID.shape, 1 / GRID.x.size / GRID.y.size),
+            laplace_windows(home, 3, 3, 1.0, f"{mechanism} {rep}"),
+            GRID,
+            home,
+            0.75,
+        )
+        bayes_paths.append(str(tmp_path / f"{mechanism}-{rep}.parquet"))
+        pd.concat([curve.assign(adversary=a) for a in ("population", "informed")]).to_parquet(bayes_paths[-1])
+        recovery_paths.append(str(tmp_path / f"{mechanism}-{rep}-recovery.parquet"))
+        pd.DataFrame([{"persons": 3, "slots": 3, "accuracy": 0.5 + rep / 10}]).to_parquet(recovery_paths[-1])
+        bayes_runs.append({"dataset": dataset, "mechanism": mechanism, "setting": setting, "rep": rep})
+        recovery_runs.append(bayes_runs[-1])
+    recovery_paths.append(str(tmp_path / "exact.parquet"))
+    pd.DataFrame([{"persons": 3, "slots": 3, "accuracy": 1.0}]).to_parquet(recovery_paths[-1])
+    recovery_runs.append({"dataset": "walk", "mechanism": "exact", "setting": "exact", "rep": 0})
+    out = {name: str(tmp_path / f"{name}.csv") for name in ("bayes", "recovery", "frontier")}
+    stage.linkage_summary(
+        bayes_runs=bayes_runs,
+        bayes_paths=bayes_paths,
+        recovery_runs=recovery_runs,
+        recovery_paths=recovery_paths,
+        out_bayes=out["bayes"],
+        out_recovery=out["recovery"],
+        out_plot=str(tmp_path / "cross_release.png"),
+        out_frontier=out["frontier"],
+        guarantees=guarantees,
+        dpi=40,
+    )
+    table = pd.read_csv(out["frontier"])
+    curves = (
+        table[table["attack"] == "cross_release_bayes_informed"].set_index(["mechanism", "metric", "k"]).sort_index()
+    )
+    assert curves.loc[("laplace_ldp", "exposed"), "guarantee_epsilon_person"].tolist() == [0, 3, 6, 9]
+    assert curves.loc[("privtree", "exposed"), "guarantee_epsilon_person"].tolist() == [0, 6, 12, 18]
+    assert set(zip(table["mechanism"], table["trust_model"], strict=True)) == {
+        ("laplace_ldp", "local"),
+        ("privtree", "central"),
+        ("exact", "none"),
+    }
+    found = table[(table["attack"] == "trajectory_recovery") & (table["metric"] == "accuracy")].set_index("mechanism")
+    assert found["k"].tolist() == [3, 3, 3]
+    assert found.loc["laplace_ldp", "mean"] == pytest.approx(0.55) and found.loc["laplace_ldp", "reps"] == 2
+    assert found.loc["exact", "guarantee_epsilon_person"] == np.inf
+    bayes_table = pd.read_csv(out["bayes"])
+    assert len(table[table["attack"].str.startswith("cross_release")]) == len(bayes_table)
 
 
 @pytest.mark.workflow
