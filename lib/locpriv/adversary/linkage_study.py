@@ -14,6 +14,16 @@ mechanism's per-slot maps, and on the population density in every slot (``popula
 no-information reference, what chance gives on this pattern).  The table gives the mean and the 95 %
 t-interval over the replications (``frontier.t_interval``).  The workflow's stages (``stages.linkage``)
 compute the same quantities from the runs' files, one setting and repetition a job.
+
+``--geolife <csv>`` measures the same on Geolife (docs/results/geolife_over_time.md): the ``--windows`` windows
+of ``--window`` from Monday 2008-10-20, a person capped at ``--cap`` rows a window (``heatmaps.continual_compare.
+geolife_window_rows``, as the ingest caps a window), every person of those windows attacked, and every mechanism
+at the same person-level epsilon a window (``--epsilon-person``, priced as the ledger prices it: ``row_epsilon``).
+The data are fixed; each replication is an independent release of every window.  The per-window likelihoods are
+the workflow stage's own (``linkage.window_log_likelihoods``): the population adversary combines all of a person's
+rows in a window, the informed one a single target row.  A Geolife person is in some windows only; Xu et al.'s
+attack needs every person in every slot, so it runs on the ``--slots`` consecutive windows with the most persons
+present in all of them (``stretch``), scored on those persons; the maps it reads are the windows' whole releases.
 """
 
 from __future__ import annotations
