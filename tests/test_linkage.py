@@ -262,3 +262,51 @@ def test_linkage_stages_run_end_to_end(tmp_path):
     assert found.loc[("exact", "accuracy"), "mean"] > 0.2
     assert ("laplace_ldp", "accuracy") in found.index
     assert (wd / "results/plots/cross_release.png").exists()
+
+
+def test_geolife_study_prices_mechanisms_alike_and_runs_on_windows_with_comings_and_goings():
+    """locpriv.adversary.linkage_study's Geolife path on small synthetic windows: every mechanism gets the per-row
+    epsilon at which the ledger charges one window the same person-level epsilon (laplace_ldp: 20 / 20 rows;
+    privtree, add/remove: 20 / 40); the recovery's stretch is the run of windows the most persons share; a
+    replication gives k = 0..T curves starting at the prior and the recovery of the exact counts, the density
+    and the mechanism's maps."""
+    from locpriv import ledger
+    from locpriv.adversary import linkage_study as study
+
+    assert study.row_epsilon("laplace_ldp", {"h": 1000.0}, 20.0, 20) == pytest.approx(1.0)
+    assert study.row_epsilon("privtree", {}, 20.0, 20) == pytest.approx(0.5)
+    spec = {"source": "points", "user_column": "user", "max_points_per_person": 20}
+    charged = ledger.person_record(spec, "privtree", {"epsilon": 0.5}, diameter=np.inf)["epsilon"]
+    assert charged == pytest.approx(20.0)
+    gen = rng(5, "geolife study test")
+    present = [range(0, 12), range(2, 14), range(2, 14), range(6, 20)]  # persons 6..11 are in all four
+    windows = [
+        pd.DataFrame({"source_user": np.repeat(list(p), 2), "x": gen.uniform(-3, 3, 2 * len(p)), "y": 0.0})
+        for p in present
+    ]
+    for w in windows:
+        w["y"] = gen.uniform(-3, 3, len(w))
+    first, persons = study.stretch(windows, 2)
+    assert first == 1 and persons.tolist() == list(range(2, 14))
+    grid = Grid.regular(Domain(-3, 3, -3, 3), 8, 8)
+    chosen = np.arange(20)
+    every = pd.concat(windows, ignore_index=True)
+    home = linkage.home_cells(every[["x", "y"]].to_numpy(), every["source_user"].to_numpy(), 20, grid)
+    curves, found = study.geolife_replication(
+        0,
+        windows=windows,
+        starts=pd.date_range("2008-10-20", periods=4, freq="7D", tz="UTC"),
+        grid=grid,
+        prior=np.full(grid.shape, 1 / 64),
+        home=home,
+        chosen=chosen,
+        epsilons=[20.0],
+        cap=2,
+        slots=2,
+        seed=1,
+        names=["laplace_ldp"],
+    )
+    assert sorted(curves["k"].unique()) == [0, 1, 2, 3, 4]
+    assert np.allclose(curves.loc[curves["k"] == 0, "expected_error_fraction"], 1.0)
+    assert set(found["release"]) == {"exact", "population", "laplace_ldp"}
+    assert found.set_index("release").loc["exact", "accuracy"] > 0

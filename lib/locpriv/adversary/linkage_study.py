@@ -134,7 +134,14 @@ def _intervals(runs, keys: list[str], slots: int) -> pd.DataFrame:
 
 
 #: the Geolife study's mechanisms and their parameters other than epsilon (x, y in metres: h is a KDE bandwidth)
-GEOLIFE_MECHANISMS = {"laplace_ldp": {"h": 1000.0}, "privtree": {}, "heatmap_flat": {"depth": 4}}
+GEOLIFE_MECHANISMS = {
+    "laplace_ldp": {"h": 1000.0},
+    "privtree": {},
+    "heatmap_flat": {"depth": 4},
+    "hdg": {},
+    "dp_heatmap": {"depth": 4},
+}
+GEOLIFE_DEFAULT = ["laplace_ldp", "privtree", "heatmap_flat"]
 
 
 def row_epsilon(name: str, params: dict, epsilon_person: float, cap: int) -> float:
@@ -153,7 +160,9 @@ def stretch(windows: list[pd.DataFrame], slots: int) -> tuple[int, np.ndarray]:
     return best, np.array(sorted(set.intersection(*present[best : best + slots])))
 
 
-def geolife_replication(rep: int, *, windows, starts, grid: Grid, prior, home, chosen, epsilons, cap, slots, seed):
+def geolife_replication(
+    rep: int, *, windows, starts, grid: Grid, prior, home, chosen, epsilons, cap, slots, seed, names
+):
     """One replication (independent noise, the same data) of every mechanism at every person-level epsilon per
     window: (k-curve rows, recovery rows), as ``replication`` on synthetic data."""
     first, present = stretch(windows, slots)
@@ -179,7 +188,8 @@ def geolife_replication(rep: int, *, windows, starts, grid: Grid, prior, home, c
     curves = []
     r = 3 * max(grid.x[1] - grid.x[0], grid.y[1] - grid.y[0])  # adversary.r's default, 3 cells
     for epsilon_person in epsilons:
-        for name, params in GEOLIFE_MECHANISMS.items():
+        for name in names:
+            params = GEOLIFE_MECHANISMS[name]
             epsilon = row_epsilon(name, params, epsilon_person, cap)
             maps, log_liks = [], {"population": [], "informed": []}
             for t, w in enumerate(windows):
@@ -216,7 +226,17 @@ def geolife_replication(rep: int, *, windows, starts, grid: Grid, prior, home, c
 
 
 def geolife_study(
-    path: str, *, reps: int, window: str, count: int, cap: int, epsilons, cells: int, slots: int, seed: int
+    path: str,
+    *,
+    reps: int,
+    window: str,
+    count: int,
+    cap: int,
+    epsilons,
+    cells: int,
+    slots: int,
+    seed: int,
+    names=tuple(GEOLIFE_DEFAULT),
 ) -> pd.DataFrame:
     """Both attacks on the Geolife file's ``count`` windows of ``window`` from 2008-10-20 (a person capped at ``cap``
     rows a window), every person of the year attacked, ``reps`` independent releases; ``epsilons``: person-level
@@ -245,6 +265,7 @@ def geolife_study(
             cap=cap,
             slots=slots,
             seed=seed,
+            names=names,
         )
         for rep in range(reps)
     ]
@@ -269,6 +290,9 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--cells", type=int, default=40, help="Geolife: grid cells per side")
     parser.add_argument("--slots", type=int, default=8, help="Geolife: consecutive windows the recovery links")
+    parser.add_argument(
+        "--mechanisms", nargs="+", default=GEOLIFE_DEFAULT, choices=sorted(GEOLIFE_MECHANISMS), help="Geolife"
+    )
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args(argv)
     if args.geolife:
@@ -282,6 +306,7 @@ def main(argv=None) -> None:
             cells=args.cells,
             slots=args.slots,
             seed=args.seed,
+            names=args.mechanisms,
         )
     else:
         table = study(reps=args.reps, persons=args.persons, days=args.days, per_day=args.per_day, stay=args.stay)
