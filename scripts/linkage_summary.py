@@ -11,5 +11,7 @@ with logged(snakemake):
         out_bayes=o.bayes,
         out_recovery=o.recovery,
         out_plot=o.png,
+        out_frontier=o.frontier,
+        guarantees=p.guarantees,
         dpi=p.dpi,
     )

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import ROOT, TINY
+from conftest import DATA, TINY
 from locpriv import config as lpconfig
 from locpriv import ledger
 from locpriv.audit.estimator import audit_samples
@@ -179,37 +179,55 @@ def test_continual_release_runs_end_to_end_with_the_same_bytes_for_any_cores(tmp
     assert len(outputs[0]) == 6 and outputs[0] == outputs[1]
 
 
-GEOLIFE = ROOT.parent / "shared/data/geolife_beijing/geolife_beijing_1min.csv.gz"
+GEOLIFE = DATA / "geolife_beijing/geolife_beijing_1min.csv.gz"
 
 
 @pytest.mark.workflow
 @pytest.mark.heavy
-@pytest.mark.skipif(not GEOLIFE.exists(), reason="needs the Geolife file in ../shared/data")
-def test_continual_release_on_geolife_weeks(tmp_path):
-    """Geolife's first 3 weeks from 2008-10-20, a person capped at 20 rows a week, one heatmap_flat tree (central:
-    one shard) and one distributed (shards of 1,000): 3 weekly ingests of the whole file, 2 trees charged at
-    2 x 20 x 3 x 0.01 = 1.2 each (about 2 min, hence heavy)."""
+@pytest.mark.skipif(not GEOLIFE.exists(), reason="needs the Geolife file in ../shared/data (or $LOCPRIV_DATA)")
+def test_continual_release_and_linkage_on_geolife_weeks(tmp_path):
+    """Geolife's first 3 weeks from 2008-10-20, a person capped at 20 rows a week: one heatmap_flat tree (central:
+    one shard) and one distributed (shards of 1,000), 2 trees charged at 2 x 20 x 3 x 0.01 = 1.2 each; and the
+    same weeks released window by window (laplace_ldp and privtree at person-level epsilon 20 a week) with the
+    adversaries across releases (workflow/rules/linkage.smk): both attacks' summaries, their rows by k with the
+    ledger's person-level epsilon after k weeks (summary/frontier_releases.csv), the exact weekly places
+    recovered at least as well as a noisy map's.  A few minutes, hence heavy; the year is
+    docs/results/geolife_over_time.md."""
     from conftest import run_snakemake, write_config
 
+    geolife = {
+        "source": "points",
+        "path": str(GEOLIFE),
+        "lonlat_bbox": [116.15, 116.60, 39.75, 40.10],
+        "user_column": "user",
+        "time_column": "timestamp_utc",
+        "max_points_per_person": 20,
+    }
+    weeks = {"window": "1w", "start": "2008-10-20", "count": 3}
     cfg = copy.deepcopy(TINY)
     cfg["datasets"] = {
-        "geolife": {
-            "source": "points",
-            "path": str(GEOLIFE),
-            "lonlat_bbox": [116.15, 116.60, 39.75, 40.10],
-            "user_column": "user",
-            "time_column": "timestamp_utc",
-            "max_points_per_person": 20,
-            "releases": {"window": "1w", "start": "2008-10-20", "count": 3, "mode": "continual"},
-        }
+        "geolife": {**geolife, "releases": {**weeks, "mode": "continual"}},
+        "geolife_weekly": {**geolife, "knn_k": 50, "releases": weeks},
     }
     mechanisms = {"heatmap_flat": {"epsilon": 0.01, "depth": 5, "shard_size": [10**6, 1000]}}
-    cfg["experiments"] = {"weeks": {"datasets": ["geolife"], "reps": 1, "mechanisms": mechanisms}}
+    weekly = {"laplace_ldp": {"n": "all", "h": 1000, "epsilon": 1.0}, "privtree": {"epsilon": 0.5}}
+    cfg["experiments"] = {
+        "weeks": {"datasets": ["geolife"], "reps": 1, "mechanisms": mechanisms},
+        "weekly": {"datasets": ["geolife_weekly"], "reps": 2, "mechanisms": weekly},
+    }
     wd = tmp_path / "wd"
     wd.mkdir()
     write_config(wd, cfg)
     proc = run_snakemake(wd, "--cores", "2")
     assert "geolife.json: 2 new release(s) charged; person-level epsilon 2.4," in proc.stdout + proc.stderr
     summary = pd.read_csv(wd / "results/summary/continual.csv")
-    assert len(summary) == 6 and (summary["guarantee_epsilon_person"] == pytest.approx(1.2)).all()
+    assert len(summary) == 6 and np.allclose(summary["guarantee_epsilon_person"], 1.2)  # Series == approx is False
     assert (summary["rows"] > 0).all()
+    by_k = pd.read_csv(wd / "results/summary/frontier_releases.csv")
+    curves = by_k[(by_k["attack"] == "cross_release_bayes_informed") & (by_k["metric"] == "expected_error_fraction")]
+    assert sorted(curves["k"].unique()) == [0, 1, 2, 3]
+    assert (curves["guarantee_epsilon_person"] == 20 * curves["k"]).all()
+    assert np.allclose(curves.loc[curves["k"] == 0, "mean"], 1.0)
+    found = by_k[(by_k["attack"] == "trajectory_recovery") & (by_k["metric"] == "accuracy")].set_index("mechanism")
+    assert set(found.index) == {"exact", "laplace_ldp", "privtree"} and (found["k"] == 3).all()
+    assert found.loc["exact", "mean"] >= found.loc["laplace_ldp", "mean"]

@@ -1,6 +1,7 @@
 """The adversaries across releases: the cross-release Bayes adversary (adversary.linkage) and Xu et al.'s
 trajectory recovery from aggregate counts (adversary.trajectory_recovery).  Small synthetic, seconds."""
 
+import copy
 from collections import namedtuple
 
 import numpy as np
@@ -9,11 +10,13 @@ import pytest
 from scipy import stats
 
 from conftest import TINY, run_snakemake, write_config
+from locpriv import config as lpconfig
 from locpriv.adversary import bayes, likelihoods, linkage
 from locpriv.adversary import trajectory_recovery as tr
 from locpriv.datasets import windows
 from locpriv.domain import Domain, Grid
 from locpriv.seeding import rng
+from locpriv.stages import linkage as stage
 
 GRID = Grid.regular(Domain(-3, 3, -3, 3), 24, 20)
 
@@ -139,6 +142,88 @@ def test_windowed_settings_group_a_settings_windows_in_time_order():
     assert [r.dataset for r in grouped[("walk", "zero", "n~all", 1)]] == ["walk.w000", "walk.w001", "walk.w002"]
 
 
+def test_frontier_releases_carry_trust_model_and_epsilon_by_k(tmp_path):
+    """summary/frontier_releases.csv (stages.linkage.linkage_summary): on a synthetic trajectory config with
+    releases (3 daily windows, 3 rows a person a day), each setting's cross-release curves by k carry its trust
+    model and the person-level epsilon of its first k releases as the ledger prices them (laplace_ldp at
+    epsilon 1 a row: 3 a window; privtree at add/remove 1 a row: 6), the recovery its T; the exact counts are
+    listed under ``none``."""
+    cfg = copy.deepcopy(TINY)
+    cfg["datasets"] = {
+        "walk": {
+            "source": "synthetic",
+            "pattern": "gauss9",
+            "n_users": 20,
+            "bbox": [-3, 3, -3, 3],
+            "trajectory": {"days": 3, "per_day": 3},
+            "releases": {"window": "1d"},
+        }
+    }
+    cfg["experiments"] = {
+        "density": {
+            "datasets": ["walk"],
+            "reps": 2,
+            "mechanisms": {"laplace_ldp": {"n": "all", "h": 0.55, "epsilon": 1.0}, "privtree": {"epsilon": 1.0}},
+        }
+    }
+    runs = lpconfig.check_startup(cfg, None)
+    windowed = windows.windowed_settings(runs, cfg["datasets"])
+    guarantees = stage.setting_guarantees(cfg, windowed)
+    assert {g["mechanism"]: g["epsilon_person_windows"] for g in guarantees} == {
+        "laplace_ldp": [3.0, 3.0, 3.0],
+        "privtree": [6.0, 6.0, 6.0],
+    }
+    home = GRID.x[[3, 12, 20]][:, None].repeat(2, axis=1)
+    bayes_runs, bayes_paths, recovery_runs, recovery_paths = [], [], [], []
+    for dataset, mechanism, setting, rep in windowed:
+        curve = linkage.curve(
+            np.full(GRID.shape, 1 / GRID.x.size / GRID.y.size),
+            laplace_windows(home, 3, 3, 1.0, f"{mechanism} {rep}"),
+            GRID,
+            home,
+            0.75,
+        )
+        bayes_paths.append(str(tmp_path / f"{mechanism}-{rep}.parquet"))
+        pd.concat([curve.assign(adversary=a) for a in ("population", "informed")]).to_parquet(bayes_paths[-1])
+        recovery_paths.append(str(tmp_path / f"{mechanism}-{rep}-recovery.parquet"))
+        pd.DataFrame([{"persons": 3, "slots": 3, "accuracy": 0.5 + rep / 10}]).to_parquet(recovery_paths[-1])
+        bayes_runs.append({"dataset": dataset, "mechanism": mechanism, "setting": setting, "rep": rep})
+        recovery_runs.append(bayes_runs[-1])
+    recovery_paths.append(str(tmp_path / "exact.parquet"))
+    pd.DataFrame([{"persons": 3, "slots": 3, "accuracy": 1.0}]).to_parquet(recovery_paths[-1])
+    recovery_runs.append({"dataset": "walk", "mechanism": "exact", "setting": "exact", "rep": 0})
+    out = {name: str(tmp_path / f"{name}.csv") for name in ("bayes", "recovery", "frontier")}
+    stage.linkage_summary(
+        bayes_runs=bayes_runs,
+        bayes_paths=bayes_paths,
+        recovery_runs=recovery_runs,
+        recovery_paths=recovery_paths,
+        out_bayes=out["bayes"],
+        out_recovery=out["recovery"],
+        out_plot=str(tmp_path / "cross_release.png"),
+        out_frontier=out["frontier"],
+        guarantees=guarantees,
+        dpi=40,
+    )
+    table = pd.read_csv(out["frontier"])
+    curves = (
+        table[table["attack"] == "cross_release_bayes_informed"].set_index(["mechanism", "metric", "k"]).sort_index()
+    )
+    assert curves.loc[("laplace_ldp", "exposed"), "guarantee_epsilon_person"].tolist() == [0, 3, 6, 9]
+    assert curves.loc[("privtree", "exposed"), "guarantee_epsilon_person"].tolist() == [0, 6, 12, 18]
+    assert set(zip(table["mechanism"], table["trust_model"], strict=True)) == {
+        ("laplace_ldp", "local"),
+        ("privtree", "central"),
+        ("exact", "none"),
+    }
+    found = table[(table["attack"] == "trajectory_recovery") & (table["metric"] == "accuracy")].set_index("mechanism")
+    assert found["k"].tolist() == [3, 3, 3]
+    assert found.loc["laplace_ldp", "mean"] == pytest.approx(0.55) and found.loc["laplace_ldp", "reps"] == 2
+    assert found.loc["exact", "guarantee_epsilon_person"] == np.inf
+    bayes_table = pd.read_csv(out["bayes"])
+    assert len(table[table["attack"].str.startswith("cross_release")]) == len(bayes_table)
+
+
 @pytest.mark.workflow
 @pytest.mark.heavy
 def test_linkage_stages_run_end_to_end(tmp_path):
@@ -177,3 +262,51 @@ def test_linkage_stages_run_end_to_end(tmp_path):
     assert found.loc[("exact", "accuracy"), "mean"] > 0.2
     assert ("laplace_ldp", "accuracy") in found.index
     assert (wd / "results/plots/cross_release.png").exists()
+
+
+def test_geolife_study_prices_mechanisms_alike_and_runs_on_windows_with_comings_and_goings():
+    """locpriv.adversary.linkage_study's Geolife path on small synthetic windows: every mechanism gets the per-row
+    epsilon at which the ledger charges one window the same person-level epsilon (laplace_ldp: 20 / 20 rows;
+    privtree, add/remove: 20 / 40); the recovery's stretch is the run of windows the most persons share; a
+    replication gives k = 0..T curves starting at the prior and the recovery of the exact counts, the density
+    and the mechanism's maps."""
+    from locpriv import ledger
+    from locpriv.adversary import linkage_study as study
+
+    assert study.row_epsilon("laplace_ldp", {"h": 1000.0}, 20.0, 20) == pytest.approx(1.0)
+    assert study.row_epsilon("privtree", {}, 20.0, 20) == pytest.approx(0.5)
+    spec = {"source": "points", "user_column": "user", "max_points_per_person": 20}
+    charged = ledger.person_record(spec, "privtree", {"epsilon": 0.5}, diameter=np.inf)["epsilon"]
+    assert charged == pytest.approx(20.0)
+    gen = rng(5, "geolife study test")
+    present = [range(0, 12), range(2, 14), range(2, 14), range(6, 20)]  # persons 6..11 are in all four
+    windows = [
+        pd.DataFrame({"source_user": np.repeat(list(p), 2), "x": gen.uniform(-3, 3, 2 * len(p)), "y": 0.0})
+        for p in present
+    ]
+    for w in windows:
+        w["y"] = gen.uniform(-3, 3, len(w))
+    first, persons = study.stretch(windows, 2)
+    assert first == 1 and persons.tolist() == list(range(2, 14))
+    grid = Grid.regular(Domain(-3, 3, -3, 3), 8, 8)
+    chosen = np.arange(20)
+    every = pd.concat(windows, ignore_index=True)
+    home = linkage.home_cells(every[["x", "y"]].to_numpy(), every["source_user"].to_numpy(), 20, grid)
+    curves, found = study.geolife_replication(
+        0,
+        windows=windows,
+        starts=pd.date_range("2008-10-20", periods=4, freq="7D", tz="UTC"),
+        grid=grid,
+        prior=np.full(grid.shape, 1 / 64),
+        home=home,
+        chosen=chosen,
+        epsilons=[20.0],
+        cap=2,
+        slots=2,
+        seed=1,
+        names=["laplace_ldp"],
+    )
+    assert sorted(curves["k"].unique()) == [0, 1, 2, 3, 4]
+    assert np.allclose(curves.loc[curves["k"] == 0, "expected_error_fraction"], 1.0)
+    assert set(found["release"]) == {"exact", "population", "laplace_ldp"}
+    assert found.set_index("release").loc["exact", "accuracy"] > 0

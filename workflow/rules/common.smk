@@ -20,6 +20,7 @@ from locpriv.datasets import ingest as lpingest
 from locpriv.datasets import windows as lpwindows
 from locpriv.fingerprint import code_fingerprint, code_label
 from locpriv.stages import continual as lpcontinual
+from locpriv.stages import linkage as lplinkage
 from locpriv.stages import utility as lputility
 
 try:
@@ -565,7 +566,11 @@ def first_window(path):
 def linkage_targets():
     if not WINDOWED:
         return []
-    names = ["summary/cross_release_bayes.csv", "summary/trajectory_recovery.csv"]
+    names = [
+        "summary/cross_release_bayes.csv",
+        "summary/trajectory_recovery.csv",
+        "summary/frontier_releases.csv",
+    ]
     return [results(n) for n in (*names, "plots/cross_release.png")]
 
 

@@ -98,6 +98,8 @@ if WINDOWED:
         output:
             bayes=results("summary/cross_release_bayes.csv"),
             recovery=results("summary/trajectory_recovery.csv"),
+            # both attacks per k with each setting's trust model and person-level epsilon after k releases
+            frontier=results("summary/frontier_releases.csv"),
             png=report(
                 results("plots/cross_release.png"),
                 caption="../report/cross_release.rst",
@@ -112,6 +114,7 @@ if WINDOWED:
         params:
             bayes_runs=linkage_files("cross_release_bayes.parquet")[1],
             recovery_runs=linkage_files("recovery.parquet")[1] + exact_files()[1],
+            guarantees=lplinkage.setting_guarantees(config, WINDOWED),
             dpi=config["plots"].get("dpi", 110),
             code=code_fingerprint("locpriv.stages.linkage"),
         script:

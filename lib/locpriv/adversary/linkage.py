@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..domain import Grid
-from . import bayes
+from . import bayes, informed
 from .likelihoods import cell_of
 
 CURVE_COLUMNS = [
@@ -100,3 +100,36 @@ def summarise(per_person: pd.DataFrame) -> pd.DataFrame:
     out["prior_expected_error"] = prior_error
     out["expected_error_fraction"] = out["expected_error"] / prior_error
     return out[CURVE_COLUMNS]
+
+
+def window_log_likelihoods(mech, view_of, rows, everybody, chosen, grid: Grid, prior, batch: int):
+    """One window's (n_persons, P, Q) log-likelihoods of the population and the informed adversary (zeros for
+    a person absent from the window, a refused query, or a release that teaches the adversary nothing).
+
+    ``view_of(users)``: the release's view rows of those users (None: every row), sorted by user, with the
+    release's ``attrs``; ``rows``: the sampled persons' rows of the window (``user``, ``source_user``; ``chosen``
+    the sorted persons); ``everybody``: every row of the window (what the informed adversary knows).
+    """
+    view = view_of(np.sort(rows["user"].to_numpy()))
+    zeros = np.zeros((len(chosen), *grid.shape))
+    if view.empty:
+        return zeros, zeros
+    person_of = pd.Series(np.searchsorted(chosen, rows["source_user"]), index=rows["user"].to_numpy())
+    owner = person_of.loc[view["user"].to_numpy()].to_numpy(dtype=np.int64)
+    population = zeros
+    if not mech.population_learns_nothing:
+        population = bayes.person_log_likelihoods(
+            lambda at: mech.log_likelihood(view.iloc[at], grid), owner, len(chosen), prior > 0, batch
+        )[0]
+    persons, first = np.unique(owner, return_index=True)  # the view is sorted by user
+    target = view.iloc[first]
+    if mech.informed_is_population:
+        target_log_lik = mech.log_likelihood(target, grid)
+    else:
+        others = informed.Others(
+            lambda: everybody[["user", "x", "y"]].sort_values("user", ignore_index=True), lambda: view_of(None)
+        )
+        target_log_lik = mech.informed_log_likelihood(target, grid, others)[0]
+    informed_log_lik = zeros.copy()
+    informed_log_lik[persons] = target_log_lik
+    return population, informed_log_lik

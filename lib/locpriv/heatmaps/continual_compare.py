@@ -31,6 +31,7 @@ from . import continual
 from .aggregation import SecAgg
 
 BOX = [-3.0, 3.0, -3.0, 3.0]
+GEOLIFE_BOX = [116.15, 116.60, 39.75, 40.10]  # registry's Beijing box, as workflow/configs/geolife.yaml
 CENTRAL = 2**62  # one shard whatever the users: the curator's discrete-Laplace histogram
 
 
@@ -51,26 +52,40 @@ def _interval(values: np.ndarray) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
-def geolife_windows(path: str, *, start: str, window: str, count: int, cap: int, depth: int, seed: int) -> list:
-    """The T windows of the Geolife file (``registry``'s Beijing box, projected as the ingest does) as flat
-    pixels, each person's rows capped at ``cap`` per window (a seeded subset, as the ingest's per-window cap)."""
+def geolife_window_rows(path: str, *, start: str, window: str, count: int, cap: int, seed: int) -> list:
+    """The T windows' rows of the Geolife file (``registry``'s Beijing box, projected as the ingest does: x, y in
+    metres, ``source_user``, ``time``), each person's rows capped at ``cap`` per window (a seeded subset, as
+    the ingest's per-window cap)."""
     spec = {
         "source": "points",
         "path": path,
-        "lonlat_bbox": [116.15, 116.60, 39.75, 40.10],
+        "lonlat_bbox": GEOLIFE_BOX,
         "user_column": "user",
         "time_column": "timestamp_utc",
     }
     rows, _ = real_points("geolife", spec, make_rng(seed, "geolife"))
-    x, y, _ = pixels(rows, Grid.regular(domain_of(spec)[0], 2, 2), depth)
-    flat = x * (1 << depth) + y
     lo, step = pd.Timestamp(start, tz="UTC"), length(window, "--window")
     k = ((rows["time"] - lo) // step).to_numpy()
     out = []
     for t in range(count):
         inside = np.flatnonzero(k == t)
         keep = cap_rows(rows["source_user"].to_numpy()[inside], cap, make_rng(seed, "cap", t))
-        out.append(flat[inside[keep]])
+        out.append(rows.iloc[inside[keep]].reset_index(drop=True))
+    return out
+
+
+def geolife_domain() -> Domain:
+    """The projected Beijing box of ``geolife_window_rows`` (metres)."""
+    return domain_of({"source": "points", "lonlat_bbox": GEOLIFE_BOX})[0]
+
+
+def geolife_windows(path: str, *, start: str, window: str, count: int, cap: int, depth: int, seed: int) -> list:
+    """``geolife_window_rows`` as flat pixels (x 2^depth + y) of the box's quadtree."""
+    grid = Grid.regular(geolife_domain(), 2, 2)
+    out = []
+    for rows in geolife_window_rows(path, start=start, window=window, count=count, cap=cap, seed=seed):
+        x, y, _ = pixels(rows, grid, depth)
+        out.append(x * (1 << depth) + y)
     return out
 
 

@@ -7,7 +7,9 @@ One job per setting and repetition, reading the T window runs' files (``runs/<da
 * ``trajectory_recovery``: Xu et al. 2017's attack (:mod:`locpriv.adversary.trajectory_recovery`) on the
   per-window published maps (the runs' estimates, read as counts per grid cell per slot), and on the
   exact per-window counts (``exact_recovery``, the paper's own setting, one job per dataset);
-* ``linkage_summary``: both, per setting and k, as mean and 95 % t-interval over the repetitions.
+* ``linkage_summary``: both, per setting and k, as mean and 95 % t-interval over the repetitions, and the same
+  rows with each setting's trust model and person-level epsilon after k releases (``frontier_releases``): the
+  frontier's cross-release metrics as functions of the number of releases.
 
 A person's place in a slot (the truth the recovery is scored on, and the exact count it adds to) is the
 cell of their first row in the window: the paper's one location per person per slot.
@@ -18,10 +20,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import io
-from ..adversary import bayes, informed, linkage
+from .. import io, ledger, mechanisms
+from ..adversary import bayes, linkage
 from ..adversary import trajectory_recovery as recovery
 from ..adversary.likelihoods import cell_of
+from ..datasets.ingest import domain_of
 from ..frontier import t_interval
 from .attack import person_sample
 from .prepare import load_grid
@@ -81,8 +84,15 @@ def cross_release_bayes(
     )
     population, informed_adv = [], []
     for run, views, rows, bandwidth, everybody in zip(runs, view_paths, mine, bandwidth_jsons, windows, strict=True):
-        pop, inf = _window_log_likelihoods(
-            configured(run, bandwidth), views, rows, everybody, chosen, grid, prior, batch
+        pop, inf = linkage.window_log_likelihoods(
+            configured(run, bandwidth),
+            lambda users, views=views: _persons_view(views, users),
+            rows,
+            everybody,
+            chosen,
+            grid,
+            prior,
+            batch,
         )
         population.append(pop)
         informed_adv.append(inf)
@@ -109,38 +119,6 @@ INFORMED_MODEL = (
     "per window one target row per person (their lowest user id in the window), every other row of the window known; "
     "the windows' likelihoods multiplied, as for a person at one cell in every window"
 )
-
-
-def _window_log_likelihoods(mech, views, rows, everybody, chosen, grid, prior, batch):
-    """One window's (n_persons, P, Q) log-likelihoods of the population and the informed adversary (zeros for
-    a person absent from the window, a refused query, or a release that teaches the adversary nothing).
-
-    ``rows``: the sampled persons' rows of the window; ``everybody``: every row of the run (what the informed
-    adversary knows)."""
-    view = _persons_view(views, np.sort(rows["user"].to_numpy()))
-    zeros = np.zeros((len(chosen), *grid.shape))
-    if view.empty:
-        return zeros, zeros
-    person_of = pd.Series(np.searchsorted(chosen, rows["source_user"]), index=rows["user"].to_numpy())
-    owner = person_of.loc[view["user"].to_numpy()].to_numpy(dtype=np.int64)
-    population = zeros
-    if not mech.population_learns_nothing:
-        population = bayes.person_log_likelihoods(
-            lambda at: mech.log_likelihood(view.iloc[at], grid), owner, len(chosen), prior > 0, batch
-        )[0]
-    persons, first = np.unique(owner, return_index=True)  # the view is sorted by user
-    target = view.iloc[first]
-    if mech.informed_is_population:
-        target_log_lik = mech.log_likelihood(target, grid)
-    else:
-        others = informed.Others(
-            lambda: everybody[["user", "x", "y"]].sort_values("user", ignore_index=True),
-            lambda: _persons_view(views, None),
-        )
-        target_log_lik = mech.informed_log_likelihood(target, grid, others)[0]
-    informed_log_lik = zeros.copy()
-    informed_log_lik[persons] = target_log_lik
-    return population, informed_log_lik
 
 
 def _slots(points_paths: list[str], meta_jsons: list[str], grid):
@@ -233,13 +211,17 @@ def linkage_summary(
     out_bayes: str,
     out_recovery: str,
     out_plot: str,
+    out_frontier: str,
+    guarantees: list[dict],
     dpi: int,
 ) -> None:
-    """Both attacks per setting (and k), mean and 95 % t-interval over the repetitions (csv), and the Bayes
-    adversary's expected error (fraction of the prior's) against the number of releases combined (png).
+    """Both attacks per setting (and k), mean and 95 % t-interval over the repetitions (csv), the same with each
+    setting's trust model and person-level epsilon after k releases (``out_frontier``, :func:`frontier_releases`),
+    and the Bayes adversary's expected error (fraction of the prior's) against the number of releases combined
+    (png).
 
     ``*_runs``: per file, its dataset, mechanism, setting (the parameters' folder name; ``exact`` for the
-    exact counts) and rep.
+    exact counts) and rep; ``guarantees``: :func:`setting_guarantees`.
     """
     curves = [
         linkage.summarise(part).assign(adversary=adversary, **{c: run[c] for c in (*SETTING, "rep")})
@@ -256,8 +238,91 @@ def linkage_summary(
     ]
     frame = pd.concat(found, ignore_index=True)
     metrics = [c for c in frame.columns if c.rsplit("_", 1)[0] in RECOVERY_METRICS or c in RECOVERY_METRICS]
-    _write_csv(_interval_rows(frame, SETTING, metrics), out_recovery)
+    recovery_table = _interval_rows(frame, SETTING, metrics)
+    _write_csv(recovery_table, out_recovery)
+    _write_csv(frontier_releases(bayes_table, recovery_table, guarantees), out_frontier)
     _plot(bayes_table, out_plot, dpi)
+
+
+def setting_guarantees(config: dict, windowed: dict) -> list[dict]:
+    """Per windowed setting (the keys of ``datasets.windows.windowed_settings``, first rep): its mechanism's declared
+    trust model and the person-level epsilon of each of its T window releases, in window order, as the ledger
+    prices them (``ledger.person_record``: group privacy over a person's rows in the window; None where no
+    finite bound holds)."""
+    out = {}
+    for (dataset, mechanism, setting, _), runs in windowed.items():
+        if (dataset, mechanism, setting) in out:
+            continue
+        box = domain_of(config["datasets"][runs[0].dataset])[0]  # geo-ind's bound, as the ledger's
+        diameter = float(np.hypot(box.xmax - box.xmin, box.ymax - box.ymin))
+        records = [ledger.person_record(config["datasets"][r.dataset], mechanism, r.params, diameter) for r in runs]
+        out[(dataset, mechanism, setting)] = {
+            "dataset": dataset,
+            "mechanism": mechanism,
+            "setting": setting,
+            "declared_trust_model": mechanisms.get(mechanism).trust_model,
+            "epsilon_person_windows": [r["epsilon"] for r in records],
+        }
+    return list(out.values())
+
+
+FRONTIER_RELEASES = [
+    *SETTING,
+    "declared_trust_model",
+    "trust_model",
+    "attack",
+    "k",
+    "guarantee_epsilon_person",
+    "metric",
+    "reps",
+    "mean",
+    "ci_low",
+    "ci_high",
+]
+
+
+def frontier_releases(bayes_table: pd.DataFrame, recovery_table: pd.DataFrame, guarantees: list[dict]) -> pd.DataFrame:
+    """The cross-release metrics as functions of the number of releases k, with what the frontier ranks by: one
+    row per setting, attack (``cross_release_bayes_<adversary>`` for k = 0..T, ``trajectory_recovery`` at k = T)
+    and metric, with the setting's trust model and ``guarantee_epsilon_person``, the person-level epsilon of its
+    first k releases under basic composition (the ledger's sum).  As on the frontier, a setting without a finite
+    person-level epsilon is listed under trust model ``none`` (``declared_trust_model`` keeps its own), and so are
+    the exact counts (no mechanism)."""
+    rows = []
+    for g in guarantees:
+        key = (bayes_table["dataset"] == g["dataset"]) & (bayes_table["mechanism"] == g["mechanism"])
+        curve = bayes_table[key & (bayes_table["setting"] == g["setting"])]
+        per_window = g["epsilon_person_windows"]
+        spent = np.cumsum([np.nan if e is None else e for e in [0.0, *per_window]])  # k = 0 spends nothing
+        proved = all(e is not None for e in per_window)
+        common = {
+            "declared_trust_model": g["declared_trust_model"],
+            "trust_model": g["declared_trust_model"] if proved else "none",
+        }
+        rows.append(
+            curve.assign(
+                attack="cross_release_bayes_" + curve["adversary"],
+                guarantee_epsilon_person=spent[curve["k"].to_numpy()],
+                **common,
+            )
+        )
+        key = (recovery_table["dataset"] == g["dataset"]) & (recovery_table["mechanism"] == g["mechanism"])
+        found = recovery_table[key & (recovery_table["setting"] == g["setting"])]
+        rows.append(
+            found.assign(attack="trajectory_recovery", k=len(per_window), guarantee_epsilon_person=spent[-1], **common)
+        )
+    exact = recovery_table[recovery_table["mechanism"] == "exact"]
+    windows = {g["dataset"]: len(g["epsilon_person_windows"]) for g in guarantees}
+    rows.append(
+        exact.assign(
+            attack="trajectory_recovery",
+            k=exact["dataset"].map(windows),
+            guarantee_epsilon_person=np.inf,
+            declared_trust_model="none",
+            trust_model="none",
+        )
+    )
+    return pd.concat(rows, ignore_index=True)[FRONTIER_RELEASES]
 
 
 def _plot(table: pd.DataFrame, out: str, dpi: int) -> None:
