@@ -42,6 +42,11 @@ class PrivTree(Released):
         eps = self.settings["epsilon"]
         return privtree_lib.privtree(xy, domain_box(grid), eps / 2, eps / 2, rng)
 
+    def tree_arrays(self, xy, grid, rng):
+        """``tree`` as arrays (level, code, count, noise parameters), the same draws: what the audit runs."""
+        eps = self.settings["epsilon"]
+        return privtree_lib.leaves(xy, domain_box(grid), eps / 2, eps / 2, rng)
+
     def randomize_points(self, points, grid, rng):
         xy, moved = clamp_to_domain(points, grid)
         leaves = self.tree(xy, grid, rng)
@@ -134,10 +139,7 @@ class PrivTree(Released):
 
         def released(xy):
             def run(rng):
-                leaves = self.tree(xy, grid, rng)
-                return informed.privtree_path_log_ratio(
-                    leaves["level"], leaves["code"], leaves["count"].to_numpy(), leaves.attrs["noise"], others, corners
-                )
+                return informed.privtree_path_log_ratio(*self.tree_arrays(xy, grid, rng), others, corners)
 
             return cases.per_run(run, 2)
 
