@@ -42,10 +42,11 @@ class PrivTree(Released):
         eps = self.settings["epsilon"]
         return privtree_lib.privtree(xy, domain_box(grid), eps / 2, eps / 2, rng)
 
-    def tree_arrays(self, xy, grid, rng):
-        """``tree`` as arrays (level, code, count, noise parameters), the same draws: what the audit runs."""
+    def tree_arrays(self, paths, rng):
+        """``tree`` as arrays (level, code, count, noise parameters), the same draws, from the locations'
+        full-depth codes (``cell_codes`` at ``privtree_lib.MAX_DEPTH``): what the audit repeats."""
         eps = self.settings["epsilon"]
-        return privtree_lib.leaves(xy, domain_box(grid), eps / 2, eps / 2, rng)
+        return privtree_lib.leaves(paths, eps / 2, eps / 2, rng)
 
     def randomize_points(self, points, grid, rng):
         xy, moved = clamp_to_domain(points, grid)
@@ -138,8 +139,10 @@ class PrivTree(Released):
         corners = cell_codes(np.array([lo, hi]), box, depth)
 
         def released(xy):
+            paths = cell_codes(xy, box, depth)
+
             def run(rng):
-                return informed.privtree_path_log_ratio(*self.tree_arrays(xy, grid, rng), others, corners)
+                return informed.privtree_path_log_ratio(*self.tree_arrays(paths, rng), others, corners)
 
             return cases.per_run(run, 2)
 
