@@ -109,7 +109,8 @@ def test_dp_heatmap_schedule_spending_beyond_the_claim_is_refuted_at_run_time(mo
 
     def overspent(pool, params, rng, start=None):
         result = real(pool, params, rng, start)
-        result.transcript["epsilon"] *= 1.5
+        for step in result.steps:  # the transcript's rows (``AdaptiveResult.transcript`` is built from them)
+            step["epsilon"] *= 1.5
         return result
 
     monkeypatch.setattr("locpriv.mechanisms.dp_heatmap.run_adaptive", overspent)

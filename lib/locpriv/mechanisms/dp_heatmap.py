@@ -125,10 +125,8 @@ class DPHeatmap(Heatmap):
             n = max(n + 1, int(n * 2**0.25))
         return n
 
-    def result(self, points, grid, rng):
-        depth = self.settings["depth"]
-        x, y, _ = pixels(points, grid, depth)
-        return run_adaptive(user_pool(x, y, depth, self.settings), self.adaptive_params(len(points)), rng)
+    def run_pixels(self, x, y, rng):
+        return run_adaptive(user_pool(x, y, self.settings["depth"], self.settings), self.adaptive_params(len(x)), rng)
 
     def accounted(self, result):
         return max(result.epsilon_spent, result.epsilon_achieved)

@@ -314,6 +314,12 @@ class Heatmap(Released):
 
     def result(self, points, grid, rng):
         """The heatmaps library's whole run (clients' shares, shard sums, server) on ``points``."""
+        x, y, _ = pixels(points, grid, self.settings["depth"])
+        return self.run_pixels(x, y, rng)
+
+    def run_pixels(self, x, y, rng):
+        """``result`` on the users' finest-level pixels (``pixels``): what the audit repeats thousands of
+        times on the same users, so it finds their pixels once."""
         raise NotImplementedError
 
     def accounted(self, result) -> float:
@@ -353,9 +359,10 @@ class Heatmap(Released):
 
         def released(xy):
             points = pd.concat([pd.DataFrame({"user": [0], "x": [xy[0]], "y": [xy[1]]}), other], ignore_index=True)
+            x, y, _ = pixels(points, grid, depth)
 
             def run(rng):
-                result = self.result(points, grid, rng)
+                result = self.run_pixels(x, y, rng)
                 llr = informed.heatmap_pair_log_ratio(result.server_rounds, other_codes, pair_codes, depth)
                 return np.array([llr, 2 * self.accounted(result)])  # replace-one: twice the run's sum
 
@@ -390,11 +397,13 @@ class Baseline(Heatmap):
     }
     library = None  # the heatmaps library's function (population, n_users, epsilon, rng, secagg)
 
-    def result(self, points, grid, rng):
-        depth = self.settings["depth"]
-        x, y, _ = pixels(points, grid, depth)
+    def run_pixels(self, x, y, rng):
         return self.library(
-            user_pool(x, y, depth, self.settings), len(points), self.settings["epsilon"], rng, secagg(self.settings)
+            user_pool(x, y, self.settings["depth"], self.settings),
+            len(x),
+            self.settings["epsilon"],
+            rng,
+            secagg(self.settings),
         )
 
     def accounted(self, result):

@@ -42,6 +42,12 @@ class PrivTree(Released):
         eps = self.settings["epsilon"]
         return privtree_lib.privtree(xy, domain_box(grid), eps / 2, eps / 2, rng)
 
+    def tree_arrays(self, paths, rng):
+        """``tree`` as arrays (level, code, count, noise parameters), the same draws, from the locations'
+        full-depth codes (``cell_codes`` at ``privtree_lib.MAX_DEPTH``): what the audit repeats."""
+        eps = self.settings["epsilon"]
+        return privtree_lib.leaves(paths, eps / 2, eps / 2, rng)
+
     def randomize_points(self, points, grid, rng):
         xy, moved = clamp_to_domain(points, grid)
         leaves = self.tree(xy, grid, rng)
@@ -133,11 +139,10 @@ class PrivTree(Released):
         corners = cell_codes(np.array([lo, hi]), box, depth)
 
         def released(xy):
+            paths = cell_codes(xy, box, depth)
+
             def run(rng):
-                leaves = self.tree(xy, grid, rng)
-                return informed.privtree_path_log_ratio(
-                    leaves["level"], leaves["code"], leaves["count"].to_numpy(), leaves.attrs["noise"], others, corners
-                )
+                return informed.privtree_path_log_ratio(*self.tree_arrays(paths, rng), others, corners)
 
             return cases.per_run(run, 2)
 

@@ -28,6 +28,7 @@ the series' ratio <= 1/4 and the sum <= ε_tree.  n is public, so replacing one 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -63,6 +64,13 @@ def biased_steps(count, depth, theta_steps: int, delta_steps: int) -> np.ndarray
     return np.maximum(
         np.asarray(count, dtype=np.int64) * UNIT - np.asarray(depth) * delta_steps, theta_steps - delta_steps
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _setting(epsilon_tree: float, epsilon_count: float, theta: float, max_depth: int) -> tuple[dict, float]:
+    """``noise_parameters`` and the split noise's λ′ (``grid_constants``), made once per setting: their exact
+    scales cost more than a tree on a few points."""
+    return noise_parameters(epsilon_tree, epsilon_count, theta, max_depth), grid_constants(epsilon_tree)[0]
 
 
 def noise_parameters(epsilon_tree: float, epsilon_count: float, theta: float = 0.0, max_depth: int = MAX_DEPTH) -> dict:
@@ -106,12 +114,31 @@ def privtree(
     long before it: the bias grows by δ per level).  ``theta`` must lie on the grid.
     The noise parameters used are in ``.attrs["noise"]`` (``noise_parameters``).
     """
-    noise = noise_parameters(epsilon_tree, epsilon_count, theta, max_depth)
-    lam_steps, _ = grid_constants(epsilon_tree)
-    delta_steps, theta_steps = noise["delta"], noise["theta"]
     path = cell_codes(points, box, max_depth)
+    level, code, count, noise = leaves(path, epsilon_tree, epsilon_count, rng, theta, max_depth)
+    out = pd.DataFrame({"level": level, "code": code, "count": count})
+    out.attrs["noise"] = noise
+    return out
+
+
+def leaves(
+    path: np.ndarray,
+    epsilon_tree: float,
+    epsilon_count: float,
+    rng: np.random.Generator,
+    theta: float = 0.0,
+    max_depth: int = MAX_DEPTH,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """``privtree``'s release as arrays (level, code, count) and its noise parameters, the same draws, from
+    the points' full-depth codes ``path`` (``quadtree.cell_codes`` at ``max_depth``).
+
+    The audit runs the tree thousands of times on the same two points, where a DataFrame per level and
+    the points' codes cost more than the tree itself."""
+    noise, lam_steps = _setting(epsilon_tree, epsilon_count, theta, max_depth)
+    noise = dict(noise)  # the caller's copy (a release's attrs)
+    delta_steps, theta_steps = noise["delta"], noise["theta"]
     nodes = np.zeros(1, dtype=np.int64)
-    leaves = []
+    levels, codes, counts_out = [], [], []
     for level in range(max_depth + 1):
         prefix = path >> (2 * (max_depth - level))
         in_open_node = np.isin(prefix, nodes)  # points of finished leaves drop out
@@ -121,21 +148,13 @@ def privtree(
         )
         split = (noisy > theta_steps) & (level < max_depth)
         leaf = ~split
-        leaves.append(
-            pd.DataFrame(
-                {
-                    "level": level,
-                    "code": nodes[leaf],
-                    "count": release_on_grid(counts[leaf] * UNIT, 0.0, STEP, UNIT, epsilon_count, rng),
-                }
-            )
-        )
+        codes.append(nodes[leaf])
+        levels.append(np.full(codes[-1].size, level, dtype=np.int64))
+        counts_out.append(release_on_grid(counts[leaf] * UNIT, 0.0, STEP, UNIT, epsilon_count, rng))
         if not split.any():
             break
         nodes = np.sort(((nodes[split] << 2)[:, None] | np.arange(4)).ravel())
-    out = pd.concat(leaves, ignore_index=True)
-    out.attrs["noise"] = noise
-    return out
+    return np.concatenate(levels), np.concatenate(codes), np.concatenate(counts_out), noise
 
 
 def count_noise(level, code, count, paths, noise: dict) -> np.ndarray:
