@@ -176,6 +176,25 @@ def test_every_run_checks_the_noise_it_drew(data, name):
     assert checked["power"] > (0.85 if name == "dp_heatmap" else 0.99)
 
 
+def test_the_noise_check_reads_a_bounded_prefix_and_nothing_where_no_noise_is_drawn(data, monkeypatch):
+    """Memory that does not grow with N: a per-report noise is checked on the first shards (at least
+    NOISE_CHECK_REPORTS reports, whole shards: here one shard of 500 users, two axes), and a mechanism
+    that draws no noise never loads the run's view or points (at 10^8 users they took 13.7-15.4 GB)."""
+    _, whole = attacked(data, "laplace_ldp", SETTINGS["laplace_ldp"])
+    assert whole["noise_check"]["values"] == 2 * N  # below the bound: every report
+    monkeypatch.setattr(st_attack, "NOISE_CHECK_REPORTS", 1)
+    _, prefix = attacked(data, "laplace_ldp", SETTINGS["laplace_ldp"])
+    assert prefix["noise_check"]["values"] == 2 * USERS_PER_SHARD
+
+    def whole_run(*args):
+        raise AssertionError("the run's whole view or points loaded")
+
+    monkeypatch.setattr(st_attack, "_whole_view", whole_run)
+    monkeypatch.setattr(st_attack, "_run_points", whole_run)
+    _, meta = attacked(data, "fedkde", SETTINGS["fedkde"])
+    assert meta["noise_check"] is None
+
+
 def _with_noise_check_off(monkeypatch):
     monkeypatch.setattr(st_attack, "_check_noise", lambda *args: None)
 

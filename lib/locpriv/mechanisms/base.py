@@ -565,6 +565,15 @@ class Mechanism:
         """
         return None
 
+    # each report's noise depends on that report alone (its user's location and its own draw), so any
+    # fixed subset of the reports is a sample of the law (the run's noise check reads a prefix)
+    noise_per_report: ClassVar[bool] = False
+
+    @property
+    def exposes_noise(self) -> bool:
+        """Whether ``realised_noise`` can say anything: it is overridden (the check needs no data to know)."""
+        return type(self).realised_noise is not Mechanism.realised_noise
+
     def realised_noise(self, view: pd.DataFrame, points: pd.DataFrame, grid: Grid) -> list | None:
         """The noise each released number carries, given the true data: a list of
         :class:`locpriv.audit.noise.Noise` (values and the law the record states for them), or None

@@ -81,6 +81,8 @@ class GeoInd(FedKDE):
         with equality along rays from the report z), per distance unit as the guarantee states it."""
         return np.full(len(view), float(informed.recorded_noise(view, self.name)["epsilon"]))
 
+    noise_per_report = True  # one report, one independent draw
+
     def realised_noise(self, view, points, grid):
         """Per report: the radius Λ ||K|| of its lattice noise K (report minus snapped location), planar Laplace at
         the epsilon the view records."""

@@ -120,6 +120,8 @@ class LaplaceLDP(FedKDE):
         scales = informed.recorded_noise(view, self.name)["scales"]
         return likelihoods.product_laplace_logpdf(view[["x", "y"]].to_numpy(), grid, scales)
 
+    noise_per_report = True  # one report, one independent draw
+
     def realised_noise(self, view, points, grid):
         """Per report and coordinate: |report − snapped clamped location| in grid steps, discrete Laplace of the
         scale the view records (``scales`` / step)."""

@@ -302,16 +302,44 @@ def _run_name(run: dict) -> str:
     )
 
 
-def _check_noise(mech, run: dict, others: informed.Others, grid) -> dict | None:
+# the reports a per-report noise check reads at most (whole shards, in user order): its power at this many
+# values is 1 to machine precision for a twofold weaker noise, and its memory must not grow with N
+NOISE_CHECK_REPORTS = 1_000_000
+
+
+def _view_prefix(view_paths: list[str], reports: int) -> pd.DataFrame:
+    """The run's first shards in user order, until they hold at least ``reports`` rows (attrs the first's)."""
+    parts, rows = [], 0
+    for path in view_paths:
+        parts.append(_shared(pd.read_parquet(path)))
+        rows += len(parts[-1])
+        if rows >= reports:
+            break
+    view = pd.concat(parts, ignore_index=True)
+    view.attrs = parts[0].attrs
+    return view
+
+
+def _check_noise(mech, run: dict, others: informed.Others, grid, view_paths: list[str], points_path: str):
     """The noise the run drew, tested against the law its record states (``audit.noise``): raises
-    NoiseCheckFailure (one line) if it is weaker.  None where the mechanism draws no noise it exposes
-    (``Mechanism.realised_noise``).  Runs whose record states no epsilon (a leaked input, a setting with no
-    proof) are checked too: their noise law is recorded all the same."""
+    NoiseCheckFailure (one line) if it is weaker; returns the result as a dict.  None where the mechanism
+    draws no noise it exposes (``Mechanism.realised_noise``), read without loading the run.  A per-report
+    noise (``Mechanism.noise_per_report``) is read from the first shards, at least
+    :data:`NOISE_CHECK_REPORTS` reports, and only their users' points; an aggregate's needs the whole run.
+    Runs whose record states no epsilon (a leaked input, a setting with no proof) are checked too: their
+    noise law is recorded all the same."""
     # deferred: the check needs scipy.optimize, which the attack's own code does not (tests/test_lazy_imports.py)
     from ..audit import noise
 
-    view = others.view
-    points = others.points.iloc[others.rows_of(view["user"].to_numpy())].reset_index(drop=True)
+    if not mech.exposes_noise:
+        return None
+    if mech.noise_per_report:
+        view = _view_prefix(view_paths, NOISE_CHECK_REPORTS)
+        users = view["user"].to_numpy()
+        points = _rows_of_users(points_path, np.unique(users)).set_index("user").loc[users].reset_index()
+    else:
+        view = others.view
+        points = others.points.iloc[others.rows_of(view["user"].to_numpy())].reset_index(drop=True)
     noises = mech.realised_noise(view, points, grid)
     return None if noises is None else noise.check(noises, mechanism=mech.name, run=_run_name(run)).as_dict()
 
@@ -461,7 +489,7 @@ def bayes_attack(
     batch = int(adversary_cfg.get("batch", attacks.DEFAULT_BATCH))
     n = n_users_of(run["params"], meta_json)
     others = informed.Others(lambda: _run_points(points_path, n), lambda: _whole_view(view_paths))
-    meta["noise_check"] = _check_noise(mech, run, others, grid)  # fails the job before any output
+    meta["noise_check"] = _check_noise(mech, run, others, grid, view_paths, points_path)  # fails before any output
     row_stat = np.empty(len(targets.view))
 
     def population(rows, sl):
