@@ -142,3 +142,31 @@ def test_slurm_profile_names_no_site_and_takes_it_from_the_environment(tmp_path,
             and job["slurm_account"] == env["LOCPRIV_SLURM_ACCOUNT"]
             for job in jobs
         ), jobs[:2]
+
+
+def test_slurm_profile_time_limit_grows_with_the_input(tmp_path):
+    """A job that reads a large points file gets more than the 30-minute default: at 10^9 users
+    laplace_ldp's estimate job reads 25.6 GB and took 24 CPU-min idle (32 min wall on a shared node),
+    past 30.  Snakemake itself evaluates the profile's runtime for a job with a 25,600 MB input (a
+    sparse file) and one with a small input."""
+    profile = yaml.safe_load((ROOT / "workflow/profiles/slurm/config.yaml").read_text())
+    local = tmp_path / "profile"
+    local.mkdir()
+    (local / "config.yaml").write_text(yaml.safe_dump({"default-resources": profile["default-resources"]}))
+    (tmp_path / "Snakefile").write_text(
+        'rule all:\n    input: "big.out", "small.out"\n'
+        'rule read:\n    input: "{name}.bin"\n    output: "{name}.out"\n    shell: "touch {output}"\n'
+    )
+    with (tmp_path / "big.bin").open("wb") as big:
+        big.truncate(25_600 * 1024 * 1024)  # sparse: no disk used
+    (tmp_path / "small.bin").write_bytes(b"x")
+    proc = run_snakemake(
+        tmp_path, "--workflow-profile", str(local), "--dry-run", "--cores", "1", snakefile=tmp_path / "Snakefile"
+    )
+    runtimes = {
+        re.search(r"output: (\w+)\.out", block).group(1): int(re.search(r"runtime=(\d+)", block).group(1))
+        for block in proc.stdout.split("rule read:")[1:]
+    }
+    assert runtimes == {"big": 128, "small": 30}, proc.stdout[-2000:]
+    # a dry run has no second attempt: the retry's doubling is read from the expression itself
+    assert profile["default-resources"]["runtime"].endswith("* attempt")
