@@ -146,7 +146,7 @@ def test_slurm_profile_names_no_site_and_takes_it_from_the_environment(tmp_path,
 
 def test_slurm_profile_time_limit_grows_with_the_input(tmp_path):
     """A job that reads a large points file gets more than the 30-minute default: at 10^9 users
-    laplace_ldp's estimate job reads 25.6 GB and took 24 CPU-min idle (32 min wall on a shared node),
+    laplace_ldp's estimate job reads 25.6 GB and took 25 CPU-min (32 min wall on a shared node),
     past 30.  Snakemake itself evaluates the profile's runtime for a job with a 25,600 MB input (a
     sparse file) and one with a small input."""
     profile = yaml.safe_load((ROOT / "workflow/profiles/slurm/config.yaml").read_text())
